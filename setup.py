@@ -1,0 +1,45 @@
+"""Install the Cramér distributional RL zoo."""
+
+import setuptools
+
+# Ranges known to work together (measured on Python 3.11, CPU, 2026-11).
+# rlax pulls distrax, which pulls an unpinned tfp-nightly: pin it so that
+# an install made next month resolves to the same, working stack.
+INSTALL_REQUIRES = [
+    'absl-py>=2.1,<3',
+    'numpy>=2.0,<3',
+    'jax>=0.10,<0.11',
+    'jaxlib>=0.10,<0.11',
+    'dm-haiku==0.0.17',
+    'optax==0.2.8',
+    'chex>=0.1.90,<0.2',
+    'rlax==0.1.9',
+    'distrax==0.1.9',
+    'tfp-nightly==0.26.0.dev20261027',
+    'dm-env>=1.6,<1.7',
+    'gymnasium>=1.4,<1.5',
+    'ale-py==0.12.1',
+    'matplotlib>=3.8,<4',
+]
+
+setuptools.setup(
+    name='cramer-dqn-zoo',
+    version='0.1.0',
+    description=(
+        'Quantile distributional RL agents (QR-DQN, CR-DQN, NC-CR-DQN, '
+        'NC-QR-DQN) with a sort-based Cramér loss, in JAX, DQN Zoo style.'
+    ),
+    license='Apache-2.0',
+    python_requires='>=3.10',
+    packages=setuptools.find_packages(include=[
+        'losses*', 'networks*', 'zoo*', 'qr_dqn*', 'cr_dqn*', 'nc_cr_dqn*',
+        'nc_qr_dqn*', 'scripts*',
+    ]),
+    package_data={'zoo': ['reference/*.csv', 'reference/*.csv.gz']},
+    install_requires=INSTALL_REQUIRES,
+    extras_require={
+        'test': ['pytest>=8', 'hypothesis>=6.100', 'pytest-timeout>=2.3', 'scipy>=1.13'],
+        'cuda': ['jax[cuda12]>=0.10,<0.11'],
+        'sweep': ['ray[default]>=2.40'],
+    },
+)
