@@ -1,0 +1,97 @@
+"""The batched environment contract the run loop sees (ARCHITECTURE.md).
+
+A batched environment runs K >= 1 streams, each with dm_env semantics; the
+step of a stream whose previous step was LAST starts a new episode (returns
+FIRST and ignores its action).
+
+Frame stack layout (DQN Zoo's, both modes): `observation[k, :, :, :n]` holds
+the stream's last n = min(episode_step + 1, 4) processed frames, oldest first,
+and `observation[k, :, :, n:]` is zero, where episode_step counts the agent
+steps since FIRST (0 on FIRST). DQN Zoo pads the stack with zeros at the END
+(processors.trailing_zero_pad): the first observation of an episode is
+[A, 0, 0, 0], then [A, B, 0, 0], [A, B, C, 0], [A, B, C, D], [B, C, D, E].
+So the newest frame is last from the 4th step of an episode on; before that
+it is at index episode_step. `newest_frame_index` and `stack_frames` encode
+this rule for code (such as a replay) that stores one frame per step.
+"""
+
+import abc
+from typing import NamedTuple, Sequence
+
+import dm_env
+import numpy as np
+
+FIRST = np.int8(dm_env.StepType.FIRST)
+MID = np.int8(dm_env.StepType.MID)
+LAST = np.int8(dm_env.StepType.LAST)
+
+
+class BatchedTimeStep(NamedTuple):
+  step_type: np.ndarray    # [K] int8, dm_env.StepType values.
+  reward: np.ndarray       # [K] float32, raw (unclipped) sum over repeats.
+  discount: np.ndarray     # [K] float32, 0 at game over and on life loss.
+  observation: np.ndarray  # [K, 84, 84, 4] uint8, DQN Zoo stack layout.
+
+
+class BatchedEnvironment(abc.ABC):
+  """K environment streams with dm_env auto-reset semantics per stream."""
+
+  num_envs: int
+  num_actions: int
+
+  @abc.abstractmethod
+  def reset(self) -> BatchedTimeStep:
+    """Start a new episode in every stream; all step types are FIRST."""
+
+  @abc.abstractmethod
+  def step(self, actions: np.ndarray) -> BatchedTimeStep:
+    """Step every stream with its action ([K] ints in [0, num_actions))."""
+
+  def close(self) -> None:
+    """Release the emulators."""
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *unused_exc):
+    self.close()
+
+
+def newest_frame_index(episode_step: np.ndarray,
+                       num_stacked_frames: int = 4) -> np.ndarray:
+  """Return where the newest frame sits in the stack at each episode step."""
+  return np.minimum(np.asarray(episode_step), num_stacked_frames - 1)
+
+
+def stack_frames(frames: Sequence[np.ndarray],
+                 num_stacked_frames: int = 4) -> np.ndarray:
+  """Stack the last frames of an episode (oldest first) as DQN Zoo does.
+
+  Args:
+    frames: the episode's processed frames so far, oldest first, each [H, W].
+    num_stacked_frames: stack depth.
+
+  Returns:
+    [H, W, num_stacked_frames] with the last `num_stacked_frames` frames,
+    oldest first, zero-padded at the end when fewer frames exist.
+  """
+  if not frames:
+    raise ValueError('stack_frames needs at least one frame.')
+  frames = list(frames[-num_stacked_frames:])
+  zero = np.zeros_like(frames[0])
+  frames += [zero] * (num_stacked_frames - len(frames))
+  return np.stack(frames, axis=-1)
+
+
+def check_actions(actions, num_envs: int, num_actions: int) -> np.ndarray:
+  """Return actions as an int array [K], or raise a ValueError naming why."""
+  actions = np.asarray(actions)
+  if actions.shape != (num_envs,):
+    raise ValueError(f'Expected actions of shape ({num_envs},), one per '
+                     f'stream, got shape {actions.shape}.')
+  if not np.issubdtype(actions.dtype, np.integer):
+    raise ValueError(f'Actions must be integers, got dtype {actions.dtype}.')
+  if actions.size and (actions.min() < 0 or actions.max() >= num_actions):
+    raise ValueError(f'Actions must lie in [0, {num_actions}) (the minimal '
+                     f'action set), got {actions.tolist()}.')
+  return actions
