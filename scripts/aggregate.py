@@ -1,0 +1,288 @@
+r"""Summarise Atari-57 results: best-agent median, and median/IQM/mean with 95% CIs.
+
+  python -m scripts.aggregate --reference
+  python -m scripts.aggregate --runs=runs/ --output_dir=results/
+
+For every agent (ours, and the shipped references of SPEC §6):
+- the best score of a run is the max over iterations 0..num_iterations of its
+  human-normalised evaluation return;
+- best-agent summary: per seed, the median over games of the best scores, then
+  the mean over seeds (the number papers report);
+- median (of per-game means over seeds), IQM and mean over the [seeds, games]
+  matrix of best scores, with percentile CIs of a stratified bootstrap that
+  resamples seeds independently within each game (rliable's method).
+Agents whose runs are all complete on a full [seeds x games] grid get CIs;
+status 'subset' marks fewer games than the full set (e.g. paper variants run on
+4 games). Agents with incomplete or missing runs are 'partial': reported apart,
+best-so-far and without CIs, never mixed with complete agents.
+"""
+
+import csv
+import dataclasses
+import io
+import math
+import os
+import sys
+import tempfile
+import warnings
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from absl import app
+from absl import flags
+import numpy as np
+
+from scripts import bootstrap
+from scripts import run_data
+
+_RUNS = flags.DEFINE_multi_string(
+    'runs', [], 'Directory tree of our run CSVs, as DIR or LABEL=DIR (LABEL '
+    'names the source column); repeatable.')
+_REFERENCE = flags.DEFINE_bool(
+    'reference', False, 'Summarise the shipped reference runs (also shown '
+    'beside --runs).')
+_REFERENCE_AGENTS = flags.DEFINE_list(
+    'reference_agents', None, 'Reference agents to show (default: all; '
+    'empty string: none).')
+_NUM_ITERATIONS = flags.DEFINE_integer(
+    'num_iterations', run_data.DEFAULT_NUM_ITERATIONS,
+    'A run is complete when it has iterations 0..num_iterations; best scores '
+    'are taken over those iterations.')
+_NUM_GAMES = flags.DEFINE_integer(
+    'num_games', 57, 'Games in a full set; fewer gives status "subset".')
+_OUTPUT_DIR = flags.DEFINE_string(
+    'output_dir', None, 'Write summary.csv and summary.md here.')
+_BOOTSTRAP_REPS = flags.DEFINE_integer(
+    'bootstrap_reps', 50_000, 'Bootstrap resamples (rliable default 50000).')
+_CONFIDENCE = flags.DEFINE_float('confidence', 0.95, 'CI coverage.')
+_SEED = flags.DEFINE_integer('seed', 0, 'Seed of the bootstrap.')
+
+METRICS = ('best_agent_summary', 'median', 'iqm', 'mean')
+STATUS_COMPLETE, STATUS_SUBSET, STATUS_PARTIAL = 'complete', 'subset', 'partial'
+
+
+@dataclasses.dataclass
+class AgentSummary:
+  """One row of the summary table; scores are fractions of human (1 = 100%)."""
+  source: str
+  agent: str
+  status: str
+  num_games: int
+  num_seeds: int
+  runs_complete: int
+  runs_incomplete: int
+  runs_missing: int
+  point: Dict[str, float]
+  ci: Dict[str, Tuple[float, float]]  # empty for partial agents
+
+
+def best_scores(runs: Sequence[run_data.Run], human_random, num_iterations: int
+                ) -> Tuple[np.ndarray, List[int], List[str]]:
+  """Return the best human-normalised scores [seeds, games] (NaN where no run)."""
+  seeds = sorted({r.seed for r in runs})
+  games = sorted({r.game for r in runs})
+  matrix = np.full((len(seeds), len(games)), np.nan)
+  for run in runs:
+    kept = run.iteration <= num_iterations
+    values = run.eval_return[kept]
+    values = values[np.isfinite(values)]
+    if values.size:
+      best = run_data.human_normalized(run.game, np.max(values), human_random)
+      matrix[seeds.index(run.seed), games.index(run.game)] = best
+  return matrix, seeds, games
+
+
+def _nan_aggregates(matrix: np.ndarray) -> Dict[str, float]:
+  """Return the metrics over the available scores of a partial matrix."""
+  present = matrix[np.isfinite(matrix)]
+  if present.size == 0:
+    return {m: math.nan for m in METRICS}
+  cut = int(0.25 * present.size)
+  iqm = np.mean(np.sort(present)[cut:present.size - cut])
+  with warnings.catch_warnings():
+    # A missing seed row or game column is expected in a partial grid.
+    warnings.simplefilter('ignore', category=RuntimeWarning)
+    return {
+        'best_agent_summary': float(np.nanmean(np.nanmedian(matrix, axis=1))),
+        'median': float(np.nanmedian(np.nanmean(matrix, axis=0))),
+        'iqm': float(iqm),
+        'mean': float(np.nanmean(np.nanmean(matrix, axis=0))),
+    }
+
+
+def summarise_agent(runs: Sequence[run_data.Run], human_random,
+                    num_iterations: int = run_data.DEFAULT_NUM_ITERATIONS,
+                    num_games: int = 57, reps: int = 50_000,
+                    confidence: float = 0.95, seed: int = 0) -> AgentSummary:
+  """Summarise the runs of one (source, agent)."""
+  if not runs:
+    raise ValueError('summarise_agent needs at least one run.')
+  sources = {(r.source, r.agent) for r in runs}
+  if len(sources) != 1:
+    raise ValueError(f'summarise_agent got several agents: {sorted(sources)}.')
+  source, agent = sources.pop()
+  matrix, seeds, games = best_scores(runs, human_random, num_iterations)
+  complete = [r.is_complete(num_iterations) for r in runs]
+  runs_complete = int(sum(complete))
+  runs_missing = matrix.size - len(runs)
+  full_grid = runs_complete == matrix.size and np.all(np.isfinite(matrix))
+  if not full_grid:
+    status = STATUS_PARTIAL
+  elif len(games) < num_games:
+    status = STATUS_SUBSET
+  else:
+    status = STATUS_COMPLETE
+  point, ci = {}, {}
+  if full_grid:
+    for name in METRICS:
+      interval = bootstrap.confidence_interval(
+          matrix, bootstrap.AGGREGATES[name], reps=reps,
+          confidence=confidence, seed=seed)
+      point[name] = interval.point
+      ci[name] = (interval.lower, interval.upper)
+  else:
+    point = _nan_aggregates(matrix)
+  return AgentSummary(source=source, agent=agent, status=status,
+                      num_games=len(games), num_seeds=len(seeds),
+                      runs_complete=runs_complete,
+                      runs_incomplete=len(runs) - runs_complete,
+                      runs_missing=runs_missing, point=point, ci=ci)
+
+
+def summarise(runs: Sequence[run_data.Run], human_random=None, **kwargs
+              ) -> List[AgentSummary]:
+  """Summarise every (source, agent) present in `runs`, in first-seen order."""
+  human_random = human_random or run_data.load_human_random()
+  return [summarise_agent(group, human_random, **kwargs)
+          for group in run_data.group_by_agent(runs).values()]
+
+
+CSV_COLUMNS = (
+    ['source', 'agent', 'status', 'num_games', 'num_seeds', 'runs_complete',
+     'runs_incomplete', 'runs_missing'] +
+    [f'{m}{suffix}' for m in METRICS for suffix in ('', '_ci_low', '_ci_high')])
+
+
+def to_csv_rows(summaries: Sequence[AgentSummary]) -> List[Dict[str, str]]:
+  """Return CSV rows (scores as fractions of human, CIs blank for partial)."""
+  rows = []
+  for s in summaries:
+    row = {'source': s.source, 'agent': s.agent, 'status': s.status,
+           'num_games': s.num_games, 'num_seeds': s.num_seeds,
+           'runs_complete': s.runs_complete,
+           'runs_incomplete': s.runs_incomplete, 'runs_missing': s.runs_missing}
+    for m in METRICS:
+      row[m] = f'{s.point[m]:.6g}'
+      low, high = s.ci.get(m, (None, None))
+      row[f'{m}_ci_low'] = '' if low is None else f'{low:.6g}'
+      row[f'{m}_ci_high'] = '' if high is None else f'{high:.6g}'
+    rows.append(row)
+  return rows
+
+
+def _pct(value: float, ci: Optional[Tuple[float, float]]) -> str:
+  text = f'{100 * value:.1f}'
+  if ci:
+    text += f' [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]'
+  return text
+
+
+def to_markdown(summaries: Sequence[AgentSummary], confidence: float = 0.95,
+                num_iterations: int = run_data.DEFAULT_NUM_ITERATIONS) -> str:
+  """Return the summary as Markdown tables: full/subset agents, then partial ones."""
+  pct = int(round(100 * confidence))
+  header = (f'| source | agent | status | games | seeds | best-agent median % '
+            f'[{pct}% CI] | median % [CI] | IQM % [CI] | mean % [CI] |\n'
+            '|---|---|---|---:|---:|---:|---:|---:|---:|\n')
+
+  def line(s):
+    cells = [_pct(s.point[m], s.ci.get(m)) for m in METRICS]
+    return (f'| {s.source} | {s.agent} | {s.status} | {s.num_games} | '
+            f'{s.num_seeds} | ' + ' | '.join(cells) + ' |\n')
+
+  full = [s for s in summaries if s.status != STATUS_PARTIAL]
+  partial = [s for s in summaries if s.status == STATUS_PARTIAL]
+  text = ('Human-normalised best scores (max over iterations '
+          f'0..{num_iterations}). Best-agent median: per seed the median over '
+          'games, then the mean over seeds. Median/IQM/mean: rliable aggregates '
+          f'over the [seeds, games] matrix, {pct}% stratified-bootstrap '
+          'percentile CIs. status "subset": fewer games than the full set.\n\n')
+  if full:
+    text += header + ''.join(line(s) for s in full)
+  if partial:
+    text += ('\n**Partial agents** (some runs incomplete or missing; '
+             'best-so-far scores, no CIs, not comparable with the rows above):'
+             '\n\n| source | agent | games | seeds | runs complete | '
+             'runs incomplete | runs missing | best-agent median % so far | '
+             'median % | IQM % | mean % |\n'
+             '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n')
+    for s in partial:
+      text += (f'| {s.source} | {s.agent} | {s.num_games} | {s.num_seeds} | '
+               f'{s.runs_complete} | {s.runs_incomplete} | {s.runs_missing} | '
+               + ' | '.join(_pct(s.point[m], None) for m in METRICS) + ' |\n')
+  return text
+
+
+def _write_atomically(path: str, text: str) -> None:
+  directory = os.path.dirname(os.path.abspath(path))
+  fd, tmp = tempfile.mkstemp(dir=directory, prefix='.tmp_')
+  with os.fdopen(fd, 'w', newline='') as f:
+    f.write(text)
+  os.replace(tmp, path)
+
+
+def write_outputs(summaries: Sequence[AgentSummary], output_dir: str,
+                  markdown: str) -> Tuple[str, str]:
+  """Write summary.csv and summary.md into `output_dir`; return their paths."""
+  os.makedirs(output_dir, exist_ok=True)
+  buffer = io.StringIO()
+  writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS)
+  writer.writeheader()
+  writer.writerows(to_csv_rows(summaries))
+  csv_path = os.path.join(output_dir, 'summary.csv')
+  md_path = os.path.join(output_dir, 'summary.md')
+  _write_atomically(csv_path, buffer.getvalue())
+  _write_atomically(md_path, markdown)
+  return csv_path, md_path
+
+
+def load_requested_runs(runs_args: Sequence[str], with_reference: bool,
+                        reference_agents: Optional[Sequence[str]]
+                        ) -> List[run_data.Run]:
+  """Load --runs directories, then the references (ours come first)."""
+  runs = []
+  for arg in runs_args:
+    label, path = run_data.parse_runs_arg(arg)
+    runs.extend(run_data.load_run_dir(path, label))
+  if with_reference:
+    agents = reference_agents
+    if agents is not None:
+      agents = [a for a in agents if a]
+    runs.extend(run_data.load_all_references(agents))
+  return run_data.check_unique(runs)
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  if not _RUNS.value and not _REFERENCE.value:
+    raise app.UsageError('Pass --runs=DIR (our runs, shown beside the '
+                         'references) or --reference (references only).')
+  # Check the inputs before the slow bootstrap.
+  for arg in _RUNS.value:
+    _, path = run_data.parse_runs_arg(arg)
+    if not os.path.isdir(path):
+      raise app.UsageError(f'--runs: {path!r} is not a directory.')
+  runs = load_requested_runs(_RUNS.value, True, _REFERENCE_AGENTS.value)
+  summaries = summarise(
+      runs, num_iterations=_NUM_ITERATIONS.value, num_games=_NUM_GAMES.value,
+      reps=_BOOTSTRAP_REPS.value, confidence=_CONFIDENCE.value,
+      seed=_SEED.value)
+  markdown = to_markdown(summaries, _CONFIDENCE.value, _NUM_ITERATIONS.value)
+  print(markdown)
+  if _OUTPUT_DIR.value:
+    for path in write_outputs(summaries, _OUTPUT_DIR.value, markdown):
+      print(f'wrote {path}', file=sys.stderr)
+
+
+if __name__ == '__main__':
+  app.run(main)
