@@ -1,0 +1,14 @@
+"""Haiku Q-networks with quantile heads (FC as QR-DQN, non-crossing NC)."""
+
+from networks.heads import fc_quantile_head
+from networks.heads import nc_quantile_head
+from networks.heads import ScaleActivation
+from networks.layers import conv
+from networks.layers import dqn_default_initializer
+from networks.layers import linear
+from networks.layers import NetworkFn
+from networks.quantile_network import atari_quantile_network
+from networks.quantile_network import quantile_network
+from networks.quantile_network import QuantileNetworkOutputs
+from networks.torsos import dqn_torso
+from networks.torsos import mlp_torso

@@ -1,0 +1,44 @@
+"""Torsos: map observations to a flat embedding [B, D]."""
+
+from typing import Sequence
+
+import chex
+import haiku as hk
+import jax
+import jax.numpy as jnp
+
+from networks import layers
+
+
+def dqn_torso() -> layers.NetworkFn:
+  """Return DQN's convolutional torso: uint8 [B, H, W, C] -> float32 [B, D].
+
+  Frames are scaled from [0, 255] to [0, 1]. For 84x84 inputs D = 7*7*64 = 3136.
+  """
+
+  def net_fn(inputs):
+    chex.assert_rank(inputs, 4)
+    with hk.name_scope('dqn_torso'):
+      x = inputs.astype(jnp.float32) / 255.0
+      x = jax.nn.relu(layers.conv(32, kernel_shape=(8, 8), stride=(4, 4))(x))
+      x = jax.nn.relu(layers.conv(64, kernel_shape=(4, 4), stride=(2, 2))(x))
+      x = jax.nn.relu(layers.conv(64, kernel_shape=(3, 3), stride=(1, 1))(x))
+      return hk.Flatten()(x)
+
+  return net_fn
+
+
+def mlp_torso(hidden_sizes: Sequence[int]) -> layers.NetworkFn:
+  """Return flatten then ReLU MLP: float [B, ...] -> [B, D] (tiny test tasks).
+
+  With `hidden_sizes=()` this only flattens, e.g. to feed the constant input of
+  the synthetic experiment straight into a head.
+  """
+
+  def net_fn(inputs):
+    chex.assert_rank(inputs, {2, 3, 4, 5})
+    inputs = hk.Flatten()(inputs.astype(jnp.float32))
+    with hk.name_scope('mlp_torso'):
+      return layers.relu_mlp(hidden_sizes)(inputs)
+
+  return net_fn

@@ -1,0 +1,53 @@
+"""Tests for networks.layers."""
+
+import haiku as hk
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from networks import layers
+
+
+def _init(fn, x, seed=0):
+  return hk.transform(fn).init(jax.random.PRNGKey(seed), x)
+
+
+@pytest.mark.parametrize('fan_in', [1, 7, 400])
+def test_linear_init_is_uniform_within_inverse_sqrt_fan_in(fan_in):
+  params = _init(lambda x: layers.linear(300)(x), jnp.ones((1, fan_in)))
+  bound = 1.0 / np.sqrt(fan_in)
+  for leaf in jax.tree_util.tree_leaves(params):
+    assert np.all(np.abs(leaf) <= bound)
+    # Uniform over the whole interval, not a narrower distribution.
+    assert np.max(np.abs(leaf)) > 0.9 * bound
+  w = params['linear']['w']
+  assert abs(float(np.std(w)) - bound / np.sqrt(3)) < 0.05 * bound
+
+
+def test_conv_is_valid_padded_with_fan_in_from_kernel_and_channels():
+  x = jnp.ones((2, 20, 20, 3))
+  fn = lambda x: layers.conv(5, kernel_shape=(4, 4), stride=(2, 2))(x)
+  params = _init(fn, x)
+  out = hk.transform(fn).apply(params, None, x)
+  assert out.shape == (2, 9, 9, 5)  # (20 - 4) // 2 + 1 = 9: no padding.
+  bound = 1.0 / np.sqrt(3 * 4 * 4)
+  for leaf in jax.tree_util.tree_leaves(params):
+    assert np.all(np.abs(leaf) <= bound)
+
+
+def test_relu_mlp_output_is_non_negative_and_sized():
+  fn = lambda x: layers.relu_mlp([6, 3])(x)
+  x = jax.random.normal(jax.random.PRNGKey(1), (10, 4))
+  transformed = hk.transform(fn)
+  out = transformed.apply(transformed.init(jax.random.PRNGKey(0), x), None, x)
+  assert out.shape == (10, 3)
+  assert np.all(out >= 0)
+
+
+def test_relu_mlp_with_no_layers_is_identity():
+  x = jax.random.normal(jax.random.PRNGKey(1), (4, 3))
+  transformed = hk.transform(lambda x: layers.relu_mlp([])(x))
+  params = transformed.init(jax.random.PRNGKey(0), x)
+  assert not params
+  np.testing.assert_array_equal(transformed.apply(params, None, x), x)

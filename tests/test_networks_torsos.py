@@ -1,0 +1,57 @@
+"""Tests for networks.torsos."""
+
+import chex
+import haiku as hk
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from networks import torsos
+
+
+def _transform(fn, x):
+  transformed = hk.transform(fn)
+  return transformed, transformed.init(jax.random.PRNGKey(0), x)
+
+
+def test_dqn_torso_shapes_and_parameter_count():
+  x = jnp.zeros((3, 84, 84, 4), jnp.uint8)
+  transformed, params = _transform(torsos.dqn_torso(), x)
+  out = transformed.apply(params, None, x)
+  assert out.shape == (3, 7 * 7 * 64)
+  assert out.dtype == jnp.float32
+  expected = (8 * 8 * 4 * 32 + 32) + (4 * 4 * 32 * 64 + 64) + (3 * 3 * 64 * 64 + 64)
+  assert sum(v.size for v in jax.tree_util.tree_leaves(params)) == expected
+
+
+def test_dqn_torso_scales_uint8_frames_to_unit_interval():
+  frames = jax.random.randint(jax.random.PRNGKey(2), (2, 84, 84, 4), 0, 256)
+  transformed, params = _transform(torsos.dqn_torso(), frames.astype(jnp.uint8))
+  from_uint8 = transformed.apply(params, None, frames.astype(jnp.uint8))
+  from_scaled = transformed.apply(params, None,
+                                  frames.astype(jnp.float32) / 255.0 * 255.0)
+  from_unscaled = transformed.apply(params, None, frames.astype(jnp.float32) / 255.0)
+  np.testing.assert_allclose(from_uint8, from_scaled, rtol=1e-5, atol=1e-6)
+  assert not np.allclose(from_uint8, from_unscaled)
+
+
+def test_dqn_torso_rejects_unbatched_frames():
+  with pytest.raises(AssertionError):
+    _transform(torsos.dqn_torso(), jnp.zeros((84, 84, 4), jnp.uint8))
+
+
+def test_mlp_torso_flattens_then_applies_relu_layers():
+  x = jax.random.normal(jax.random.PRNGKey(1), (5, 2, 3))
+  transformed, params = _transform(torsos.mlp_torso([7, 4]), x)
+  out = transformed.apply(params, None, x)
+  chex.assert_shape(out, (5, 4))
+  assert np.all(out >= 0)
+  assert params['mlp_torso/linear']['w'].shape == (6, 7)
+
+
+def test_mlp_torso_without_layers_only_flattens():
+  x = jnp.ones((4, 1))
+  transformed, params = _transform(torsos.mlp_torso(()), x)
+  assert not params
+  np.testing.assert_array_equal(transformed.apply(params, None, x), x)
