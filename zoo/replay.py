@@ -1,0 +1,247 @@
+"""Uniform replay of K streams that stores each frame once.
+
+Each stream k owns a circular region of `capacity // K` slots. A slot holds
+what one agent step of the stream produced: the newest processed frame of the
+observation, the step's episode index (0 on FIRST), its clipped reward and
+environment discount, and the action the agent chose on it. The 4-frame
+stacks of s_tm1 and s_t are rebuilt on sampling with one numpy gather.
+
+Slot p (p >= 1 steps into its episode) gives the transition
+(s_tm1 = stack at p-1, a_tm1 = action at p-1, r_t, discount_t = at p,
+s_t = stack at p). A FIRST slot gives none (the step into a new episode is no
+transition), nor does a slot whose stacks need frames already overwritten.
+
+Stack padding rules (`stack_padding`), with n = min(episode_step + 1, S):
+- 'trailing' (DQN Zoo's processors; zoo.environment): the n frames first,
+  oldest first, then zeros: A000, AB00, ABC0, ABCD, BCDE.
+- 'leading' (ale_py.AtariVectorEnv): zeros first, then the n frames, newest
+  last: 000A, 00AB, 0ABC, ABCD, BCDE.
+"""
+
+from typing import Any, Dict, NamedTuple, Optional
+
+import numpy as np
+
+STACK_PADDINGS = ('trailing', 'leading')
+
+
+class Transitions(NamedTuple):
+  s_tm1: np.ndarray       # [B, H, W, S] uint8
+  a_tm1: np.ndarray       # [B] int32
+  r_t: np.ndarray         # [B] float32, clipped reward
+  discount_t: np.ndarray  # [B] float32, environment discount
+  s_t: np.ndarray         # [B, H, W, S] uint8
+
+
+def newest_frame(observation: np.ndarray, episode_step: np.ndarray,
+                 stack_padding: str) -> np.ndarray:
+  """Return the newest frame [K, H, W] of stacked observations [K, H, W, S]."""
+  num_stacked = observation.shape[-1]
+  if stack_padding == 'leading':
+    return observation[..., -1]
+  index = np.minimum(episode_step, num_stacked - 1)
+  return observation[np.arange(observation.shape[0]), :, :, index]
+
+
+class FrameReplay:
+  """Uniform transition replay for K streams, one stored frame per step."""
+
+  def __init__(
+      self,
+      capacity: int,
+      num_streams: int,
+      frame_shape=(84, 84),
+      num_stacked_frames: int = 4,
+      stack_padding: str = 'trailing',
+      seed: int = 0,
+  ):
+    """Allocate the replay (pages are touched, hence resident, as it fills).
+
+    Args:
+      capacity: total transitions kept, split evenly over the streams.
+      num_streams: K, the number of environment streams adding each step.
+      frame_shape: (H, W) of one processed frame.
+      num_stacked_frames: S, frames per observation stack.
+      stack_padding: 'trailing' or 'leading', the env's stack rule.
+      seed: seeds the sampling generator.
+    """
+    if stack_padding not in STACK_PADDINGS:
+      raise ValueError(f'stack_padding must be one of {STACK_PADDINGS}, got '
+                       f'{stack_padding!r}.')
+    if num_streams < 1:
+      raise ValueError(f'num_streams must be >= 1, got {num_streams}.')
+    if num_stacked_frames < 1:
+      raise ValueError(f'num_stacked_frames must be >= 1, got '
+                       f'{num_stacked_frames}.')
+    stream_capacity = capacity // num_streams
+    if stream_capacity < num_stacked_frames + 1:
+      raise ValueError(
+          f'replay_capacity={capacity} over {num_streams} streams leaves '
+          f'{stream_capacity} slots per stream; need at least '
+          f'{num_stacked_frames + 1}. Raise the capacity.')
+    self._num_streams = num_streams
+    self._stream_capacity = stream_capacity
+    self._num_stacked = num_stacked_frames
+    self._stack_padding = stack_padding
+    self._frame_shape = tuple(frame_shape)
+    shape = (num_streams, stream_capacity)
+    self._frames = np.zeros(shape + self._frame_shape, np.uint8)
+    self._actions = np.zeros(shape, np.int32)
+    self._rewards = np.zeros(shape, np.float32)
+    self._discounts = np.zeros(shape, np.float32)
+    self._episode_steps = np.zeros(shape, np.int32)
+    self._num_added = np.zeros(num_streams, np.int64)  # Per stream, ever.
+    self._episode_step = np.zeros(num_streams, np.int64)  # Current, per stream.
+    self._rng = np.random.default_rng(seed)
+
+  @property
+  def capacity(self) -> int:
+    return self._num_streams * self._stream_capacity
+
+  @property
+  def num_streams(self) -> int:
+    return self._num_streams
+
+  @property
+  def stack_padding(self) -> str:
+    return self._stack_padding
+
+  @property
+  def size(self) -> int:
+    """Return the number of steps held (all streams)."""
+    return int(np.minimum(self._num_added, self._stream_capacity).sum())
+
+  @property
+  def nbytes(self) -> int:
+    """Return the exact bytes of the replay's arrays once full."""
+    return sum(a.nbytes for a in self._arrays().values())
+
+  def _arrays(self) -> Dict[str, np.ndarray]:
+    return dict(frames=self._frames, actions=self._actions,
+                rewards=self._rewards, discounts=self._discounts,
+                episode_steps=self._episode_steps)
+
+  def add(self, step_type: np.ndarray, observation: np.ndarray,
+          action: np.ndarray, reward: np.ndarray,
+          discount: np.ndarray) -> None:
+    """Add one step of every stream.
+
+    Args:
+      step_type: [K] dm_env step types (FIRST=0).
+      observation: [K, H, W, S] uint8 stacks as the environment emitted them.
+      action: [K] actions the agent chose on these observations.
+      reward: [K] clipped rewards of the steps (ignored on FIRST).
+      discount: [K] environment discounts of the steps.
+    """
+    k = self._num_streams
+    if observation.shape != (k,) + self._frame_shape + (self._num_stacked,):
+      raise ValueError(f'Expected observations {(k,) + self._frame_shape}'
+                       f'+({self._num_stacked},), got {observation.shape}.')
+    first = np.asarray(step_type) == 0
+    self._episode_step = np.where(first, 0, self._episode_step + 1)
+    slot = self._num_added % self._stream_capacity
+    streams = np.arange(k)
+    self._frames[streams, slot] = newest_frame(observation, self._episode_step,
+                                               self._stack_padding)
+    self._actions[streams, slot] = action
+    self._rewards[streams, slot] = reward
+    self._discounts[streams, slot] = discount
+    self._episode_steps[streams, slot] = self._episode_step
+    self._num_added += 1
+
+  def _stack_indices(self, logical: np.ndarray, episode_step: np.ndarray):
+    """Return logical frame indices [B, S] and validity of a stack at each."""
+    num_stacked = self._num_stacked
+    offsets = np.arange(num_stacked)
+    count = np.minimum(episode_step, num_stacked - 1)[:, None] + 1
+    if self._stack_padding == 'trailing':
+      index = logical[:, None] - (count - 1) + offsets
+      valid = offsets < count
+    else:
+      index = logical[:, None] - (num_stacked - 1) + offsets
+      valid = offsets >= num_stacked - count
+    return index, valid
+
+  def _draw_valid(self, batch_size: int):
+    """Draw (stream, logical index) of valid transitions, uniformly."""
+    held = np.minimum(self._num_added, self._stream_capacity)
+    oldest = self._num_added - held
+    total = int(held.sum())
+    starts = np.concatenate([[0], np.cumsum(held)[:-1]])
+    streams_out, logical_out = [], []
+    num_found = 0
+    for _ in range(1000):  # Rejection; episode starts are rare.
+      u = self._rng.integers(total, size=2 * batch_size)
+      stream = np.searchsorted(starts, u, side='right') - 1
+      logical = oldest[stream] + (u - starts[stream])
+      step = self._episode_steps[stream, logical % self._stream_capacity]
+      first_needed = logical - 1 - np.minimum(step - 1, self._num_stacked - 1)
+      valid = (step >= 1) & (first_needed >= oldest[stream])
+      streams_out.append(stream[valid])
+      logical_out.append(logical[valid])
+      num_found += int(valid.sum())
+      if num_found >= batch_size:
+        stream = np.concatenate(streams_out)[:batch_size]
+        logical = np.concatenate(logical_out)[:batch_size]
+        return stream, logical
+    raise ValueError('The replay holds no valid transition (every held step '
+                     'is an episode start); add more steps before sampling.')
+
+  def sample(self, batch_size: int) -> Transitions:
+    """Sample `batch_size` valid transitions uniformly (O(batch) cost)."""
+    if self.size == 0:
+      raise ValueError('Cannot sample from an empty replay.')
+    stream, logical = self._draw_valid(batch_size)
+    cap = self._stream_capacity
+    slot_t = logical % cap
+    slot_tm1 = (logical - 1) % cap
+    step_t = self._episode_steps[stream, slot_t]
+    # Stacks of s_tm1 and s_t in one gather: [B, 2, S].
+    index_tm1, valid_tm1 = self._stack_indices(logical - 1, step_t - 1)
+    index_t, valid_t = self._stack_indices(logical, step_t)
+    index = np.stack([index_tm1, index_t], axis=1) % cap
+    valid = np.stack([valid_tm1, valid_t], axis=1)
+    frames = self._frames[stream[:, None, None], index]  # [B, 2, S, H, W]
+    frames *= valid[..., None, None]
+    stacks = np.moveaxis(frames, 2, -1)  # [B, 2, H, W, S]
+    return Transitions(
+        s_tm1=np.ascontiguousarray(stacks[:, 0]),
+        a_tm1=self._actions[stream, slot_tm1],
+        r_t=self._rewards[stream, slot_t],
+        discount_t=self._discounts[stream, slot_t],
+        s_t=np.ascontiguousarray(stacks[:, 1]),
+    )
+
+  def get_state(self) -> Dict[str, Any]:
+    """Return the filled part of the arrays, the counters and the RNG state."""
+    filled = int(min(self._num_added.max(initial=0), self._stream_capacity))
+    state = {name: array[:, :filled] for name, array in self._arrays().items()}
+    state['num_added'] = self._num_added.copy()
+    state['episode_step'] = self._episode_step.copy()
+    state['rng_state'] = self._rng.bit_generator.state
+    return state
+
+  def set_state(self, state: Dict[str, Any]) -> None:
+    """Restore what `get_state` returned (arrays may be memory-mapped)."""
+    num_added = np.asarray(state['num_added'], np.int64)
+    if num_added.shape != (self._num_streams,):
+      raise ValueError(f'Replay state has {num_added.shape[0]} streams, this '
+                       f'replay {self._num_streams}.')
+    for name, array in self._arrays().items():
+      saved = state[name]
+      if saved.shape[0] != array.shape[0] or saved.shape[2:] != array.shape[2:]:
+        raise ValueError(f'Replay state {name} has shape {saved.shape}, '
+                         f'incompatible with {array.shape}.')
+      if saved.shape[1] > array.shape[1]:
+        raise ValueError(f'Replay state holds {saved.shape[1]} steps per '
+                         f'stream, more than the capacity {array.shape[1]}.')
+      array[:, :saved.shape[1]] = saved
+    self._num_added = num_added.copy()
+    self._episode_step = np.asarray(state['episode_step'], np.int64).copy()
+    self._rng.bit_generator.state = state['rng_state']
+
+
+def replay_bytes(capacity: int, frame_shape=(84, 84)) -> int:
+  """Return the exact bytes a full FrameReplay of `capacity` steps uses."""
+  per_step = int(np.prod(frame_shape)) + 4 * 4  # frame, action/reward/disc/step
+  return capacity * per_step
