@@ -225,6 +225,7 @@ def to_markdown(summaries: Sequence[AgentSummary], confidence: float = 0.95,
 def _write_atomically(path: str, text: str) -> None:
   directory = os.path.dirname(os.path.abspath(path))
   fd, tmp = tempfile.mkstemp(dir=directory, prefix='.tmp_')
+  os.chmod(tmp, 0o644)  # mkstemp makes it private; results are for sharing.
   with os.fdopen(fd, 'w', newline='') as f:
     f.write(text)
   os.replace(tmp, path)
