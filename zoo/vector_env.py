@@ -157,11 +157,18 @@ class VectorAtariEnvironment(environment.BatchedEnvironment):
     self._lives = None
     self._last = None
     self._episode_step = None
+    self._noop_frames = None
+
+  @property
+  def noop_frames(self) -> np.ndarray:
+    """[K] no-op frames played at the start of each stream's episode."""
+    return self._noop_frames.copy()
 
   def _start(self, info: Mapping[str, Any]) -> None:
     self._lives = np.asarray(info['lives']).copy()
     self._last = np.zeros(self.num_envs, bool)
     self._episode_step = np.zeros(self.num_envs, np.int64)
+    self._noop_frames = np.asarray(info['episode_frame_number']).copy()
 
   def reset(self) -> environment.BatchedTimeStep:
     seed = None if self._seeded else self._seeds
@@ -188,6 +195,8 @@ class VectorAtariEnvironment(environment.BatchedEnvironment):
                                    self._episode_step)
     self._lives = lives.copy()
     self._last = timestep.step_type == environment.LAST
+    self._noop_frames = np.where(first, info['episode_frame_number'],
+                                 self._noop_frames)
     return timestep
 
   def close(self) -> None:
