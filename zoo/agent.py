@@ -1,0 +1,268 @@
+"""One quantile agent (QR-DQN, CR-DQN, NC-CR-DQN, NC-QR-DQN).
+
+The agents differ only by network head and loss (SPEC §3). The agent acts on
+K environment streams at once, stores each step in a `zoo.replay.FrameReplay`
+and learns every `learn_period` frames once the replay holds its minimum.
+`select_action` and `update` are pure module-level functions, jitted in the
+agent's constructor.
+"""
+
+import functools
+from typing import Any, Callable, Dict, NamedTuple
+
+import chex
+import haiku as hk
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import losses
+from zoo import environment
+from zoo import replay as replay_lib
+
+LossFn = Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]  # [B,N],[B,N]->[B]
+BASE_OPTIMIZER_EPSILON = 0.01 / 32
+
+
+class LinearSchedule:
+  """Linear schedule in frames, as DQN Zoo's (exploration epsilon)."""
+
+  def __init__(self, begin_value: float, end_value: float, begin_t: int,
+               decay_steps: int):
+    self._begin_value, self._end_value = begin_value, end_value
+    self._begin_t, self._decay_steps = begin_t, max(decay_steps, 1)
+
+  def __call__(self, t: int) -> float:
+    frac = min(max(t - self._begin_t, 0), self._decay_steps) / self._decay_steps
+    return (1 - frac) * self._begin_value + frac * self._end_value
+
+
+def make_loss_fn(loss: str, huber_param: float = 1.0) -> LossFn:
+  """Return the per-transition loss between source and target atoms."""
+  if loss == 'cramer':
+    return losses.cramer_loss
+  if loss == 'qr':
+    return functools.partial(losses.quantile_regression_loss,
+                             huber_param=huber_param)
+  raise ValueError(f"loss must be 'cramer' or 'qr', got {loss!r}.")
+
+
+def default_optimizer_epsilon(loss: str, num_quantiles: int,
+                              scale_grad: bool) -> float:
+  """Return Adam's ε of SPEC §3: 0.01/32, times 2/N for Cramér or scale_grad."""
+  if loss == 'cramer' or scale_grad:
+    return BASE_OPTIMIZER_EPSILON * 2 / num_quantiles
+  return BASE_OPTIMIZER_EPSILON
+
+
+def make_optimizer(learning_rate: float, eps: float,
+                   max_global_grad_norm: float) -> optax.GradientTransformation:
+  """Return clip_by_global_norm then Adam, as DQN Zoo (no clip if norm <= 0)."""
+  adam = optax.adam(learning_rate=learning_rate, eps=eps)
+  if max_global_grad_norm > 0:
+    return optax.chain(optax.clip_by_global_norm(max_global_grad_norm), adam)
+  return adam
+
+
+def select_action(network: hk.Transformed, params, rng_key, observations,
+                  epsilon):
+  """Return (rng_key, ε-greedy actions [K], max Q-values [K])."""
+  rng_key, apply_key, explore_key, random_key = jax.random.split(rng_key, 4)
+  q_values = network.apply(params, apply_key, observations).q_values
+  chex.assert_rank(q_values, 2)
+  num_streams, num_actions = q_values.shape
+  greedy = jnp.argmax(q_values, axis=-1)
+  random_actions = jax.random.randint(random_key, (num_streams,), 0,
+                                      num_actions)
+  explore = jax.random.uniform(explore_key, (num_streams,)) < epsilon
+  actions = jnp.where(explore, random_actions, greedy).astype(jnp.int32)
+  return rng_key, actions, jnp.max(q_values, axis=-1)
+
+
+def td_loss(network: hk.Transformed, loss_fn: LossFn,
+            additional_discount: float, params, target_params,
+            transitions: replay_lib.Transitions, rng_key):
+  """Return the batch mean of the distributional TD loss (SPEC §1)."""
+  online_key, target_key = jax.random.split(rng_key)
+  q_tm1 = network.apply(params, online_key, transitions.s_tm1).q_atoms
+  target_out = network.apply(target_params, target_key, transitions.s_t)
+  batch = jnp.arange(q_tm1.shape[0])
+  source = q_tm1[batch, transitions.a_tm1]                        # [B, N]
+  a_star = jnp.argmax(target_out.q_values, axis=-1)  # No double Q.
+  discount = additional_discount * transitions.discount_t
+  target = (transitions.r_t[:, None] +
+            discount[:, None] * target_out.q_atoms[batch, a_star])
+  target = jax.lax.stop_gradient(target)
+  chex.assert_equal_shape([source, target])
+  per_transition = loss_fn(source, target)
+  chex.assert_rank(per_transition, 1)
+  return jnp.mean(per_transition)
+
+
+def update(network: hk.Transformed, optimizer: optax.GradientTransformation,
+           loss_fn: LossFn, additional_discount: float, grad_scale: float,
+           params, target_params, opt_state,
+           transitions: replay_lib.Transitions, rng_key):
+  """Return (params, opt_state, rng_key, loss) after one Adam step."""
+  rng_key, loss_key = jax.random.split(rng_key)
+  loss, grads = jax.value_and_grad(td_loss, argnums=3)(
+      network, loss_fn, additional_discount, params, target_params,
+      transitions, loss_key)
+  if grad_scale != 1.0:  # NC-QR-DQN-0: QR gradient x 2/N, before clipping.
+    grads = jax.tree.map(lambda g: g * grad_scale, grads)
+  updates, opt_state = optimizer.update(grads, opt_state, params)
+  params = optax.apply_updates(params, updates)
+  return params, opt_state, rng_key, loss
+
+
+class AgentConfig(NamedTuple):
+  batch_size: int = 32
+  min_replay_size: int = 50_000          # Steps (transitions), all streams.
+  learn_period: int = 16                 # Frames.
+  target_network_update_period: int = 40_000  # Frames.
+  num_action_repeats: int = 4            # Frames per agent step.
+  additional_discount: float = 0.99
+  max_abs_reward: float = 1.0
+  grad_scale: float = 1.0
+  eval_exploration_epsilon: float = 0.001
+
+
+class QuantileAgent:
+  """ε-greedy quantile agent acting on K streams and learning from replay."""
+
+  def __init__(
+      self,
+      network: hk.Transformed,
+      loss_fn: LossFn,
+      optimizer: optax.GradientTransformation,
+      replay: replay_lib.FrameReplay,
+      sample_observation: np.ndarray,
+      exploration_epsilon: Callable[[int], float],
+      config: AgentConfig,
+      rng_key,
+  ):
+    """Initialise parameters and jit the pure functions.
+
+    Args:
+      network: hk.transform of fn(observations) -> QuantileNetworkOutputs.
+      loss_fn: per-transition loss, [B, N], [B, N] -> [B].
+      optimizer: optax transformation (see make_optimizer).
+      replay: the replay the agent adds to and samples from.
+      sample_observation: one observation [H, W, S], for initialisation.
+      exploration_epsilon: schedule, frame -> ε.
+      config: counts (in frames) and constants.
+      rng_key: JAX key; split into the train and eval acting keys.
+    """
+    self._replay = replay
+    self._exploration_epsilon = exploration_epsilon
+    self._config = config
+    init_key, self._rng_key, self._eval_rng_key = jax.random.split(rng_key, 3)
+    self._params = network.init(init_key, sample_observation[None])
+    self._target_params = _copy(self._params)
+    self._opt_state = optimizer.init(self._params)
+    self._frame_t = 0
+    self._num_updates = 0
+    self._state_value_sum = 0.0
+    self._state_value_count = 0
+
+    # The one place where the pure functions are jitted. Donating params and
+    # optimizer state lets XLA update them in place.
+    self._select_action = jax.jit(functools.partial(select_action, network))
+    self._update = jax.jit(
+        functools.partial(update, network, optimizer, loss_fn,
+                          config.additional_discount, config.grad_scale),
+        donate_argnums=(0, 2))
+
+  @property
+  def frame_t(self) -> int:
+    """Return the training frames seen (all streams)."""
+    return self._frame_t
+
+  @property
+  def num_updates(self) -> int:
+    return self._num_updates
+
+  @property
+  def exploration_epsilon(self) -> float:
+    return self._exploration_epsilon(self._frame_t)
+
+  @property
+  def online_params(self):
+    return self._params
+
+  @property
+  def statistics(self) -> Dict[str, float]:
+    """Return the mean max-Q of the states acted on since the last reset."""
+    if not self._state_value_count:
+      return {'state_value': float('nan')}
+    return {'state_value': self._state_value_sum / self._state_value_count}
+
+  def reset_statistics(self) -> None:
+    self._state_value_sum, self._state_value_count = 0.0, 0
+
+  def step(self, timestep: environment.BatchedTimeStep) -> np.ndarray:
+    """Act on K streams (training), store the step, learn when due."""
+    epsilon = self.exploration_epsilon
+    self._rng_key, actions, values = self._select_action(
+        self._params, self._rng_key, timestep.observation, epsilon)
+    actions, values = jax.device_get((actions, values))
+    self._state_value_sum += float(np.sum(values))
+    self._state_value_count += values.shape[0]
+
+    cfg = self._config
+    reward = np.clip(timestep.reward, -cfg.max_abs_reward, cfg.max_abs_reward)
+    self._replay.add(timestep.step_type, timestep.observation, actions, reward,
+                     timestep.discount)
+
+    previous_t = self._frame_t
+    self._frame_t += cfg.num_action_repeats * actions.shape[0]
+    if self._replay.size >= cfg.min_replay_size:
+      num_due = (self._frame_t // cfg.learn_period -
+                 previous_t // cfg.learn_period)
+      for _ in range(num_due):
+        self._learn()
+      if (self._frame_t // cfg.target_network_update_period >
+          previous_t // cfg.target_network_update_period):
+        self._target_params = _copy(self._params)
+    return actions
+
+  def eval_step(self, timestep: environment.BatchedTimeStep) -> np.ndarray:
+    """Act on K streams with the online params and the eval ε; no learning."""
+    self._eval_rng_key, actions, _ = self._select_action(
+        self._params, self._eval_rng_key, timestep.observation,
+        self._config.eval_exploration_epsilon)
+    return jax.device_get(actions)
+
+  def _learn(self) -> None:
+    transitions = self._replay.sample(self._config.batch_size)
+    self._params, self._opt_state, self._rng_key, _ = self._update(
+        self._params, self._target_params, self._opt_state, transitions,
+        self._rng_key)
+    self._num_updates += 1
+
+  def get_state(self) -> Dict[str, Any]:
+    """Return the learner state (host arrays), replay excluded."""
+    return jax.device_get({
+        'params': self._params,
+        'target_params': self._target_params,
+        'opt_state': self._opt_state,
+        'rng_key': self._rng_key,
+        'eval_rng_key': self._eval_rng_key,
+        'frame_t': self._frame_t,
+        'num_updates': self._num_updates,
+    })
+
+  def set_state(self, state: Dict[str, Any]) -> None:
+    self._params = jax.device_put(state['params'])
+    self._target_params = jax.device_put(state['target_params'])
+    self._opt_state = jax.device_put(state['opt_state'])
+    self._rng_key = jax.device_put(state['rng_key'])
+    self._eval_rng_key = jax.device_put(state['eval_rng_key'])
+    self._frame_t = int(state['frame_t'])
+    self._num_updates = int(state['num_updates'])
+
+
+def _copy(params):
+  # A real copy: the online params are donated to (overwritten by) updates.
+  return jax.tree.map(jnp.copy, params)
