@@ -229,6 +229,8 @@ def test_stream_seeds_keep_the_run_seed_for_stream_zero():
   seeds = atari_env.stream_seeds(7, 4)
   assert seeds[0] == 7 and len(set(seeds.tolist())) == 4
   np.testing.assert_array_equal(seeds, atari_env.stream_seeds(7, 4))
+  with pytest.raises(ValueError, match='int32'):
+    atari_env.stream_seeds(2**31, 1)
 
 
 class TestReferenceBatchedEnvironment:
