@@ -20,6 +20,7 @@ INSTALL_REQUIRES = [
     'gymnasium>=1.4,<1.5',
     'ale-py==0.12.1',
     'matplotlib>=3.8,<4',
+    'pillow>=10',
 ]
 
 setuptools.setup(
