@@ -1,0 +1,258 @@
+"""Tests for zoo.agent: pure functions, schedules, and that every agent learns."""
+
+import functools
+import math
+
+import haiku as hk
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+import losses
+import networks
+from tests import catch
+from zoo import agent as agent_lib
+from zoo import environment
+from zoo import replay as replay_lib
+from zoo import run_atari
+from zoo import run_loop
+
+
+def _table_network(num_states, num_actions, num_quantiles):
+  """Tabular 'network': observations are state ids, atoms a parameter."""
+
+  def net_fn(observations):
+    table = hk.get_parameter(
+        'atoms', (num_states, num_actions, num_quantiles),
+        init=hk.initializers.RandomNormal())
+    q_atoms = table[observations]
+    return networks.QuantileNetworkOutputs(q_atoms, jnp.mean(q_atoms, -1))
+
+  return hk.transform(net_fn)
+
+
+def test_select_action_is_greedy_at_zero_and_uniform_at_one():
+  network = _table_network(4, 3, 5)
+  params = network.init(jax.random.PRNGKey(0), jnp.zeros(1, jnp.int32))
+  observations = jnp.array([0, 1, 2, 3])
+  q_values = network.apply(params, None, observations).q_values
+  key = jax.random.PRNGKey(1)
+  key2, actions, values = agent_lib.select_action(network, params, key,
+                                                  observations, 0.0)
+  np.testing.assert_array_equal(actions, jnp.argmax(q_values, -1))
+  np.testing.assert_allclose(values, jnp.max(q_values, -1))
+  assert not np.array_equal(key, key2)
+  counts = np.zeros(3)
+  select = jax.jit(functools.partial(agent_lib.select_action, network))
+  for _ in range(200):
+    key, actions, _ = select(params, key, observations, 1.0)
+    counts += np.bincount(np.asarray(actions), minlength=3)
+  assert counts.min() > 0.25 * counts.sum() / 3 * 2  # Roughly uniform.
+
+
+@pytest.mark.parametrize('loss', ['qr', 'cramer'])
+def test_td_loss_uses_target_network_greedy_atoms(loss):
+  num_quantiles = 4
+  network = _table_network(3, 2, num_quantiles)
+  params = network.init(jax.random.PRNGKey(0), jnp.zeros(1, jnp.int32))
+  target_params = network.init(jax.random.PRNGKey(7), jnp.zeros(1, jnp.int32))
+  transitions = replay_lib.Transitions(
+      s_tm1=jnp.array([0, 1, 2]), a_tm1=jnp.array([1, 0, 1]),
+      r_t=jnp.array([0.5, -1.0, 0.0]), discount_t=jnp.array([1.0, 0.0, 1.0]),
+      s_t=jnp.array([1, 2, 0]))
+  loss_fn = agent_lib.make_loss_fn(loss, huber_param=1.0)
+  got = agent_lib.td_loss(network, loss_fn, 0.9, params, target_params,
+                          transitions, jax.random.PRNGKey(3))
+  online = np.asarray(params['~']['atoms'])
+  target = np.asarray(target_params['~']['atoms'])
+  expected = []
+  for i in range(3):
+    s, a, r, d, s2 = (int(transitions.s_tm1[i]), int(transitions.a_tm1[i]),
+                      float(transitions.r_t[i]),
+                      float(transitions.discount_t[i]), int(transitions.s_t[i]))
+    a_star = np.argmax(target[s2].mean(-1))  # Target net's own greedy action.
+    target_atoms = r + 0.9 * d * target[s2, a_star]
+    expected.append(loss_fn(online[s, a], target_atoms))
+  np.testing.assert_allclose(got, np.mean(expected), rtol=1e-5)
+  # The target is under stop_gradient: no gradient reaches target params.
+  grads = jax.grad(agent_lib.td_loss, argnums=4)(
+      network, loss_fn, 0.9, params, params, transitions,
+      jax.random.PRNGKey(3))
+  del grads  # Same params as online: gradient only via argnum 3 matters.
+  target_grads = jax.grad(agent_lib.td_loss, argnums=4)(
+      network, loss_fn, 0.9, params, target_params, transitions,
+      jax.random.PRNGKey(3))
+  assert float(jnp.abs(target_grads['~']['atoms']).max()) == 0.0
+
+
+def test_update_scales_gradient_and_returns_key():
+  network = _table_network(3, 2, 4)
+  params = network.init(jax.random.PRNGKey(0), jnp.zeros(1, jnp.int32))
+  transitions = replay_lib.Transitions(
+      s_tm1=jnp.array([0, 1]), a_tm1=jnp.array([1, 0]),
+      r_t=jnp.array([0.5, -1.0]), discount_t=jnp.array([1.0, 0.0]),
+      s_t=jnp.array([1, 2]))
+  sgd = optax.sgd(1.0)
+  deltas = []
+  for scale in (1.0, 0.25):
+    p = jax.tree.map(jnp.copy, params)
+    new, _, key, loss = agent_lib.update(
+        network, sgd, losses.quantile_regression_loss, 0.99, scale, p, params,
+        sgd.init(p), transitions, jax.random.PRNGKey(1))
+    deltas.append(new['~']['atoms'] - params['~']['atoms'])
+    assert key.shape == (2,) and np.isfinite(loss)
+  np.testing.assert_allclose(deltas[1], 0.25 * deltas[0], atol=1e-7)
+
+
+def test_default_optimizer_epsilon_follows_spec_table():
+  base = 0.01 / 32
+  assert agent_lib.default_optimizer_epsilon('qr', 201, False) == base
+  for loss, scale in (('cramer', False), ('qr', True)):
+    assert math.isclose(agent_lib.default_optimizer_epsilon(loss, 201, scale),
+                        base * 2 / 201)
+  assert math.isclose(base * 2 / 201, 3.11e-6, rel_tol=1e-3)
+
+
+def test_linear_schedule_in_frames():
+  # DQN Zoo defaults: begins at 0.05 * 1e6 * 4 frames, lasts 0.02 * 200 * 1e6.
+  schedule = agent_lib.LinearSchedule(1.0, 0.01, 200_000, 4_000_000)
+  assert schedule(0) == 1.0 and schedule(200_000) == 1.0
+  assert math.isclose(schedule(2_200_000), 0.505)
+  assert math.isclose(schedule(10**8), 0.01)
+
+
+class _ConstantEnv(environment.BatchedEnvironment):
+  num_actions = 2
+
+  def __init__(self, num_envs):
+    self.num_envs = num_envs
+
+  def reset(self):
+    return self.step(None)
+
+  def step(self, actions):
+    k = self.num_envs
+    return environment.BatchedTimeStep(
+        np.ones(k, np.int8), np.full(k, 5.0, np.float32),
+        np.ones(k, np.float32), np.zeros((k, 5, 5, 1), np.uint8))
+
+
+def _settings(agent_name, **overrides):
+  settings = dict(
+      run_atari.default_settings(), environment_name='pong',
+      replay_capacity=2000, min_replay_capacity_fraction=0.05, batch_size=32,
+      num_action_repeats=1, num_stacked_frames=1,
+      exploration_epsilon_decay_frame_fraction=0.5,
+      exploration_epsilon_end_value=0.05, eval_exploration_epsilon=0.0,
+      target_network_update_period=200, learning_rate=3e-3,
+      additional_discount=0.9, num_iterations=3, num_train_frames=1000,
+      num_eval_frames=200, learn_period=2, num_quantiles=11, seed=0,
+      results_csv_path='', checkpoint_dir='')
+  settings.update(overrides)
+  return run_atari.resolve_settings(agent_name, settings)
+
+
+def _catch_agent(settings):
+  network_fn = networks.quantile_network(
+      networks.mlp_torso([64]),
+      (networks.fc_quantile_head if settings['head'] == 'fc' else
+       functools.partial(networks.nc_quantile_head,
+                         scale_activation=settings['nc_scale_activation']))(
+                             3, settings['num_quantiles'], 1, 64))
+  return run_atari.build_agent('test', settings, 3, network_fn=network_fn,
+                               frame_shape=(5, 5))
+
+
+def test_learning_and_target_update_periods_are_in_frames():
+  s = _settings('cr_dqn', num_action_repeats=4, num_envs=2, learn_period=16,
+                replay_capacity=400, min_replay_capacity_fraction=0.1,
+                target_network_update_period=80)
+  agent, replay = _catch_agent(s)
+  env = _ConstantEnv(2)
+  timestep = env.reset()
+  for _ in range(19):  # 38 steps held < the minimum of 40: no learning yet.
+    agent.step(timestep)
+  assert agent.num_updates == 0 and agent.frame_t == 19 * 8
+  target_before = agent.get_state()['target_params']
+  # Frames 152 -> 320: updates at 160, 176, ..., 320 (11), target copies
+  # at 160, 240 and 320 (after that step's update).
+  for _ in range(21):
+    agent.step(timestep)
+  assert agent.num_updates == 11
+  state = agent.get_state()
+  np.testing.assert_array_equal(
+      jax.tree.leaves(state['target_params'])[0],
+      jax.tree.leaves(state['params'])[0])
+  assert not np.array_equal(jax.tree.leaves(target_before)[0],
+                            jax.tree.leaves(state['params'])[0])
+  # Rewards are clipped before they are stored.
+  assert replay.sample(8).r_t.max() == 1.0
+
+
+def _run_catch(agent_name, **overrides):
+  s = _settings(agent_name, **overrides)
+  agent, replay = _catch_agent(s)
+  return run_loop.run_experiment(
+      agent=agent, replay=replay,
+      make_environment=lambda it, phase: catch.CatchBatchedEnvironment(
+          s['num_envs'], run_loop.environment_seed(0, it, phase)),
+      num_iterations=s['num_iterations'],
+      num_train_frames=s['num_train_frames'],
+      num_eval_frames=s['num_eval_frames'], num_action_repeats=1,
+      agent_name=agent_name, environment_name='catch', seed=0,
+      normalize=lambda x: float('nan'), config={})
+
+
+@pytest.mark.parametrize('agent_name,overrides', [
+    ('qr_dqn', {}),
+    ('qr_dqn', {'huber_param': 0.0}),
+    ('cr_dqn', {}),
+    ('nc_cr_dqn', {'num_envs': 2}),
+    ('nc_qr_dqn', {}),
+    ('nc_qr_dqn', {'huber_param': 0.0, 'scale_grad': True, 'num_envs': 2}),
+])
+def test_every_agent_learns_catch(agent_name, overrides):
+  rows = _run_catch(agent_name, **overrides)
+  assert [r['iteration'] for r in rows] == [0, 1, 2, 3]
+  final = rows[-1]
+  # 200 greedy eval steps = 40 episodes of 5 steps, every ball caught.
+  assert final['eval_num_episodes'] == 40
+  assert final['eval_episode_return'] == 1.0
+  assert np.isfinite(final['train_state_value'])
+
+
+def test_cramer_policy_evaluation_converges_to_quantile_midpoints():
+  """Chain s0 -> s1 -> end with stochastic rewards; one action."""
+  gamma, num_quantiles = 0.9, 8
+  network = _table_network(3, 1, num_quantiles)
+  params = network.init(jax.random.PRNGKey(0), jnp.zeros(1, jnp.int32))
+  optimizer = optax.adam(0.02)
+  opt_state = optimizer.init(params)
+  update = jax.jit(functools.partial(
+      agent_lib.update, network, optimizer, losses.cramer_loss, gamma, 1.0))
+  rng = np.random.default_rng(0)
+  key = jax.random.PRNGKey(0)
+  batch = 64
+  for step in range(3000):
+    s = rng.integers(0, 2, size=batch)
+    r = np.where(s == 0, rng.choice([0.0, 1.0], size=batch),
+                 rng.choice([-1.0, 2.0], p=[0.3, 0.7], size=batch))
+    transitions = replay_lib.Transitions(
+        s_tm1=s, a_tm1=np.zeros(batch, np.int32), r_t=r.astype(np.float32),
+        discount_t=(s == 0).astype(np.float32), s_t=s + 1)
+    target = params if step % 10 == 0 else target
+    params, opt_state, key, _ = update(params, target, opt_state, transitions,
+                                       key)
+  learned = np.asarray(network.apply(params, None, jnp.array([0, 1])).q_atoms)
+  # Exact returns: s1: -1 (0.3), 2 (0.7); s0: r0 + 0.9 r1, r0 in {0, 1}.
+  values0 = np.array([-0.9, 0.1, 1.8, 2.8])
+  cdf0 = np.cumsum([0.15, 0.15, 0.35, 0.35])
+  tau = (np.arange(num_quantiles) + 0.5) / num_quantiles
+  midpoints0 = values0[np.searchsorted(cdf0, tau)]
+  midpoints1 = np.where(tau < 0.3, -1.0, 2.0)
+  d1_0 = np.mean(np.abs(np.sort(learned[0, 0]) - midpoints0))
+  d1_1 = np.mean(np.abs(np.sort(learned[1, 0]) - midpoints1))
+  assert d1_1 < 0.05, (learned[1, 0], midpoints1)
+  assert d1_0 < 0.1, (learned[0, 0], midpoints0)
