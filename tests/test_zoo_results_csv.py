@@ -1,0 +1,39 @@
+"""Tests for zoo.results_csv."""
+
+import math
+import os
+
+from zoo import results_csv
+from zoo import run_loop
+
+
+def _row(iteration, trained):
+  stats = run_loop.PhaseStats(episode_return=3.0, num_episodes=2,
+                              num_frames=100, frame_rate=50.0, duration=2.0)
+  return results_csv.make_row(
+      agent='cr_dqn', environment_name='pong', seed=1, iteration=iteration,
+      frame=iteration * 100, eval_stats=stats,
+      train_stats=stats if trained else None, train_exploration_epsilon=0.5,
+      train_state_value=0.25, normalized_return=1.5)
+
+
+def test_iteration_zero_has_nan_train_columns_and_capped_scores():
+  row = _row(0, trained=False)
+  for column in ('train_episode_return', 'train_num_episodes',
+                 'train_frame_rate', 'train_exploration_epsilon',
+                 'train_state_value'):
+    assert math.isnan(row[column])
+  assert row['capped_normalized_return'] == 1.0 and row['human_gap'] == 0.0
+  assert row['eval_episode_return'] == 3.0
+
+
+def test_write_rows_is_atomic_and_has_the_contract_columns(tmp_path):
+  path = str(tmp_path / 'sub' / 'run.csv')
+  results_csv.write_rows(path, [_row(0, False), _row(1, True)])
+  rows = results_csv.read_rows(path)
+  assert list(rows[0]) == list(results_csv.COLUMNS)
+  assert [r['iteration'] for r in rows] == ['0', '1']
+  assert float(rows[1]['train_state_value']) == 0.25
+  results_csv.write_rows(path, [_row(0, False)])  # Rewrites, no append.
+  assert len(results_csv.read_rows(path)) == 1
+  assert os.listdir(tmp_path / 'sub') == ['run.csv']  # No temp left over.
