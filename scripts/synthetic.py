@@ -1,0 +1,455 @@
+r"""The one-state synthetic experiment: which loss learns a mixture of two Diracs.
+
+One state, one action; the return is a Dirac at -1 with probability 2/3 and at
++1 with probability 1/3. Each batch element draws one Dirac and uses it as the
+N-atom target (all N atoms at that location). A network with no torso, fed the
+constant input 1.0, is trained by Adam; we report the 1-Wasserstein distance d1
+between its N learned atoms and the exact staircase projection of the mixture.
+
+The Cramér loss is multiplied by N/2 here, as in the published code: then its
+gradients equal the QR(kappa=0) ones while the quantiles do not cross, so Adam's
+epsilon acts alike on both.
+
+Trials of one configuration run as one jitted program: `lax.scan` over the
+steps inside, `vmap` over the trials.
+
+  python -m scripts.synthetic --output_dir=docs/synthetic
+"""
+
+import functools
+import os
+import sys
+import tempfile
+import time
+from typing import Callable, NamedTuple, Sequence
+
+from absl import app
+from absl import flags
+import chex
+import haiku as hk
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import losses
+import networks
+
+
+class Configuration(NamedTuple):
+  """One head/loss pair of the synthetic experiment."""
+  name: str
+  label: str
+  head: str             # 'fc' or 'nc'
+  loss: str             # 'qr', 'cramer' or 'w1'
+  huber_param: float = 0.0
+  scale_activation: str = 'relu'
+
+
+CONFIGURATIONS = (
+    Configuration('fc_qr_kappa1', 'FC, QR κ=1', 'fc', 'qr', 1.0),
+    Configuration('fc_qr_kappa0.1', 'FC, QR κ=0.1', 'fc', 'qr', 0.1),
+    Configuration('fc_qr_kappa0', 'FC, QR κ=0', 'fc', 'qr', 0.0),
+    Configuration('fc_cramer', 'FC, Cramér', 'fc', 'cramer'),
+    Configuration('nc_qr_kappa0.1', 'NC, QR κ=0.1', 'nc', 'qr', 0.1),
+    Configuration('nc_cramer', 'NC, Cramér', 'nc', 'cramer'),
+    Configuration('fc_w1', 'FC, 1-Wasserstein', 'fc', 'w1'),
+    Configuration('nc_softplus_cramer', 'NC-softplus, Cramér', 'nc', 'cramer',
+                  scale_activation='softplus'),
+)
+CONFIGURATIONS_BY_NAME = {c.name: c for c in CONFIGURATIONS}
+
+# Network sizes of the published experiment (SPEC §2): 2712 / 2702 parameters
+# for N = 12.
+FC_NUM_LAYERS, FC_HIDDEN_SIZE = 2, 45
+NC_NUM_LAYERS, NC_HIDDEN_SIZE = 2, 32
+
+_CONFIGURATIONS = flags.DEFINE_list(
+    'configurations', [c.name for c in CONFIGURATIONS],
+    'Configurations to run, from: ' + ', '.join(CONFIGURATIONS_BY_NAME) + '.')
+_NUM_TRIALS = flags.DEFINE_integer('num_trials', 100,
+                                   'Independent trials per configuration.')
+_NUM_ITERATIONS = flags.DEFINE_integer('num_iterations', 1000,
+                                       'Adam steps per trial.')
+_NUM_QUANTILES = flags.DEFINE_integer('num_quantiles', 12, 'Atoms N.')
+_LEARNING_RATE = flags.DEFINE_float('learning_rate', 1e-3, 'Adam step size.')
+_BATCH_SIZE = flags.DEFINE_integer('batch_size', 32,
+                                   'Sampled Diracs per Adam step.')
+_DIRAC_LOCATIONS = flags.DEFINE_list('dirac_locations', ['-1', '1'],
+                                     'Locations of the mixture Diracs.')
+_DIRAC_PROBABILITIES = flags.DEFINE_list(
+    'dirac_probabilities', ['0.6666666666666666', '0.3333333333333333'],
+    'Probabilities of the mixture Diracs (sum to 1).')
+_COLLAPSE_TOLERANCE = flags.DEFINE_float(
+    'collapse_tolerance', 0.1,
+    'A trial collapsed if all its atoms lie within this distance of one point '
+    '(max atom - min atom <= 2 x tolerance).')
+_SEED = flags.DEFINE_integer('seed', 1, 'Seed; trial i uses fold_in(seed, i).')
+_OUTPUT_DIR = flags.DEFINE_string(
+    'output_dir', 'docs/synthetic',
+    'Where synthetic.csv, synthetic.md and synthetic.png are written.')
+
+
+class Mixture(NamedTuple):
+  locations: np.ndarray      # [K], increasing
+  probabilities: np.ndarray  # [K]
+
+
+class TrialResults(NamedTuple):
+  """Results of one configuration, one row per trial."""
+  configuration: Configuration
+  num_params: int
+  atoms: np.ndarray        # [T, N] learned atoms, sorted
+  d1: np.ndarray           # [T]
+  collapsed: np.ndarray    # [T] bool
+  final_loss: np.ndarray   # [T] loss at the last step
+  seconds: float
+
+
+def make_mixture(locations: Sequence[float],
+                 probabilities: Sequence[float]) -> Mixture:
+  """Return the mixture sorted by location; raise ValueError on bad input."""
+  locations = np.asarray(locations, np.float64)
+  probabilities = np.asarray(probabilities, np.float64)
+  if locations.ndim != 1 or locations.shape != probabilities.shape:
+    raise ValueError(
+        f'Give as many Dirac probabilities as locations: got locations '
+        f'{locations.tolist()} and probabilities {probabilities.tolist()}.')
+  if len(np.unique(locations)) != len(locations):
+    raise ValueError(f'Dirac locations must be distinct: {locations.tolist()}.')
+  if not np.all(np.isfinite(locations)):
+    raise ValueError(f'Dirac locations must be finite: {locations.tolist()}.')
+  if np.any(probabilities <= 0) or abs(probabilities.sum() - 1) > 1e-6:
+    raise ValueError(
+        f'Dirac probabilities must be positive and sum to 1; got '
+        f'{probabilities.tolist()} (sum {probabilities.sum():.9g}).')
+  order = np.argsort(locations)
+  return Mixture(locations[order], probabilities[order] / probabilities.sum())
+
+
+def exact_staircase(mixture: Mixture, num_quantiles: int) -> np.ndarray:
+  """Return the N-atom staircase closest to the mixture: F^-1(tau_hat_i).
+
+  tau_hat_i = (2i - 1) / (2N) are the quantile midpoints; this is SPEC's
+  projection (Cramér, 1-Wasserstein and QR agree). It is unique unless some
+  tau_hat_i equals a cumulative probability of the mixture (2N P(Z <= z_k) odd):
+  then every point between two Diracs is a minimiser and we raise ValueError.
+  """
+  if int(num_quantiles) != num_quantiles or num_quantiles < 1:
+    raise ValueError(f'num_quantiles must be a positive integer, got '
+                     f'{num_quantiles!r}.')
+  tau_hat = (2 * np.arange(1, num_quantiles + 1) - 1) / (2 * num_quantiles)
+  cdf = np.cumsum(mixture.probabilities)[:-1]  # Interior jumps only.
+  ties = np.abs(tau_hat[:, None] - cdf[None, :]) < 1e-9
+  if np.any(ties):
+    i, k = np.argwhere(ties)[0]
+    raise ValueError(
+        f'The exact staircase is not unique for N={num_quantiles}: the '
+        f'quantile midpoint tau_hat_{i + 1}={tau_hat[i]:.6g} equals the '
+        f'mixture CDF {cdf[k]:.6g} at {mixture.locations[k]:g}, so atom {i + 1} '
+        f'could sit anywhere in [{mixture.locations[k]:g}, '
+        f'{mixture.locations[k + 1]:g}]. Choose another num_quantiles.')
+  index = np.searchsorted(cdf, tau_hat, side='left')
+  return mixture.locations[index]
+
+
+def d1(atoms, target_atoms):
+  """Return the 1-Wasserstein distance between equal-size staircases [..., N]."""
+  return losses.wasserstein1(jnp.asarray(atoms), jnp.asarray(target_atoms))
+
+
+def collapsed(atoms, tolerance: float):
+  """Return whether all atoms [..., N] lie within `tolerance` of one point."""
+  atoms = jnp.asarray(atoms)
+  return jnp.max(atoms, -1) - jnp.min(atoms, -1) <= 2 * tolerance
+
+
+def make_network(configuration: Configuration,
+                 num_quantiles: int) -> hk.Transformed:
+  """Return the one-state network of a configuration (no torso, 1 action)."""
+  if configuration.head == 'fc':
+    head = networks.fc_quantile_head(1, num_quantiles, FC_NUM_LAYERS,
+                                     FC_HIDDEN_SIZE)
+  else:
+    head = networks.nc_quantile_head(1, num_quantiles, NC_NUM_LAYERS,
+                                     NC_HIDDEN_SIZE,
+                                     configuration.scale_activation)
+  return hk.without_apply_rng(hk.transform(
+      networks.quantile_network(networks.mlp_torso(()), head)))
+
+
+def make_loss(configuration: Configuration, num_quantiles: int
+              ) -> Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]:
+  """Return loss(source [B, N], target [B, N]) -> [B] of a configuration."""
+  if configuration.loss == 'qr':
+    return lambda s, t: losses.quantile_regression_loss(
+        s, t, configuration.huber_param)
+  if configuration.loss == 'cramer':
+    # Published code's N/2 factor: same gradient scale as QR, for Adam's eps.
+    return lambda s, t: num_quantiles / 2 * losses.cramer_loss(s, t)
+  if configuration.loss == 'w1':
+    return losses.wasserstein1
+  raise ValueError(f'Unknown loss {configuration.loss!r}.')
+
+
+def make_train_trials(configuration: Configuration, mixture: Mixture,
+                      num_quantiles: int, num_iterations: int,
+                      learning_rate: float, batch_size: int,
+                      collapse_tolerance: float):
+  """Return train_trials(keys [T]) -> TrialOutputs, a pure function.
+
+  Each trial initialises the network from its key, then takes
+  `num_iterations` Adam steps on batches of sampled Diracs.
+  """
+  network = make_network(configuration, num_quantiles)
+  loss_fn = make_loss(configuration, num_quantiles)
+  optimizer = optax.adam(learning_rate)  # Default eps = 1e-8, as published.
+  locations = jnp.asarray(mixture.locations, jnp.float32)
+  log_probabilities = jnp.log(jnp.asarray(mixture.probabilities, jnp.float32))
+  target_staircase = jnp.asarray(exact_staircase(mixture, num_quantiles),
+                                 jnp.float32)
+  # One state: every batch element sees the same atoms, so apply the network
+  # once and broadcast (same loss and gradient as a batch of constant inputs).
+  state = jnp.ones((1, 1), jnp.float32)
+
+  def atoms_of(params):
+    return network.apply(params, state).q_atoms[0, 0]  # [N]
+
+  def batch_loss(params, key):
+    source = jnp.broadcast_to(atoms_of(params), (batch_size, num_quantiles))
+    which = jax.random.categorical(key, log_probabilities, shape=(batch_size,))
+    target = jnp.broadcast_to(locations[which][:, None],
+                              (batch_size, num_quantiles))
+    per_example = loss_fn(source, target)
+    chex.assert_shape(per_example, (batch_size,))
+    return jnp.mean(per_example)
+
+  def train_step(carry, _):
+    params, opt_state, key = carry
+    key, batch_key = jax.random.split(key)
+    loss, grads = jax.value_and_grad(batch_loss)(params, batch_key)
+    updates, opt_state = optimizer.update(grads, opt_state)
+    params = optax.apply_updates(params, updates)
+    return (params, opt_state, key), loss
+
+  def train_trial(key):
+    init_key, key = jax.random.split(key)
+    params = network.init(init_key, state)
+    opt_state = optimizer.init(params)
+    (params, _, _), loss = jax.lax.scan(
+        train_step, (params, opt_state, key), None, length=num_iterations)
+    atoms = jnp.sort(atoms_of(params))
+    return TrialOutputs(atoms=atoms, d1=d1(atoms, target_staircase),
+                        collapsed=collapsed(atoms, collapse_tolerance),
+                        final_loss=loss[-1])
+
+  return jax.vmap(train_trial)
+
+
+class TrialOutputs(NamedTuple):
+  atoms: jnp.ndarray       # [T, N], sorted
+  d1: jnp.ndarray          # [T]
+  collapsed: jnp.ndarray   # [T] bool
+  final_loss: jnp.ndarray  # [T]
+
+
+@functools.lru_cache(maxsize=None)
+def _jitted_train_trials(configuration, locations, probabilities, *args):
+  """Return the jitted train_trials, compiled once per distinct setting."""
+  mixture = Mixture(np.asarray(locations), np.asarray(probabilities))
+  return jax.jit(make_train_trials(configuration, mixture, *args))
+
+
+def trial_keys(seed: int, num_trials: int) -> jnp.ndarray:
+  """Return one key per trial; trial i's key does not depend on num_trials."""
+  base = jax.random.PRNGKey(seed)
+  return jax.vmap(lambda i: jax.random.fold_in(base, i))(jnp.arange(num_trials))
+
+
+def count_params(configuration: Configuration, num_quantiles: int) -> int:
+  shapes = jax.eval_shape(make_network(configuration, num_quantiles).init,
+                          jax.random.PRNGKey(0), jnp.ones((1, 1)))
+  return sum(int(np.prod(v.shape)) for v in jax.tree_util.tree_leaves(shapes))
+
+
+def run_configuration(configuration: Configuration, mixture: Mixture, *,
+                      num_trials: int, num_iterations: int, num_quantiles: int,
+                      learning_rate: float, batch_size: int, seed: int,
+                      collapse_tolerance: float) -> TrialResults:
+  """Train all trials of one configuration and measure them."""
+  start = time.perf_counter()
+  train_trials = _jitted_train_trials(
+      configuration, tuple(mixture.locations), tuple(mixture.probabilities),
+      num_quantiles, num_iterations, learning_rate, batch_size,
+      collapse_tolerance)
+  outputs = jax.device_get(train_trials(trial_keys(seed, num_trials)))
+  return TrialResults(
+      configuration=configuration,
+      num_params=count_params(configuration, num_quantiles),
+      atoms=outputs.atoms, d1=outputs.d1, collapsed=outputs.collapsed,
+      final_loss=outputs.final_loss, seconds=time.perf_counter() - start)
+
+
+# Results table.
+
+TABLE_COLUMNS = ('configuration', 'label', 'parameters', 'd1_mean', 'd1_std',
+                 'collapsed', 'trials', 'd1_mean_not_collapsed',
+                 'mean_of_atoms')
+
+
+def table_rows(results: Sequence[TrialResults]):
+  rows = []
+  for r in results:
+    kept = r.d1[~r.collapsed]
+    rows.append(dict(
+        configuration=r.configuration.name, label=r.configuration.label,
+        parameters=r.num_params, d1_mean=float(np.mean(r.d1)),
+        # Population standard deviation over trials (ddof=0).
+        d1_std=float(np.std(r.d1)), collapsed=int(np.sum(r.collapsed)),
+        trials=len(r.d1),
+        d1_mean_not_collapsed=float(np.mean(kept)) if len(kept) else np.nan,
+        mean_of_atoms=float(np.mean(r.atoms))))
+  return rows
+
+
+def format_csv(rows) -> str:
+  lines = [','.join(TABLE_COLUMNS)]
+  for row in rows:
+    lines.append(','.join(
+        f'{row[c]:.6f}' if isinstance(row[c], float) else str(row[c])
+        for c in TABLE_COLUMNS))
+  return '\n'.join(lines) + '\n'
+
+
+def format_markdown(rows, mixture: Mixture, num_quantiles: int,
+                    collapse_tolerance: float) -> str:
+  target = exact_staircase(mixture, num_quantiles)
+  lines = [
+      '| configuration | parameters | d1 mean | d1 std | collapsed | '
+      'd1 mean, not collapsed | mean of atoms |',
+      '|---|---:|---:|---:|---:|---:|---:|',
+  ]
+  for row in rows:
+    lines.append(
+        f"| {row['label']} | {row['parameters']} | {row['d1_mean']:.4f} | "
+        f"{row['d1_std']:.4f} | {row['collapsed']}/{row['trials']} | "
+        f"{row['d1_mean_not_collapsed']:.4f} | {row['mean_of_atoms']:+.4f} |")
+  mean = float(np.dot(mixture.locations, mixture.probabilities))
+  lines += [
+      '',
+      f'd1: 1-Wasserstein distance between the {num_quantiles} learned atoms '
+      f'and the exact staircase {np.round(target, 6).tolist()} (mean and '
+      f'population std over trials). Collapsed: all atoms within '
+      f'{collapse_tolerance:g} of one point. Mean of atoms: averaged over '
+      f'trials (mixture mean {mean:+.4f}). The Cramér loss is multiplied by '
+      f'N/2, as in the published code.',
+  ]
+  return '\n'.join(lines) + '\n'
+
+
+def write_atomically(path: str, data, mode: str = 'w') -> None:
+  """Write `data` to `path` through a temporary file and os.replace."""
+  directory = os.path.dirname(os.path.abspath(path))
+  fd, tmp = tempfile.mkstemp(dir=directory, prefix='.tmp_',
+                             suffix=os.path.basename(path))
+  try:
+    with os.fdopen(fd, mode) as f:
+      f.write(data)
+    os.chmod(tmp, 0o644)  # mkstemp makes files private; results are shared.
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
+
+
+def check_output_dir(output_dir: str) -> None:
+  """Create the output directory and check it is writable, or raise."""
+  try:
+    os.makedirs(output_dir, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=output_dir, prefix='.probe_'):
+      pass
+  except OSError as e:
+    raise ValueError(f'Cannot write to --output_dir={output_dir!r} ({e}); '
+                     f'choose a writable directory.') from e
+
+
+def parse_configurations(names: Sequence[str]) -> list[Configuration]:
+  unknown = [n for n in names if n not in CONFIGURATIONS_BY_NAME]
+  if unknown or not names:
+    raise ValueError(
+        f'Unknown configuration(s) {unknown}; valid ones are: '
+        f'{", ".join(CONFIGURATIONS_BY_NAME)}.')
+  return [CONFIGURATIONS_BY_NAME[n] for n in names]
+
+
+def _check_positive(**values) -> None:
+  for name, value in values.items():
+    if not value > 0:
+      raise ValueError(f'--{name} must be positive, got {value!r}.')
+
+
+def main(argv):
+  del argv
+  try:
+    configurations = parse_configurations(_CONFIGURATIONS.value)
+    _check_positive(num_trials=_NUM_TRIALS.value,
+                    num_iterations=_NUM_ITERATIONS.value,
+                    num_quantiles=_NUM_QUANTILES.value,
+                    learning_rate=_LEARNING_RATE.value,
+                    batch_size=_BATCH_SIZE.value,
+                    collapse_tolerance=_COLLAPSE_TOLERANCE.value)
+    try:
+      locations = [float(v) for v in _DIRAC_LOCATIONS.value]
+      probabilities = [float(v) for v in _DIRAC_PROBABILITIES.value]
+    except ValueError as e:
+      raise ValueError(f'Dirac locations and probabilities must be numbers '
+                       f'({e}).') from e
+    mixture = make_mixture(locations, probabilities)
+    target = exact_staircase(mixture, _NUM_QUANTILES.value)
+    check_output_dir(_OUTPUT_DIR.value)
+  except ValueError as e:
+    sys.exit(f'Error: {e}')
+
+  # Imported here: matplotlib is only needed once the arguments are good.
+  from scripts import synthetic_plot  # pylint: disable=g-import-not-at-top
+
+  print(f'Target: mixture of Diracs at {mixture.locations.tolist()} with '
+        f'probabilities {np.round(mixture.probabilities, 6).tolist()}; exact '
+        f'{_NUM_QUANTILES.value}-atom staircase {target.tolist()}.')
+  print('The Cramér loss is multiplied by N/2, as in the published code.')
+  start = time.perf_counter()
+  results = []
+  for i, configuration in enumerate(configurations):
+    result = run_configuration(
+        configuration, mixture, num_trials=_NUM_TRIALS.value,
+        num_iterations=_NUM_ITERATIONS.value,
+        num_quantiles=_NUM_QUANTILES.value,
+        learning_rate=_LEARNING_RATE.value, batch_size=_BATCH_SIZE.value,
+        seed=_SEED.value, collapse_tolerance=_COLLAPSE_TOLERANCE.value)
+    results.append(result)
+    elapsed = time.perf_counter() - start
+    eta = elapsed / (i + 1) * (len(configurations) - i - 1)
+    steps_per_s = _NUM_TRIALS.value * _NUM_ITERATIONS.value / result.seconds
+    print(f'[{i + 1}/{len(configurations)}] {configuration.name:20s} '
+          f'd1 {np.mean(result.d1):.4f} ± {np.std(result.d1):.4f}, '
+          f'collapsed {int(result.collapsed.sum())}/{len(result.d1)}, '
+          f'{result.seconds:.1f} s ({steps_per_s:,.0f} trial-steps/s, '
+          f'compile included), ETA {eta:.0f} s', flush=True)
+
+  rows = table_rows(results)
+  markdown = format_markdown(rows, mixture, _NUM_QUANTILES.value,
+                             _COLLAPSE_TOLERANCE.value)
+  output_dir = _OUTPUT_DIR.value
+  write_atomically(os.path.join(output_dir, 'synthetic.csv'), format_csv(rows))
+  write_atomically(os.path.join(output_dir, 'synthetic.md'), markdown)
+  write_atomically(os.path.join(output_dir, 'synthetic.png'),
+                   synthetic_plot.figure_png(results, mixture), mode='wb')
+  print()
+  print(markdown)
+  print(f'Wrote synthetic.csv, synthetic.md and synthetic.png to {output_dir}.')
+  print(f'Wall time: {time.perf_counter() - start:.1f} s.')
+
+
+if __name__ == '__main__':
+  app.run(main)
