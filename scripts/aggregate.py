@@ -34,27 +34,37 @@ import numpy as np
 from scripts import bootstrap
 from scripts import run_data
 
-_RUNS = flags.DEFINE_multi_string(
-    'runs', [], 'Directory tree of our run CSVs, as DIR or LABEL=DIR (LABEL '
-    'names the source column); repeatable.')
-_REFERENCE = flags.DEFINE_bool(
-    'reference', False, 'Summarise the shipped reference runs (also shown '
-    'beside --runs).')
-_REFERENCE_AGENTS = flags.DEFINE_list(
-    'reference_agents', None, 'Reference agents to show (default: all; '
-    'empty string: none).')
-_NUM_ITERATIONS = flags.DEFINE_integer(
-    'num_iterations', run_data.DEFAULT_NUM_ITERATIONS,
-    'A run is complete when it has iterations 0..num_iterations; best scores '
-    'are taken over those iterations.')
-_NUM_GAMES = flags.DEFINE_integer(
-    'num_games', 57, 'Games in a full set; fewer gives status "subset".')
-_OUTPUT_DIR = flags.DEFINE_string(
-    'output_dir', None, 'Write summary.csv and summary.md here.')
-_BOOTSTRAP_REPS = flags.DEFINE_integer(
-    'bootstrap_reps', 50_000, 'Bootstrap resamples (rliable default 50000).')
-_CONFIDENCE = flags.DEFINE_float('confidence', 0.95, 'CI coverage.')
-_SEED = flags.DEFINE_integer('seed', 0, 'Seed of the bootstrap.')
+FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+  """Define the flags of this entry point.
+
+  Called only when run as a program, so that the scripts and the run
+  entry points can be imported together (tests) without flag clashes.
+  """
+  flags.DEFINE_multi_string(
+      'runs', [], 'Directory tree of our run CSVs, as DIR or LABEL=DIR (LABEL '
+      'names the source column); repeatable.')
+  flags.DEFINE_bool(
+      'reference', False, 'Summarise the shipped reference runs (also shown '
+      'beside --runs).')
+  flags.DEFINE_list(
+      'reference_agents', None, 'Reference agents to show (default: all; '
+      'empty string: none).')
+  flags.DEFINE_integer(
+      'num_iterations', run_data.DEFAULT_NUM_ITERATIONS,
+      'A run is complete when it has iterations 0..num_iterations; best scores '
+      'are taken over those iterations.')
+  flags.DEFINE_integer(
+      'num_games', 57, 'Games in a full set; fewer gives status "subset".')
+  flags.DEFINE_string(
+      'output_dir', None, 'Write summary.csv and summary.md here.')
+  flags.DEFINE_integer(
+      'bootstrap_reps', 50_000, 'Bootstrap resamples (rliable default 50000).')
+  flags.DEFINE_float('confidence', 0.95, 'CI coverage.')
+  flags.DEFINE_integer('seed', 0, 'Seed of the bootstrap.')
+
 
 METRICS = ('best_agent_summary', 'median', 'iqm', 'mean')
 STATUS_COMPLETE, STATUS_SUBSET, STATUS_PARTIAL = 'complete', 'subset', 'partial'
@@ -265,25 +275,26 @@ def load_requested_runs(runs_args: Sequence[str], with_reference: bool,
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  if not _RUNS.value and not _REFERENCE.value:
+  if not FLAGS.runs and not FLAGS.reference:
     raise app.UsageError('Pass --runs=DIR (our runs, shown beside the '
                          'references) or --reference (references only).')
   # Check the inputs before the slow bootstrap.
-  for arg in _RUNS.value:
+  for arg in FLAGS.runs:
     _, path = run_data.parse_runs_arg(arg)
     if not os.path.isdir(path):
       raise app.UsageError(f'--runs: {path!r} is not a directory.')
-  runs = load_requested_runs(_RUNS.value, True, _REFERENCE_AGENTS.value)
+  runs = load_requested_runs(FLAGS.runs, True, FLAGS.reference_agents)
   summaries = summarise(
-      runs, num_iterations=_NUM_ITERATIONS.value, num_games=_NUM_GAMES.value,
-      reps=_BOOTSTRAP_REPS.value, confidence=_CONFIDENCE.value,
-      seed=_SEED.value)
-  markdown = to_markdown(summaries, _CONFIDENCE.value, _NUM_ITERATIONS.value)
+      runs, num_iterations=FLAGS.num_iterations, num_games=FLAGS.num_games,
+      reps=FLAGS.bootstrap_reps, confidence=FLAGS.confidence,
+      seed=FLAGS.seed)
+  markdown = to_markdown(summaries, FLAGS.confidence, FLAGS.num_iterations)
   print(markdown)
-  if _OUTPUT_DIR.value:
-    for path in write_outputs(summaries, _OUTPUT_DIR.value, markdown):
+  if FLAGS.output_dir:
+    for path in write_outputs(summaries, FLAGS.output_dir, markdown):
       print(f'wrote {path}', file=sys.stderr)
 
 
 if __name__ == '__main__':
+  define_flags()
   app.run(main)

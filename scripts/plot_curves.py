@@ -31,23 +31,33 @@ DEFAULT_REFERENCE_AGENTS = ('CR-DQN', 'qrdqn', 'iqn', 'c51', 'dqn')
 OKABE_ITO = ('#000000', '#E69F00', '#56B4E9', '#009E73', '#0072B2', '#D55E00',
              '#CC79A7', '#F0E442')
 
-_RUNS = flags.DEFINE_multi_string(
-    'runs', [], 'Directory tree of our run CSVs, as DIR or LABEL=DIR; '
-    'repeatable.')
-_REFERENCE_AGENTS = flags.DEFINE_list(
-    'reference_agents', list(DEFAULT_REFERENCE_AGENTS),
-    'Reference agents to overlay (paper: CR-DQN, NC-CR-DQN, NC-QR-DQN-1, '
-    'NC-QR-DQN-0, QR-DQN-0; DQN Zoo: dqn, double_q, prioritized, c51, qrdqn, '
-    'iqn, rainbow). Empty: none.')
-_GAMES = flags.DEFINE_list(
-    'games', None, 'Games to plot (default: the games of --runs, else all 57).')
-_OUTPUT_DIR = flags.DEFINE_string('output_dir', None, 'Where to write plots.')
-_NORMALIZED = flags.DEFINE_bool(
-    'normalized', True, 'Plot human-normalised scores (else raw returns).')
-_FORMAT = flags.DEFINE_list('format', ['png'], 'File formats: png and/or pdf.')
-_SMOOTHING_WINDOW = flags.DEFINE_integer(
-    'smoothing_window', 5, 'Trailing moving-average window, in iterations.')
-_PER_GAME = flags.DEFINE_bool('per_game', True, 'Write one file per game.')
+FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+  """Define the flags of this entry point.
+
+  Called only when run as a program, so that the scripts and the run
+  entry points can be imported together (tests) without flag clashes.
+  """
+  flags.DEFINE_multi_string(
+      'runs', [], 'Directory tree of our run CSVs, as DIR or LABEL=DIR; '
+      'repeatable.')
+  flags.DEFINE_list(
+      'reference_agents', list(DEFAULT_REFERENCE_AGENTS),
+      'Reference agents to overlay (paper: CR-DQN, NC-CR-DQN, NC-QR-DQN-1, '
+      'NC-QR-DQN-0, QR-DQN-0; DQN Zoo: dqn, double_q, prioritized, c51, qrdqn, '
+      'iqn, rainbow). Empty: none.')
+  flags.DEFINE_list(
+      'games', None, 'Games to plot (default: the games of --runs, else all 57).')
+  flags.DEFINE_string('output_dir', None, 'Where to write plots.')
+  flags.DEFINE_bool(
+      'normalized', True, 'Plot human-normalised scores (else raw returns).')
+  flags.DEFINE_list('format', ['png'], 'File formats: png and/or pdf.')
+  flags.DEFINE_integer(
+      'smoothing_window', 5, 'Trailing moving-average window, in iterations.')
+  flags.DEFINE_bool('per_game', True, 'Write one file per game.')
+
 
 Curve = Tuple[np.ndarray, np.ndarray, np.ndarray, int]  # frames, mean, std, seeds
 
@@ -237,27 +247,28 @@ def plot_all(runs: Sequence[run_data.Run], output_dir: str,
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  if not _OUTPUT_DIR.value:
+  if not FLAGS.output_dir:
     raise app.UsageError('--output_dir is required.')
-  for arg in _RUNS.value:
+  for arg in FLAGS.runs:
     _, path = run_data.parse_runs_arg(arg)
     if not os.path.isdir(path):
       raise app.UsageError(f'--runs: {path!r} is not a directory.')
   runs = []
-  for arg in _RUNS.value:
+  for arg in FLAGS.runs:
     label, path = run_data.parse_runs_arg(arg)
     runs.extend(run_data.load_run_dir(path, label))
-  reference_agents = [a for a in (_REFERENCE_AGENTS.value or []) if a]
+  reference_agents = [a for a in (FLAGS.reference_agents or []) if a]
   if reference_agents:
     runs.extend(run_data.load_all_references(reference_agents))
-  written = plot_all(run_data.check_unique(runs), _OUTPUT_DIR.value,
-                     games=_GAMES.value, normalized=_NORMALIZED.value,
-                     formats=_FORMAT.value, window=_SMOOTHING_WINDOW.value,
-                     per_game=_PER_GAME.value)
+  written = plot_all(run_data.check_unique(runs), FLAGS.output_dir,
+                     games=FLAGS.games, normalized=FLAGS.normalized,
+                     formats=FLAGS.format, window=FLAGS.smoothing_window,
+                     per_game=FLAGS.per_game)
   for path in written:
     print(path)
-  print(f'wrote {len(written)} files to {_OUTPUT_DIR.value}', file=sys.stderr)
+  print(f'wrote {len(written)} files to {FLAGS.output_dir}', file=sys.stderr)
 
 
 if __name__ == '__main__':
+  define_flags()
   app.run(main)

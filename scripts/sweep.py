@@ -24,6 +24,7 @@ import dataclasses
 import json
 import os
 import shlex
+import signal
 import socket
 import subprocess
 import sys
@@ -44,30 +45,40 @@ RESULTS_FILE, CHECKPOINT_DIR, LOG_FILE = 'results.csv', 'checkpoints', 'run.log'
 PID_FILE, EXIT_FILE, SPEC_FILE = 'run.pid', 'exit.json', 'sweep.json'
 DONE, RUNNING, FAILED, PENDING = 'done', 'running', 'failed', 'pending'
 
-_AGENTS = flags.DEFINE_list('agents', None, f'Agents, from {", ".join(AGENTS)}.')
-_GAMES = flags.DEFINE_list('games', None, "Games (DQN Zoo names), or 'all'.")
-_SEEDS = flags.DEFINE_list('seeds', ['1'], 'Seeds (integers).')
-_ROOT_DIR = flags.DEFINE_string('root_dir', None, 'Where the runs live.')
-_FLAGS = flags.DEFINE_string(
-    'flags', '', "Extra flags for every run, e.g. '--num_iterations=2'.")
-_NUM_ITERATIONS = flags.DEFINE_integer(
-    'num_iterations', None, 'Iterations of a complete run (default: '
-    f'--num_iterations inside --flags, else {DEFAULT_NUM_ITERATIONS}).')
-_PARALLEL = flags.DEFINE_integer(
-    'parallel', 1, 'Local mode: runs at the same time.')
-_COMMAND_TEMPLATE = flags.DEFINE_string(
-    'command_template', DEFAULT_COMMAND_TEMPLATE,
-    'Command of one run; fields {python} {agent} {game} {seed} '
-    '{results_csv_path} {checkpoint_dir} {run_dir}; --flags are appended.')
-_RAY_ADDRESS = flags.DEFINE_string(
-    'ray_address', None, "Run on this Ray cluster ('auto': the local one).")
-_CPUS_PER_RUN = flags.DEFINE_float('cpus_per_run', 1.0, 'Ray: CPUs per run.')
-_GPUS_PER_RUN = flags.DEFINE_float('gpus_per_run', 0.0, 'Ray: GPUs per run.')
-_STATUS = flags.DEFINE_bool(
-    'status', False, 'Print the done/running/failed/pending table and exit.')
-_DRY_RUN = flags.DEFINE_bool('dry_run', False, 'Print the commands only.')
-_RETRY_FAILED = flags.DEFINE_bool(
-    'retry_failed', True, 'Relaunch failed runs (else leave them failed).')
+FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+  """Define the flags of this entry point.
+
+  Called only when run as a program, so that the scripts and the run
+  entry points can be imported together (tests) without flag clashes.
+  """
+  flags.DEFINE_list('agents', None, f'Agents, from {", ".join(AGENTS)}.')
+  flags.DEFINE_list('games', None, "Games (DQN Zoo names), or 'all'.")
+  flags.DEFINE_list('seeds', ['1'], 'Seeds (integers).')
+  flags.DEFINE_string('root_dir', None, 'Where the runs live.')
+  flags.DEFINE_string(
+      'flags', '', "Extra flags for every run, e.g. '--num_iterations=2'.")
+  flags.DEFINE_integer(
+      'num_iterations', None, 'Iterations of a complete run (default: '
+      f'--num_iterations inside --flags, else {DEFAULT_NUM_ITERATIONS}).')
+  flags.DEFINE_integer(
+      'parallel', 1, 'Local mode: runs at the same time.')
+  flags.DEFINE_string(
+      'command_template', DEFAULT_COMMAND_TEMPLATE,
+      'Command of one run; fields {python} {agent} {game} {seed} '
+      '{results_csv_path} {checkpoint_dir} {run_dir}; --flags are appended.')
+  flags.DEFINE_string(
+      'ray_address', None, "Run on this Ray cluster ('auto': the local one).")
+  flags.DEFINE_float('cpus_per_run', 1.0, 'Ray: CPUs per run.')
+  flags.DEFINE_float('gpus_per_run', 0.0, 'Ray: GPUs per run.')
+  flags.DEFINE_bool(
+      'status', False, 'Print the done/running/failed/pending table and exit.')
+  flags.DEFINE_bool('dry_run', False, 'Print the commands only.')
+  flags.DEFINE_bool(
+      'retry_failed', True, 'Relaunch failed runs (else leave them failed).')
+
 
 
 @dataclasses.dataclass(frozen=True)
@@ -348,10 +359,16 @@ def execute_run(spec: RunSpec) -> Optional[int]:
       log.write(f'=== {time.strftime("%Y-%m-%d %H:%M:%S")} on '
                 f'{socket.gethostname()}: {shlex.join(spec.command)}\n')
       log.flush()
-      child = subprocess.Popen(spec.command, stdout=log,
-                               stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL)
       with _children_lock:
+        # Checked under the lock so that no run starts once stopping began.
+        if _stopping.is_set():
+          return None
+        # Own session: a terminal's Ctrl-C reaches the sweep only, which then
+        # stops its children without recording them as failed.
+        child = subprocess.Popen(spec.command, stdout=log,
+                                 stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL,
+                                 start_new_session=True)
         _children[child.pid] = child
       _write_json(pid_path, {'pid': child.pid, 'host': socket.gethostname(),
                              'started': time.time()})
@@ -371,8 +388,8 @@ def execute_run(spec: RunSpec) -> Optional[int]:
 
 
 def _stop_children() -> None:
-  _stopping.set()
   with _children_lock:
+    _stopping.set()
     children = list(_children.values())
   for child in children:
     child.terminate()
@@ -423,8 +440,9 @@ def run_local(specs: Sequence[RunSpec], parallel: int) -> Dict[str, Optional[int
   except KeyboardInterrupt:
     print('Interrupted: stopping the runs (they resume on relaunch).',
           file=sys.stderr)
+    executor.shutdown(wait=False, cancel_futures=True)
     _stop_children()
-    executor.shutdown(wait=True, cancel_futures=True)
+    executor.shutdown(wait=True)
     raise
   executor.shutdown(wait=True)
   return results
@@ -467,43 +485,54 @@ def run_ray(specs: Sequence[RunSpec], address: str, cpus_per_run: float,
   return results
 
 
+def _raise_keyboard_interrupt(signum, frame):
+  del signum, frame
+  raise KeyboardInterrupt
+
+
 def main(argv):
+  # A killed sweep (SIGTERM) stops its runs like Ctrl-C: they resume later.
+  signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  if not _ROOT_DIR.value:
+  if not FLAGS.root_dir:
     raise app.UsageError('--root_dir is required.')
-  extra_flags = shlex.split(_FLAGS.value)
+  extra_flags = shlex.split(FLAGS['flags'].value)
   specs = []
   try:
-    if _AGENTS.value or not _STATUS.value:
-      agents, games, seeds = validate(_AGENTS.value, _GAMES.value, _SEEDS.value)
-      specs = expand(agents, games, seeds, _ROOT_DIR.value, extra_flags,
-                     _COMMAND_TEMPLATE.value, _NUM_ITERATIONS.value)
+    if FLAGS.agents or not FLAGS.status:
+      agents, games, seeds = validate(FLAGS.agents, FLAGS.games, FLAGS.seeds)
+      specs = expand(agents, games, seeds, FLAGS.root_dir, extra_flags,
+                     FLAGS.command_template, FLAGS.num_iterations)
   except ValueError as e:
     raise app.UsageError(str(e))
-  if _RAY_ADDRESS.value and not _STATUS.value:
+  if FLAGS.ray_address and not FLAGS.status:
     try:
       _import_ray()  # Fail before anything starts.
     except ImportError as e:
       raise app.UsageError(str(e))
-  if _STATUS.value:
-    num_iterations = (_NUM_ITERATIONS.value or parse_num_iterations(extra_flags)
+  if FLAGS.status:
+    num_iterations = (FLAGS.num_iterations or parse_num_iterations(extra_flags)
                       or DEFAULT_NUM_ITERATIONS)
-    print(format_status(sweep_status(_ROOT_DIR.value, specs, num_iterations)))
+    print(format_status(sweep_status(FLAGS.root_dir, specs, num_iterations)))
     return
-  todo = select_runs(specs, _RETRY_FAILED.value)
+  todo = select_runs(specs, FLAGS.retry_failed)
   print(f'{len(specs)} runs: {len(specs) - len(todo)} done, running or failed '
         f'(skipped), {len(todo)} to launch.', flush=True)
-  if _DRY_RUN.value:
+  if FLAGS.dry_run:
     for spec in todo:
       print(shlex.join(spec.command))
     return
-  if _RAY_ADDRESS.value:
-    results = run_ray(todo, _RAY_ADDRESS.value, _CPUS_PER_RUN.value,
-                      _GPUS_PER_RUN.value)
+  if FLAGS.ray_address:
+    results = run_ray(todo, FLAGS.ray_address, FLAGS.cpus_per_run,
+                      FLAGS.gpus_per_run)
   else:
-    results = run_local(todo, _PARALLEL.value)
-  print(format_status(sweep_status(_ROOT_DIR.value, specs)))
+    try:
+      results = run_local(todo, FLAGS.parallel)
+    except KeyboardInterrupt:
+      print(format_status(sweep_status(FLAGS.root_dir, specs)))
+      sys.exit(130)
+  print(format_status(sweep_status(FLAGS.root_dir, specs)))
   failed = [name for name, code in results.items() if code not in (0, None)]
   if failed:
     print(f'{len(failed)} run(s) failed: {", ".join(failed)}', file=sys.stderr)
@@ -511,4 +540,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+  define_flags()
   app.run(main)

@@ -1,12 +1,12 @@
 """Tests for scripts.sweep with a fake run command (and, if present, a real one)."""
 
-import importlib.util
 import json
 import os
 import socket
 import subprocess
 import sys
 import textwrap
+import time
 import types
 
 import pytest
@@ -299,8 +299,6 @@ def test_missing_ray_gives_a_clear_error(monkeypatch):
     sweep.run_ray([], 'auto', 1, 0)
 
 
-@pytest.mark.skipif(importlib.util.find_spec('cr_dqn.run_atari') is None,
-                    reason='cr_dqn.run_atari does not exist yet')
 def test_end_to_end_two_tiny_real_runs_then_skip(tmp_path):
   root = tmp_path / 'runs'
   tiny = ('--num_iterations=1 --num_train_frames=400 --num_eval_frames=200 '
@@ -322,3 +320,37 @@ def test_end_to_end_two_tiny_real_runs_then_skip(tmp_path):
                          timeout=120)
   assert again.returncode == 0
   assert '0 to launch' in again.stdout
+
+
+def test_killed_sweep_stops_its_runs_and_leaves_them_pending(tmp_path):
+  root = tmp_path / 'runs'
+  sleeper = tmp_path / 'sleeper.py'
+  sleeper.write_text('import time\ntime.sleep(60)\n')
+  sweep_process = subprocess.Popen(
+      [sys.executable, '-m', 'scripts.sweep', '--agents=cr_dqn',
+       '--games=pong', '--seeds=1,2,3', f'--root_dir={root}', '--parallel=2',
+       f'--command_template={{python}} {sleeper}'],
+      cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+  pid_files = [root / 'cr_dqn' / 'pong' / f'seed_{s}' / 'run.pid'
+               for s in (1, 2)]
+  children = []
+  for _ in range(300):
+    locks = [sweep._read_json(str(p)) for p in pid_files]
+    if all(lock and lock['pid'] != sweep_process.pid for lock in locks):
+      children = [lock['pid'] for lock in locks]
+      break
+    time.sleep(0.1)
+  assert len(children) == 2, 'the runs did not start'
+  sweep_process.terminate()
+  try:
+    output, _ = sweep_process.communicate(timeout=30)
+  except subprocess.TimeoutExpired:
+    sweep_process.kill()  # Leave nothing running, then fail below.
+    output = 'timed out stopping: ' + sweep_process.communicate()[0]
+    for pid in children:
+      if sweep._pid_alive({'pid': pid, 'host': socket.gethostname()}):
+        os.kill(pid, 9)
+  assert sweep_process.returncode == 130, output
+  assert '0 done, 0 running, 0 failed, 3 pending' in output
+  for pid in children:
+    assert not sweep._pid_alive({'pid': pid, 'host': socket.gethostname()})
