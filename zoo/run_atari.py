@@ -126,7 +126,7 @@ def resolve_settings(agent_name: str, settings: Dict[str, Any]
   head, loss = AGENTS[agent_name]
   settings['head'] = settings.get('head') or head
   settings['loss'] = settings.get('loss') or loss
-  if settings.get('optimizer_epsilon') is None:
+  if settings.get('optimizer_epsilon') is None and settings['num_quantiles'] > 0:
     settings['optimizer_epsilon'] = agent_lib.default_optimizer_epsilon(
         settings['loss'], settings['num_quantiles'], settings['scale_grad'])
   if settings['environment_mode'] == 'auto':

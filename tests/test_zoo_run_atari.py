@@ -1,0 +1,182 @@
+"""Tests for zoo.run_atari: validation, every agent end to end on a real ROM,
+and resume after SIGKILL (subprocess) equal to an uninterrupted run."""
+
+import importlib
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from absl import flags
+import numpy as np
+import pytest
+
+from zoo import checkpoint
+from zoo import results_csv
+from zoo import run_atari
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY_FLAGS = [
+    '--environment_name=pong', '--replay_capacity=400',
+    '--min_replay_capacity_fraction=0.1', '--batch_size=8',
+    '--num_iterations=2', '--num_train_frames=320', '--num_eval_frames=160',
+    '--num_quantiles=11', '--hidden_size=16',
+    '--target_network_update_period=160', '--seed=3',
+]
+
+
+def _settings(**overrides):
+  s = dict(run_atari.default_settings(), results_csv_path='',
+           checkpoint_dir='')
+  s.update(overrides)
+  return s
+
+
+@pytest.mark.parametrize('overrides,message', [
+    ({'environment_name': 'pongg'}, "Unknown Atari game 'pongg'"),
+    ({'num_quantiles': 0}, '--num_quantiles must be positive'),
+    ({'replay_capacity': -5}, '--replay_capacity must be positive'),
+    ({'batch_size': 64, 'replay_capacity': 1000},
+     '--batch_size=64 exceeds the minimum replay size 50'),
+    ({'min_replay_capacity_fraction': 1.5},
+     '--min_replay_capacity_fraction must lie in'),
+    ({'additional_discount': 1.5}, '--additional_discount must lie in'),
+])
+def test_bad_settings_are_refused_before_any_work(overrides, message):
+  with pytest.raises(run_atari.ConfigError, match=message):
+    run_atari.run('cr_dqn', _settings(**overrides),
+                  make_environment=_no_environment)
+
+
+def _no_environment(*unused_args):
+  raise AssertionError('validation must fail before building environments')
+
+
+def test_unwritable_paths_are_refused(tmp_path):
+  blocker = tmp_path / 'file'
+  blocker.write_text('x')
+  with pytest.raises(run_atari.ConfigError, match='results CSV'):
+    run_atari.run('qr_dqn', _settings(
+        results_csv_path=str(blocker / 'run.csv')), _no_environment)
+  with pytest.raises(run_atari.ConfigError, match='checkpoints'):
+    run_atari.run('qr_dqn', _settings(checkpoint_dir=str(blocker / 'c')),
+                  _no_environment)
+
+
+def test_checkpoint_of_another_agent_or_config_is_refused(tmp_path):
+  directory = str(tmp_path)
+  s = run_atari.resolve_settings('qr_dqn', _settings(checkpoint_dir=directory))
+  config = run_atari.checkpoint_config('qr_dqn', s)
+  checkpoint.save(directory, 0, {'config': config}, {}, {})
+  run_atari.run_loop.check_checkpoint_config(directory, config)  # Same: ok.
+  with pytest.raises(run_atari.ConfigError,
+                     match=r"--agent='qr_dqn' in the checkpoint, 'cr_dqn' now"):
+    run_atari.run('cr_dqn', _settings(checkpoint_dir=directory),
+                  _no_environment)
+  with pytest.raises(run_atari.ConfigError, match='--num_quantiles=201'):
+    run_atari.run('qr_dqn', _settings(checkpoint_dir=directory,
+                                      num_quantiles=51), _no_environment)
+
+
+def test_agent_defaults_follow_spec_table():
+  eps = 0.01 / 32
+  for agent, head, loss, expected_eps, extra in [
+      ('qr_dqn', 'fc', 'qr', eps, {}),
+      ('cr_dqn', 'fc', 'cramer', eps * 2 / 201, {}),
+      ('nc_cr_dqn', 'nc', 'cramer', eps * 2 / 201, {}),
+      ('nc_qr_dqn', 'nc', 'qr', eps, {}),
+      ('nc_qr_dqn', 'nc', 'qr', eps * 2 / 201,
+       {'huber_param': 0.0, 'scale_grad': True}),
+  ]:
+    s = run_atari.resolve_settings(agent, _settings(**extra))
+    assert (s['head'], s['loss']) == (head, loss)
+    assert math.isclose(s['optimizer_epsilon'], expected_eps)
+  s = run_atari.resolve_settings('cr_dqn', _settings(optimizer_epsilon=1e-3))
+  assert s['optimizer_epsilon'] == 1e-3
+
+
+def _check_csv(path, agent, num_iterations):
+  rows = results_csv.read_rows(path)
+  assert [int(r['iteration']) for r in rows] == list(range(num_iterations + 1))
+  assert list(rows[0]) == list(results_csv.COLUMNS)
+  for row in rows:
+    assert row['agent'] == agent and row['environment_name'] == 'pong'
+    for column in results_csv.COLUMNS[3:]:
+      if row['iteration'] == '0' and column.startswith('train_'):
+        assert row[column] == 'nan'
+      else:
+        assert np.isfinite(float(row[column])), (column, row[column])
+  return rows
+
+
+@pytest.mark.parametrize('agent', ['qr_dqn', 'cr_dqn', 'nc_cr_dqn',
+                                   'nc_qr_dqn'])
+def test_agent_end_to_end_on_a_real_rom(agent, tmp_path):
+  path = str(tmp_path / 'run.csv')
+  argv = ['prog'] + TINY_FLAGS + [f'--results_csv_path={path}']
+  if agent == 'nc_qr_dqn':
+    argv += ['--huber_param=0', '--scale_grad']
+  if agent == 'nc_cr_dqn':
+    argv += ['--num_envs=2', '--environment_mode=reference']
+  flags.FLAGS.unparse_flags()
+  flags.FLAGS(argv)
+  try:
+    importlib.import_module(f'{agent}.run_atari').main(['prog'])
+  finally:
+    flags.FLAGS.unparse_flags()
+  rows = _check_csv(path, agent, 2)
+  assert int(rows[-1]['frame']) == 640
+  assert float(rows[-1]['train_num_episodes']) >= 0
+
+
+def _command(tmp_path, name):
+  return [sys.executable, '-m', 'cr_dqn.run_atari'] + TINY_FLAGS[:4] + [
+      '--num_iterations=3', '--num_train_frames=400', '--num_eval_frames=80',
+      '--num_quantiles=11', '--hidden_size=16',
+      '--target_network_update_period=160', '--seed=3',
+      f'--results_csv_path={tmp_path / name}.csv',
+      f'--checkpoint_dir={tmp_path / name}']
+
+
+def _final_params(directory):
+  with np.load(os.path.join(checkpoint.latest(directory), 'tree.npz')) as f:
+    return {k: f[k] for k in f.files}
+
+
+def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
+  # One XLA thread: multi-threaded CPU kernels may split sums differently
+  # from run to run (a 1-ulp difference seen once under load), which would
+  # make even two uninterrupted runs differ.
+  env = dict(os.environ, PYTHONPATH=ROOT,
+             XLA_FLAGS='--xla_cpu_multi_thread_eigen=false '
+                       'intra_op_parallelism_threads=1')
+  subprocess.run(_command(tmp_path, 'full'), check=True, cwd=ROOT, env=env,
+                 capture_output=True, timeout=300)
+  process = subprocess.Popen(_command(tmp_path, 'killed'), cwd=ROOT, env=env,
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+  directory = str(tmp_path / 'killed')
+  deadline = time.time() + 240
+  while time.time() < deadline:
+    latest = checkpoint.latest(directory)
+    if latest and latest.endswith('iteration_000001'):
+      break
+    assert process.poll() is None, 'run ended before iteration 1 checkpoint'
+    time.sleep(0.05)
+  process.send_signal(signal.SIGKILL)
+  process.wait()
+  assert len(results_csv.read_rows(f'{directory}.csv')) == 2
+  subprocess.run(_command(tmp_path, 'killed'), check=True, cwd=ROOT, env=env,
+                 capture_output=True, timeout=300)
+  full = _check_csv(str(tmp_path / 'full.csv'), 'cr_dqn', 3)
+  resumed = _check_csv(f'{directory}.csv', 'cr_dqn', 3)
+  for a, b in zip(full, resumed):
+    for column in results_csv.DETERMINISTIC_COLUMNS:
+      assert a[column] == b[column], (column, a[column], b[column])
+  full_params = _final_params(str(tmp_path / 'full'))
+  resumed_params = _final_params(directory)
+  assert full_params.keys() == resumed_params.keys()
+  for key in full_params:
+    np.testing.assert_array_equal(full_params[key], resumed_params[key])
