@@ -321,6 +321,10 @@ def format_csv(rows) -> str:
   return '\n'.join(lines) + '\n'
 
 
+def _or_dash(value: float) -> str:
+  return '–' if np.isnan(value) else f'{value:.4f}'
+
+
 def format_markdown(rows, mixture: Mixture, num_quantiles: int,
                     collapse_tolerance: float) -> str:
   target = exact_staircase(mixture, num_quantiles)
@@ -333,7 +337,8 @@ def format_markdown(rows, mixture: Mixture, num_quantiles: int,
     lines.append(
         f"| {row['label']} | {row['parameters']} | {row['d1_mean']:.4f} | "
         f"{row['d1_std']:.4f} | {row['collapsed']}/{row['trials']} | "
-        f"{row['d1_mean_not_collapsed']:.4f} | {row['mean_of_atoms']:+.4f} |")
+        f"{_or_dash(row['d1_mean_not_collapsed'])} | "
+        f"{row['mean_of_atoms']:+.4f} |")
   mean = float(np.dot(mixture.locations, mixture.probabilities))
   lines += [
       '',

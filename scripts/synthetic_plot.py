@@ -48,7 +48,7 @@ def figure_png(results, mixture, dpi: int = 80) -> bytes:
     ax.plot(*mixture_cdf_xy(mixture, x_min, x_max), color='black',
             linewidth=1.2, linestyle='--', label='target')
     ax.set_xlim(x_min, x_max)
-    ax.xaxis.set_major_locator(ticker.MaxNLocator(5, prune='both'))
+    ax.xaxis.set_major_locator(ticker.MaxNLocator(6, steps=[1, 5], prune='both'))
     ax.set_ylim(-0.03, 1.03)
     ax.set_title(f'{result.configuration.label}\n'
                  f'mean d1 = {np.mean(result.d1):.3f} '
