@@ -1,0 +1,47 @@
+"""Quantile regression loss between staircases (DQN Zoo / rlax convention)."""
+
+import jax
+import jax.numpy as jnp
+
+from losses import validation
+
+
+def quantile_regression_loss(source, target, huber_param=0.0):
+  """Return the (Huber) quantile regression loss of source towards target.
+
+  L = Σ_i (1/M) Σ_j |τ̂_i − 1[u_ij < 0]| · H_κ(u_ij), u_ij = target_j −
+  source_i, at the source midpoints τ̂_i = (2i − 1)/(2N): a sum over source
+  atoms and a mean over target atoms, with H_0(u) = |u| and, for κ > 0,
+  H_κ(u) = u²/2 if |u| ≤ κ else κ(|u| − κ/2) (no division by κ). The weight is
+  not differentiated. Equals rlax.quantile_regression_loss, batched.
+
+  Args:
+    source: [..., N] atoms, in quantile order (the loss is not invariant to
+      permuting them).
+    target: [..., M] atoms, any order. Leading dimensions broadcast. Gradients
+      flow into target too (rlax stops them by default): wrap it in
+      jax.lax.stop_gradient for a TD target.
+    huber_param: κ >= 0, a Python float.
+
+  Returns:
+    [...] the losses; NaN for a row holding a NaN or an infinite atom.
+  """
+  if not huber_param >= 0:
+    raise ValueError(
+        f'quantile_regression_loss: huber_param must be >= 0, got {huber_param}.')
+  source, target = validation.check_atoms('quantile_regression_loss', source,
+                                          target)
+  source, target = validation.nan_gradient_where_not_finite(source, target)
+  n = source.shape[-1]
+  tau = (jnp.arange(n, dtype=source.dtype) + 0.5) / n
+  delta = target[..., None, :] - source[..., :, None]
+  weight = jax.lax.stop_gradient(
+      jnp.abs(tau[:, None] - (delta < 0).astype(source.dtype)))
+  abs_delta = jnp.abs(delta)
+  if huber_param > 0:
+    quadratic = jnp.minimum(abs_delta, huber_param)
+    penalty = 0.5 * quadratic**2 + huber_param * (abs_delta - quadratic)
+  else:
+    penalty = abs_delta
+  value = jnp.sum(jnp.mean(weight * penalty, axis=-1), axis=-1)
+  return validation.nan_where_not_finite(value, source, target)
