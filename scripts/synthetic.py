@@ -16,6 +16,7 @@ steps inside, `vmap` over the trials.
   python -m scripts.synthetic --output_dir=docs/synthetic
 """
 
+import fractions
 import functools
 import os
 import sys
@@ -64,30 +65,74 @@ CONFIGURATIONS_BY_NAME = {c.name: c for c in CONFIGURATIONS}
 FC_NUM_LAYERS, FC_HIDDEN_SIZE = 2, 45
 NC_NUM_LAYERS, NC_HIDDEN_SIZE = 2, 32
 
-_CONFIGURATIONS = flags.DEFINE_list(
-    'configurations', [c.name for c in CONFIGURATIONS],
-    'Configurations to run, from: ' + ', '.join(CONFIGURATIONS_BY_NAME) + '.')
-_NUM_TRIALS = flags.DEFINE_integer('num_trials', 100,
-                                   'Independent trials per configuration.')
-_NUM_ITERATIONS = flags.DEFINE_integer('num_iterations', 1000,
-                                       'Adam steps per trial.')
-_NUM_QUANTILES = flags.DEFINE_integer('num_quantiles', 12, 'Atoms N.')
-_LEARNING_RATE = flags.DEFINE_float('learning_rate', 1e-3, 'Adam step size.')
-_BATCH_SIZE = flags.DEFINE_integer('batch_size', 32,
-                                   'Sampled Diracs per Adam step.')
-_DIRAC_LOCATIONS = flags.DEFINE_list('dirac_locations', ['-1', '1'],
-                                     'Locations of the mixture Diracs.')
-_DIRAC_PROBABILITIES = flags.DEFINE_list(
-    'dirac_probabilities', ['0.6666666666666666', '0.3333333333333333'],
-    'Probabilities of the mixture Diracs (sum to 1).')
-_COLLAPSE_TOLERANCE = flags.DEFINE_float(
-    'collapse_tolerance', 0.1,
-    'A trial collapsed if all its atoms lie within this distance of one point '
-    '(max atom - min atom <= 2 x tolerance).')
-_SEED = flags.DEFINE_integer('seed', 1, 'Seed; trial i uses fold_in(seed, i).')
-_OUTPUT_DIR = flags.DEFINE_string(
-    'output_dir', 'docs/synthetic',
-    'Where synthetic.csv, synthetic.md and synthetic.png are written.')
+
+
+class Settings(NamedTuple):
+  """Every knob of the experiment; defaults are the published setting."""
+  configurations: Sequence[str] = tuple(c.name for c in CONFIGURATIONS)
+  num_trials: int = 100
+  num_iterations: int = 1000
+  num_quantiles: int = 12
+  learning_rate: float = 1e-3
+  batch_size: int = 32
+  dirac_locations: Sequence[float] = (-1.0, 1.0)
+  dirac_probabilities: Sequence[float] = (2 / 3, 1 / 3)
+  collapse_tolerance: float = 0.1
+  seed: int = 1
+  output_dir: str = 'docs/synthetic'
+
+
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
+  """Define this entry point's flags (only when run, to avoid flag clashes)."""
+  d = Settings()
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_list(
+      'configurations', list(d.configurations),
+      'Configurations to run, from: ' + ', '.join(CONFIGURATIONS_BY_NAME) + '.',
+      **fv)
+  flags.DEFINE_integer('num_trials', d.num_trials,
+                       'Independent trials per configuration.', **fv)
+  flags.DEFINE_integer('num_iterations', d.num_iterations,
+                       'Adam steps per trial.', **fv)
+  flags.DEFINE_integer('num_quantiles', d.num_quantiles, 'Atoms N.', **fv)
+  flags.DEFINE_float('learning_rate', d.learning_rate, 'Adam step size.', **fv)
+  flags.DEFINE_integer('batch_size', d.batch_size,
+                       'Sampled Diracs per Adam step.', **fv)
+  flags.DEFINE_list('dirac_locations', ['-1', '1'],
+                    'Locations of the mixture Diracs.', **fv)
+  flags.DEFINE_list('dirac_probabilities', ['2/3', '1/3'],
+                    'Probabilities of the mixture Diracs (numbers or '
+                    'fractions such as 2/3; they must sum to 1).', **fv)
+  flags.DEFINE_float(
+      'collapse_tolerance', d.collapse_tolerance,
+      'A trial collapsed if all its atoms lie within this distance of one '
+      'point (max atom - min atom <= 2 x tolerance).', **fv)
+  flags.DEFINE_integer('seed', d.seed, 'Seed; trial i uses fold_in(seed, i).',
+                       **fv)
+  flags.DEFINE_string(
+      'output_dir', d.output_dir,
+      'Where synthetic.csv, synthetic.md and synthetic.png are written.', **fv)
+
+
+def _parse_numbers(name: str, values: Sequence[str]) -> tuple[float, ...]:
+  try:
+    return tuple(float(fractions.Fraction(v.strip())) for v in values)
+  except (ValueError, ZeroDivisionError) as e:
+    raise ValueError(f'--{name} must be numbers or fractions such as 2/3, got '
+                     f'{list(values)}.') from e
+
+
+def settings_from_flags(f: flags.FlagValues = flags.FLAGS) -> Settings:
+  """Return the Settings given on the command line; raise ValueError."""
+  return Settings(
+      configurations=tuple(f.configurations), num_trials=f.num_trials,
+      num_iterations=f.num_iterations, num_quantiles=f.num_quantiles,
+      learning_rate=f.learning_rate, batch_size=f.batch_size,
+      dirac_locations=_parse_numbers('dirac_locations', f.dirac_locations),
+      dirac_probabilities=_parse_numbers('dirac_probabilities',
+                                         f.dirac_probabilities),
+      collapse_tolerance=f.collapse_tolerance, seed=f.seed,
+      output_dir=f.output_dir)
 
 
 class Mixture(NamedTuple):
@@ -394,48 +439,47 @@ def _check_positive(**values) -> None:
       raise ValueError(f'--{name} must be positive, got {value!r}.')
 
 
-def main(argv):
-  del argv
-  try:
-    configurations = parse_configurations(_CONFIGURATIONS.value)
-    _check_positive(num_trials=_NUM_TRIALS.value,
-                    num_iterations=_NUM_ITERATIONS.value,
-                    num_quantiles=_NUM_QUANTILES.value,
-                    learning_rate=_LEARNING_RATE.value,
-                    batch_size=_BATCH_SIZE.value,
-                    collapse_tolerance=_COLLAPSE_TOLERANCE.value)
-    try:
-      locations = [float(v) for v in _DIRAC_LOCATIONS.value]
-      probabilities = [float(v) for v in _DIRAC_PROBABILITIES.value]
-    except ValueError as e:
-      raise ValueError(f'Dirac locations and probabilities must be numbers '
-                       f'({e}).') from e
-    mixture = make_mixture(locations, probabilities)
-    target = exact_staircase(mixture, _NUM_QUANTILES.value)
-    check_output_dir(_OUTPUT_DIR.value)
-  except ValueError as e:
-    sys.exit(f'Error: {e}')
+def check_settings(settings: Settings
+                   ) -> tuple[list[Configuration], Mixture]:
+  """Validate every setting before any work; raise ValueError naming the fix."""
+  configurations = parse_configurations(settings.configurations)
+  _check_positive(num_trials=settings.num_trials,
+                  num_iterations=settings.num_iterations,
+                  num_quantiles=settings.num_quantiles,
+                  learning_rate=settings.learning_rate,
+                  batch_size=settings.batch_size,
+                  collapse_tolerance=settings.collapse_tolerance)
+  mixture = make_mixture(settings.dirac_locations,
+                         settings.dirac_probabilities)
+  exact_staircase(mixture, settings.num_quantiles)
+  check_output_dir(settings.output_dir)
+  return configurations, mixture
 
+
+def run_experiment(settings: Settings) -> list[dict]:
+  """Run the configurations, print and write the table and figure."""
+  configurations, mixture = check_settings(settings)
   # Imported here: matplotlib is only needed once the arguments are good.
   from scripts import synthetic_plot  # pylint: disable=g-import-not-at-top
 
+  num_quantiles = settings.num_quantiles
+  target = exact_staircase(mixture, num_quantiles)
   print(f'Target: mixture of Diracs at {mixture.locations.tolist()} with '
         f'probabilities {np.round(mixture.probabilities, 6).tolist()}; exact '
-        f'{_NUM_QUANTILES.value}-atom staircase {target.tolist()}.')
+        f'{num_quantiles}-atom staircase {target.tolist()}.')
   print('The Cramér loss is multiplied by N/2, as in the published code.')
   start = time.perf_counter()
   results = []
   for i, configuration in enumerate(configurations):
     result = run_configuration(
-        configuration, mixture, num_trials=_NUM_TRIALS.value,
-        num_iterations=_NUM_ITERATIONS.value,
-        num_quantiles=_NUM_QUANTILES.value,
-        learning_rate=_LEARNING_RATE.value, batch_size=_BATCH_SIZE.value,
-        seed=_SEED.value, collapse_tolerance=_COLLAPSE_TOLERANCE.value)
+        configuration, mixture, num_trials=settings.num_trials,
+        num_iterations=settings.num_iterations, num_quantiles=num_quantiles,
+        learning_rate=settings.learning_rate, batch_size=settings.batch_size,
+        seed=settings.seed, collapse_tolerance=settings.collapse_tolerance)
     results.append(result)
     elapsed = time.perf_counter() - start
     eta = elapsed / (i + 1) * (len(configurations) - i - 1)
-    steps_per_s = _NUM_TRIALS.value * _NUM_ITERATIONS.value / result.seconds
+    steps_per_s = settings.num_trials * settings.num_iterations / result.seconds
     print(f'[{i + 1}/{len(configurations)}] {configuration.name:20s} '
           f'd1 {np.mean(result.d1):.4f} ± {np.std(result.d1):.4f}, '
           f'collapsed {int(result.collapsed.sum())}/{len(result.d1)}, '
@@ -443,9 +487,9 @@ def main(argv):
           f'compile included), ETA {eta:.0f} s', flush=True)
 
   rows = table_rows(results)
-  markdown = format_markdown(rows, mixture, _NUM_QUANTILES.value,
-                             _COLLAPSE_TOLERANCE.value)
-  output_dir = _OUTPUT_DIR.value
+  markdown = format_markdown(rows, mixture, num_quantiles,
+                             settings.collapse_tolerance)
+  output_dir = settings.output_dir
   write_atomically(os.path.join(output_dir, 'synthetic.csv'), format_csv(rows))
   write_atomically(os.path.join(output_dir, 'synthetic.md'), markdown)
   write_atomically(os.path.join(output_dir, 'synthetic.png'),
@@ -454,7 +498,20 @@ def main(argv):
   print(markdown)
   print(f'Wrote synthetic.csv, synthetic.md and synthetic.png to {output_dir}.')
   print(f'Wall time: {time.perf_counter() - start:.1f} s.')
+  return rows
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  try:
+    settings = settings_from_flags()
+    check_settings(settings)
+  except ValueError as e:
+    sys.exit(f'Error: {e}')
+  run_experiment(settings)
 
 
 if __name__ == '__main__':
+  define_flags()
   app.run(main)

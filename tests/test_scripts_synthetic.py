@@ -2,8 +2,6 @@
 
 import os
 
-from absl import flags
-from absl.testing import flagsaver
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,12 +20,6 @@ def _run(name, seed=0, **overrides):
   kwargs.update(overrides)
   return synthetic.run_configuration(
       synthetic.CONFIGURATIONS_BY_NAME[name], MIXTURE, **kwargs)
-
-
-@pytest.fixture(scope='module', autouse=True)
-def parsed_flags():
-  if not flags.FLAGS.is_parsed():
-    flags.FLAGS(['synthetic'])
 
 
 # Exact staircase, d1 and collapse.
@@ -86,24 +78,19 @@ def test_every_configuration_trains_and_gives_finite_d1(name):
   assert result.num_params == expected
 
 
-def test_training_moves_atoms_onto_the_target():
-  # Initial atoms lie near 0 (d1 near 1); 300 steps at 1e-2 reach the target.
-  result = _run('fc_qr_kappa0', num_iterations=300, learning_rate=1e-2)
-  assert np.all(result.d1 < 0.2)
-  assert not np.any(result.collapsed)
-
-
-def test_trials_are_independent_and_seeded():
-  first = _run('fc_cramer', seed=3, num_trials=3)
-  again = _run('fc_cramer', seed=3, num_trials=3)
-  other = _run('fc_cramer', seed=4, num_trials=3)
-  fewer = _run('fc_cramer', seed=3, num_trials=2)
+def test_trials_learn_and_are_independent_and_seeded():
+  # Long enough to learn: initial atoms lie near 0, at d1 near 1.
+  run = lambda seed, num_trials: _run('fc_qr_kappa0', seed=seed,
+                                      num_trials=num_trials,
+                                      num_iterations=300, learning_rate=1e-2)
+  first, again, other, fewer = run(3, 3), run(3, 3), run(4, 3), run(3, 2)
+  assert np.all(first.d1 < 0.2) and not np.any(first.collapsed)
   np.testing.assert_array_equal(first.atoms, again.atoms)
   assert not np.allclose(first.atoms, other.atoms)
   assert not np.allclose(first.atoms[0], first.atoms[1])
   # Trial i's result does not depend on how many trials run beside it.
-  np.testing.assert_allclose(fewer.atoms, first.atoms[:2], rtol=1e-5,
-                             atol=1e-6)
+  np.testing.assert_allclose(fewer.atoms, first.atoms[:2], rtol=1e-4,
+                             atol=1e-5)
 
 
 def test_scaled_cramer_gradient_equals_qr_gradient_without_crossing():
@@ -112,7 +99,7 @@ def test_scaled_cramer_gradient_equals_qr_gradient_without_crossing():
   grads = {}
   for name in ('fc_cramer', 'fc_qr_kappa0', 'fc_qr_kappa1'):
     loss = synthetic.make_loss(synthetic.CONFIGURATIONS_BY_NAME[name], 12)
-    grads[name] = jax.grad(lambda s: loss(s, target).sum())(source)
+    grads[name] = jax.jit(jax.grad(lambda s: loss(s, target).sum()))(source)
   np.testing.assert_allclose(grads['fc_cramer'], grads['fc_qr_kappa0'],
                              rtol=1e-5, atol=1e-7)
   assert not np.allclose(grads['fc_qr_kappa1'], grads['fc_qr_kappa0'])
@@ -144,26 +131,38 @@ def test_unwritable_output_dir_fails(tmp_path):
     synthetic.check_output_dir(str(blocker / 'sub'))
 
 
-def test_main_fails_fast_on_bad_flags(tmp_path):
-  for overrides in (dict(configurations=['nope']),
-                    dict(dirac_probabilities=['0.5', '0.4']),
-                    dict(num_quantiles=3, dirac_probabilities=['0.5', '0.5']),
-                    dict(num_trials=0)):
-    with flagsaver.flagsaver(output_dir=str(tmp_path / 'out'), **overrides):
-      with pytest.raises(SystemExit, match='Error'):
-        synthetic.main([])
+def test_bad_settings_fail_before_any_work(tmp_path):
+  good = synthetic.Settings(output_dir=str(tmp_path / 'out'))
+  for overrides, match in (
+      (dict(configurations=('nope',)), 'valid ones are'),
+      (dict(dirac_probabilities=(0.5, 0.4)), 'sum to 1'),
+      (dict(num_quantiles=3, dirac_probabilities=(0.5, 0.5)), 'not unique'),
+      (dict(num_trials=0), 'num_trials'),
+      (dict(learning_rate=-1.0), 'learning_rate'),
+      (dict(output_dir=str(tmp_path / 'f' / 'sub')), 'output_dir')):
+    (tmp_path / 'f').write_text('a file, not a directory')
+    with pytest.raises(ValueError, match=match):
+      synthetic.run_experiment(good._replace(**overrides))
+
+
+def test_probability_flags_accept_fractions():
+  assert synthetic._parse_numbers('p', ['2/3', ' 1/3', '0.5']) == (
+      2 / 3, 1 / 3, 0.5)
+  with pytest.raises(ValueError, match='--p must be numbers'):
+    synthetic._parse_numbers('p', ['a third'])
 
 
 # Outputs.
 
-def test_main_writes_table_and_figure_reproducibly(tmp_path):
+def test_experiment_writes_table_and_figure_reproducibly(tmp_path):
   outputs = []
   for run in ('a', 'b'):
     out = tmp_path / run
-    with flagsaver.flagsaver(configurations=['fc_qr_kappa0', 'nc_cramer'],
-                             num_trials=2, num_iterations=5, batch_size=4,
-                             seed=7, output_dir=str(out)):
-      synthetic.main([])
+    settings = synthetic.Settings(
+        configurations=('fc_qr_kappa0', 'nc_cramer'), num_trials=2,
+        num_iterations=5, batch_size=4, seed=7, output_dir=str(out))
+    rows = synthetic.run_experiment(settings)
+    assert [r['configuration'] for r in rows] == ['fc_qr_kappa0', 'nc_cramer']
     for name in ('synthetic.csv', 'synthetic.md', 'synthetic.png'):
       assert os.path.getsize(out / name) > 0
     outputs.append(((out / 'synthetic.csv').read_text(),
@@ -175,6 +174,23 @@ def test_main_writes_table_and_figure_reproducibly(tmp_path):
                                                       'nc_cramer']
   assert 'N/2' in outputs[0][1]
   assert not [f for f in os.listdir(tmp_path / 'a') if f.startswith('.')]
+
+
+def test_entry_point_flags_reach_the_experiment(tmp_path):
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  flag_values = flags.FlagValues()  # Private: no clash with other modules.
+  synthetic.define_flags(flag_values)
+  flag_values(['synthetic', '--configurations=fc_w1,nc_cramer',
+               '--num_trials=3', '--dirac_locations=0,2,5',
+               '--dirac_probabilities=1/2,1/4,1/4', '--num_quantiles=4',
+               f'--output_dir={tmp_path}'])
+  settings = synthetic.settings_from_flags(flag_values)
+  assert settings.configurations == ('fc_w1', 'nc_cramer')
+  assert settings.num_trials == 3 and settings.num_quantiles == 4
+  assert settings.dirac_locations == (0.0, 2.0, 5.0)
+  assert settings.dirac_probabilities == (0.5, 0.25, 0.25)
+  assert settings.output_dir == str(tmp_path)
+  assert settings.num_iterations == synthetic.Settings().num_iterations
 
 
 def test_figure_is_a_png_with_one_panel_per_configuration():
