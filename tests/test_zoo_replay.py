@@ -147,6 +147,19 @@ def test_never_samples_into_first_or_across_write_head():
     assert key in valid
 
 
+def test_stacks_first_layout_is_a_transpose():
+  replay = replay_lib.FrameReplay(60, 2, (H, W), S, seed=4)
+  _fill(replay, FakeStackingEnv(2, 'trailing'), 40)
+  state = replay.get_state()
+  last = replay.sample(16)
+  replay.set_state(state)  # Same RNG state: the same draws.
+  first = replay.sample(16, stacks_last=False)
+  assert first.s_t.shape == (16, S, H, W) and first.s_t.flags.c_contiguous
+  np.testing.assert_array_equal(np.moveaxis(first.s_t, 1, -1), last.s_t)
+  np.testing.assert_array_equal(np.moveaxis(first.s_tm1, 1, -1), last.s_tm1)
+  np.testing.assert_array_equal(first.a_tm1, last.a_tm1)
+
+
 def test_only_first_steps_cannot_be_sampled():
   replay = replay_lib.FrameReplay(10, 1, (H, W), S)
   obs = np.zeros((1, H, W, S), np.uint8)

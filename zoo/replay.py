@@ -187,8 +187,15 @@ class FrameReplay:
     raise ValueError('The replay holds no valid transition (every held step '
                      'is an episode start); add more steps before sampling.')
 
-  def sample(self, batch_size: int) -> Transitions:
-    """Sample `batch_size` valid transitions uniformly (O(batch) cost)."""
+  def sample(self, batch_size: int, stacks_last: bool = True) -> Transitions:
+    """Sample `batch_size` valid transitions uniformly (O(batch) cost).
+
+    Args:
+      batch_size: number of transitions.
+      stacks_last: True: s_tm1 and s_t are [B, H, W, S] as the environment
+        emitted them. False: [B, S, H, W], which skips a slow strided numpy
+        transpose (the learner transposes on the device instead).
+    """
     if self.size == 0:
       raise ValueError('Cannot sample from an empty replay.')
     stream, logical = self._draw_valid(batch_size)
@@ -196,20 +203,20 @@ class FrameReplay:
     slot_t = logical % cap
     slot_tm1 = (logical - 1) % cap
     step_t = self._episode_steps[stream, slot_t]
-    # Stacks of s_tm1 and s_t in one gather: [B, 2, S].
-    index_tm1, valid_tm1 = self._stack_indices(logical - 1, step_t - 1)
-    index_t, valid_t = self._stack_indices(logical, step_t)
-    index = np.stack([index_tm1, index_t], axis=1) % cap
-    valid = np.stack([valid_tm1, valid_t], axis=1)
-    frames = self._frames[stream[:, None, None], index]  # [B, 2, S, H, W]
-    frames *= valid[..., None, None]
-    stacks = np.moveaxis(frames, 2, -1)  # [B, 2, H, W, S]
+    stacks = []
+    for logical_s, step_s in ((logical - 1, step_t - 1), (logical, step_t)):
+      index, valid = self._stack_indices(logical_s, step_s)
+      frames = self._frames[stream[:, None], index % cap]  # [B, S, H, W]
+      frames[~valid] = 0  # Padding of stacks near an episode start.
+      if stacks_last:
+        frames = np.ascontiguousarray(np.moveaxis(frames, 1, -1))
+      stacks.append(frames)
     return Transitions(
-        s_tm1=np.ascontiguousarray(stacks[:, 0]),
+        s_tm1=stacks[0],
         a_tm1=self._actions[stream, slot_tm1],
         r_t=self._rewards[stream, slot_t],
         discount_t=self._discounts[stream, slot_t],
-        s_t=np.ascontiguousarray(stacks[:, 1]),
+        s_t=stacks[1],
     )
 
   def get_state(self) -> Dict[str, Any]:
