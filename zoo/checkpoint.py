@@ -58,7 +58,8 @@ def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
     os.fsync(f.fileno())
   for name, array in arrays.items():
     with open(os.path.join(temp, f'{name}.npy'), 'wb') as f:
-      np.save(f, np.ascontiguousarray(array), allow_pickle=False)
+      # np.save writes a strided view in chunks: no full-size copy.
+      np.save(f, array, allow_pickle=False)
       f.flush()
       os.fsync(f.fileno())
   meta = dict(meta, tree_structure=str(treedef), array_names=sorted(arrays))
