@@ -1,4 +1,20 @@
-"""Squared Cramér (l2) distance between uniform staircase distributions."""
+"""Squared Cramér (l2) distance between uniform staircase distributions.
+
+How cramer_loss is computed, and why (measured on a 2-core CPU, batch 32,
+jit(value_and_grad); see scripts/bench_losses.py, which keeps the variants):
+- Source and target are sorted apart, as integer keys (losses.sorting): XLA's
+  CPU sort of one integer operand is ~6x faster than of floats, and a
+  multi-operand sort (atoms with their jumps) is slower still.
+- Each sorted atom finds the next larger atom of the other distribution by a
+  count (search), so the merged order is never built and no index travels
+  through the sort.
+- The gradient is written directly (custom_vjp) from the same counts, as exact
+  integers: differentiating through the sort costs a second multi-operand
+  sort, and in float32 the difference of squared running sums it forms loses
+  ~1e-3 of the gradient at N = 4000.
+- No pairwise fallback for small N: the O(N·M) form is not faster at N = 12
+  (0.06 ms vs 0.06 ms) nor from N = 64 on, so one code path serves all sizes.
+"""
 
 import jax
 import jax.numpy as jnp
