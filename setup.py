@@ -39,8 +39,10 @@ setuptools.setup(
     package_data={'zoo': ['reference/*.csv', 'reference/*.csv.gz']},
     install_requires=INSTALL_REQUIRES,
     extras_require={
-        'test': ['pytest>=8', 'hypothesis>=6.100', 'pytest-timeout>=2.3', 'scipy>=1.13'],
+        # Ray is in 'test' so that the sweep's Ray path is tested on a local Ray instance.
+        'test': ['pytest>=8', 'hypothesis>=6.100', 'pytest-timeout>=2.3', 'scipy>=1.13',
+                 'ray>=2.40,<3'],
         'cuda': ['jax[cuda12]>=0.10,<0.11'],
-        'sweep': ['ray[default]>=2.40'],
+        'sweep': ['ray>=2.40,<3'],
     },
 )

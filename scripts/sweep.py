@@ -454,7 +454,7 @@ def _import_ray():
   except ImportError:
     raise ImportError(
         "--ray_address needs Ray, an optional extra: pip install '.[sweep]' "
-        "(or pip install 'ray[default]>=2.40'). The local mode (without "
+        "(or pip install 'ray>=2.40'). The local mode (without "
         '--ray_address) needs nothing more.') from None
   return ray
 

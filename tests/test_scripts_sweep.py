@@ -354,3 +354,18 @@ def test_killed_sweep_stops_its_runs_and_leaves_them_pending(tmp_path):
   assert '0 done, 0 running, 0 failed, 3 pending' in output
   for pid in children:
     assert not sweep._pid_alive({'pid': pid, 'host': socket.gethostname()})
+
+
+def test_ray_mode_on_a_local_ray_instance(tmp_path, fake_template):
+  import ray  # pylint: disable=g-import-not-at-top  (in the 'test' extra)
+  specs = make_specs(tmp_path / 'runs', fake_template,
+                     extra=['--num_iterations=2'])
+  try:
+    # 'local' starts a private single-node cluster, as a head node would be.
+    results = sweep.run_ray(specs, 'local', cpus_per_run=1, gpus_per_run=0)
+  finally:
+    ray.shutdown()
+  assert results == {s.name: 0 for s in specs}
+  statuses = sweep.sweep_status(str(tmp_path / 'runs'))
+  assert {s.state for s in statuses} == {'done'}
+  assert sorted(s.last_iteration for s in statuses) == [2, 2]
