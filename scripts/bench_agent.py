@@ -1,16 +1,26 @@
-"""Benchmark each agent training on a real game with learning active.
+"""Benchmark training throughput: the reference mode against vectorized modes.
 
-Prints, per agent: training frames/s (acting + replay + learning every
-learn_period frames, as a real run), learner updates/s, the jitted update's
-time, action selection time, replay sampling time, and peak resident
-memory; beside DeepMind DQN Zoo's QR-DQN on a comparable CPU machine.
+Runs, in one process on one game, the reference mode (one Python DQN Zoo
+environment, `--num_envs=1 --environment_mode=reference`) and the vectorized
+mode (ale_py.AtariVectorEnv, K streams) with learning active: one update
+every 16 frames in total, as a real run. The modes are measured in turns
+(round robin, `--repeats` rounds) so that load from other processes hits them
+alike; the table shows medians over the rounds.
 
-  python -m scripts.bench_agent [--environment_name=pong] [--num_frames=4000]
-      [--agents=qr_dqn,cr_dqn,nc_cr_dqn,nc_qr_dqn] [--num_envs=1]
+  python -m scripts.bench_agent [--environment_name=pong] [--agent=cr_dqn]
+      [--modes=reference:1,vector:1,vector:4,vector:8,vector:16]
+      [--num_frames=2048] [--repeats=3] [--bench_replay_capacity=100000]
 
-The replay is the default 1e6 transitions; numpy allocates it lazily, so the
-resident memory only counts the pages filled; the table states the exact
-bytes of the full replay beside it.
+Columns: training frames/s and updates/s of the whole loop (acting, env,
+replay, learning); the jitted update's time (median of isolated calls, taken
+in every round right after the mode's phase); the update's share of the loop
+time (updates/s x update time: where the time goes); the
+acting time per frame (one batched action selection for K streams, divided by
+the 4K frames it acts for), the env time per frame (stepping K streams with
+preprocessing), the replay sample time, and the memory each mode added to the
+process (resident, after its warm-up; the replay is `--bench_replay_capacity`,
+allocated lazily). The last line reads `speed-up: X`, the best mode's
+frames/s over the reference mode's.
 """
 
 import resource
@@ -19,20 +29,20 @@ import time
 
 from absl import app
 from absl import flags
-import haiku as hk
 import jax
-import jax.numpy as jnp
-import networks
 import numpy as np
-import optax
-import rlax
 
 from zoo import run_atari
 from zoo import run_loop
 
-_REFERENCE = {  # DQN Zoo QR-DQN, CPU, learning active (issue text).
-    'frames/s': '189-205', 'update ms': '58', 'act ms': '1.2',
+_DQN_ZOO = {  # DeepMind's DQN Zoo QR-DQN on a comparable CPU (issue text).
+    'frames/s': '189-205', 'update ms': '58', 'act ms/frame': '0.30',
     'env ms/frame': '0.6'}
+
+
+def _rss_bytes() -> int:
+  with open('/proc/self/statm') as f:
+    return int(f.read().split()[1]) * resource.getpagesize()
 
 
 def _median_ms(fn, repeats):
@@ -44,131 +54,156 @@ def _median_ms(fn, repeats):
   return statistics.median(times)
 
 
-def dqn_zoo_update_ms(batch, num_actions, repeats):
-  """Time DQN Zoo's QR-DQN update (rlax.quantile_q_learning), same network."""
-  network = hk.transform(networks.atari_quantile_network(num_actions, 201))
-  params = network.init(jax.random.PRNGKey(0), batch.s_t[:1])
-  optimizer = optax.chain(optax.clip_by_global_norm(10.0),
-                          optax.adam(5e-5, eps=0.01 / 32))
-  opt_state = optimizer.init(params)
-  quantiles = (jnp.arange(201) + 0.5) / 201
-  batch_qr = jax.vmap(rlax.quantile_q_learning,
-                      in_axes=(0, None, 0, 0, 0, 0, 0, None))
-
-  def loss_fn(online, target, transitions, key):
-    _, online_key, target_key = jax.random.split(key, 3)
-    dist_tm1 = network.apply(online, online_key, transitions.s_tm1).q_atoms
-    dist_t = network.apply(target, target_key, transitions.s_t).q_atoms
-    # rlax wants [B, N, A].
-    dist_tm1, dist_t = (jnp.swapaxes(d, 1, 2) for d in (dist_tm1, dist_t))
-    losses = batch_qr(dist_tm1, quantiles, transitions.a_tm1, transitions.r_t,
-                      0.99 * transitions.discount_t, dist_t, dist_t, 1.0)
-    return jnp.mean(losses)
-
-  @jax.jit
-  def update(key, opt_state, online, target, transitions):
-    key, update_key = jax.random.split(key)
-    grads = jax.grad(loss_fn)(online, target, transitions, update_key)
-    updates, opt_state = optimizer.update(grads, opt_state)
-    return key, opt_state, optax.apply_updates(online, updates)
-
-  key = jax.random.PRNGKey(1)
-  return _median_ms(lambda: update(key, opt_state, params, params, batch),
-                    repeats)
+def parse_modes(text: str):
+  """Return [(mode, K)] from 'reference:1,vector:16'."""
+  modes = []
+  for item in text.split(','):
+    mode, _, k = item.strip().partition(':')
+    if mode not in ('reference', 'vector') or not k.isdigit() or int(k) < 1:
+      raise ValueError(f'Bad mode {item!r}: write MODE:K with MODE reference '
+                       'or vector and K >= 1, e.g. vector:16.')
+    modes.append((mode, int(k)))
+  if modes[0] != ('reference', 1):
+    raise ValueError('The first mode must be reference:1 (the baseline of '
+                     'the speed-up).')
+  return modes
 
 
-def bench(agent_name, game, num_frames, num_envs, replay_capacity, repeats):
-  """Return a dict of measurements for one agent."""
-  settings = dict(
-      run_atari.default_settings(), environment_name=game,
-      replay_capacity=replay_capacity, num_envs=num_envs,
-      # Learning from the first 1000 steps on, as in the middle of a run.
-      min_replay_capacity_fraction=1000 / replay_capacity,
-      results_csv_path='', checkpoint_dir='')
-  s = run_atari.resolve_settings(agent_name, settings)
-  run_atari.validate_settings(s)
-  make_env = run_atari.make_environment_factory(s)
-  env = make_env(1, 'train')
-  agent, replay = run_atari.build_agent(agent_name, s, env.num_actions)
+class ModeBench:
+  """One mode's agent, replay and training environment, warmed up."""
 
-  # Fill past the minimum, compile, then measure a training phase.
-  run_loop.run_phase(env, agent.step, 4 * 1100 * num_envs, 4)
-  updates_before = agent.num_updates
-  stats = run_loop.run_phase(env, agent.step, num_frames, 4)
-  num_updates = agent.num_updates - updates_before
+  def __init__(self, agent_name, game, mode, num_envs, replay_capacity,
+               min_replay):
+    self.name = f'{mode} K={num_envs}'
+    self.num_envs = num_envs
+    rss_before = _rss_bytes()
+    settings = dict(
+        run_atari.default_settings(), environment_name=game,
+        replay_capacity=replay_capacity, num_envs=num_envs,
+        environment_mode=mode,
+        min_replay_capacity_fraction=min_replay / replay_capacity,
+        results_csv_path='', checkpoint_dir='')
+    s = run_atari.resolve_settings(agent_name, settings)
+    run_atari.validate_settings(s)
+    self.env = run_atari.make_environment_factory(s)(1, 'train')
+    self.agent, self.replay = run_atari.build_agent(agent_name, s,
+                                                    self.env.num_actions)
+    # Fill past the minimum, then compile the update (learning from then on,
+    # as in the middle of a run).
+    warm_frames = 4 * (min_replay + 64 * num_envs)
+    run_loop.run_phase(self.env, self.agent.step, warm_frames, 4)
+    if self.agent.num_updates == 0:
+      raise RuntimeError(f'{self.name}: no update during the warm-up.')
+    self.rss_added = _rss_bytes() - rss_before
+    self.frame_rates, self.update_rates = [], []
+    self.components = {}
 
-  batch = replay.sample(32, stacks_last=False)  # The learner's layout.
-  state = agent.get_state()
-  params, target, opt_state = (jax.device_put(state['params']),
-                               jax.device_put(state['target_params']),
-                               jax.device_put(state['opt_state']))
-  key = jax.random.PRNGKey(0)
-  update_fn = agent._update  # pylint: disable=protected-access
-  select_fn = agent._select_action  # pylint: disable=protected-access
+  def measure_round(self, num_frames, repeats):
+    """Measure one training phase, then each component, in this round."""
+    updates_before = self.agent.num_updates
+    stats = run_loop.run_phase(self.env, self.agent.step, num_frames, 4)
+    jax.block_until_ready(self.agent.online_params)
+    self.frame_rates.append(stats.frame_rate)
+    self.update_rates.append(
+        (self.agent.num_updates - updates_before) / stats.duration)
+    for name, value in zip(('update', 'act', 'env', 'sample'),
+                           self._component_times(repeats)):
+      self.components.setdefault(name, []).append(value)
 
-  def one_update():
-    nonlocal params, opt_state, key
-    params, opt_state, key, loss = update_fn(params, target, opt_state, batch,
-                                             key)
-    return loss
+  def _component_times(self, repeats):
+    """Return (update ms, act ms/frame, env ms/frame, sample ms)."""
+    agent = self.agent
+    batch = self.replay.sample(32, stacks_last=False)
+    update_ms = _median_ms(lambda: agent.learn_from(batch), repeats)
+    select = agent._select_action  # pylint: disable=protected-access
+    observation = self.replay.sample(self.num_envs).s_t
+    key = jax.random.PRNGKey(0)
+    act_ms = _median_ms(
+        lambda: select(agent.online_params, key, observation, 0.01),
+        2 * repeats) / (4 * self.num_envs)
+    sample_ms = _median_ms(lambda: self.replay.sample(32, stacks_last=False),
+                           2 * repeats)
+    actions = np.zeros(self.num_envs, np.int32)
+    num_steps = max(64 // self.num_envs, 8)
+    start = time.perf_counter()
+    for _ in range(num_steps):
+      self.env.step(actions)
+    env_ms = 1e3 * (time.perf_counter() - start) / (num_steps * 4 *
+                                                     self.num_envs)
+    return update_ms, act_ms, env_ms, sample_ms
 
-  update_ms = _median_ms(one_update, repeats)
-  observation = replay.sample(num_envs).s_t
-  act_ms = _median_ms(lambda: select_fn(params, key, observation, 0.01),
-                      repeats * 4)
-  sample_ms = _median_ms(lambda: replay.sample(32, stacks_last=False),
-                         repeats * 4)
-  timestep = env.reset()
-  actions = np.zeros(num_envs, np.int32)
-  start = time.perf_counter()
-  for _ in range(200):
-    timestep = env.step(actions)
-  env_ms = 1e3 * (time.perf_counter() - start) / (200 * 4 * num_envs)
-  env.close()
-  measured = {
-      'frames/s': f'{stats.frame_rate:.0f}',
-      'updates/s': f'{num_updates / stats.duration:.1f}',
-      'update ms': f'{update_ms:.1f}',
-      'act ms': f'{act_ms:.2f}',
-      'sample ms': f'{sample_ms:.2f}',
-      'env ms/frame': f'{env_ms:.2f}',
-      'peak RSS GB': f'{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.2f}',
-      'full replay GB': f'{replay.nbytes / 1e9:.2f}',
-  }
-  return measured, replay.sample(32), env.num_actions
+  def row(self):
+    median = {name: statistics.median(values)
+              for name, values in self.components.items()}
+    update_rate = statistics.median(self.update_rates)
+    return {
+        'frames/s': f'{statistics.median(self.frame_rates):.0f}',
+        'updates/s': f'{update_rate:.1f}',
+        'update ms': f'{median["update"]:.1f}',
+        'update share': f'{update_rate * median["update"] / 1e3:.0%}',
+        'act ms/frame': f'{median["act"]:.3f}',
+        'env ms/frame': f'{median["env"]:.3f}',
+        'sample ms': f'{median["sample"]:.2f}',
+        'memory added GB': f'{self.rss_added / 1e9:.2f}',
+    }
+
+  def close(self):
+    self.env.close()
 
 
 def main(argv):
   del argv
   f = flags.FLAGS
-  agents = f.agents.split(',')
-  print(f'JAX device: {jax.devices()[0]}; game {f.environment_name}; '
-        f'{f.num_frames} measured frames per agent; K={f.num_envs} streams; '
-        f'batch 32, N=201.', flush=True)
-  results = {}
-  for agent_name in agents:
-    results[agent_name], batch, num_actions = bench(
-        agent_name, f.environment_name, f.num_frames, f.num_envs,
-        f.replay_capacity, f.repeats)
-    print(f'{agent_name}: {results[agent_name]}', flush=True)
-  baseline_ms = dqn_zoo_update_ms(batch, num_actions, f.repeats)
-  columns = list(next(iter(results.values())))
-  header = '| agent | ' + ' | '.join(columns) + ' |'
+  modes = parse_modes(f.modes)
+  print(f'JAX device: {jax.devices()[0]}; game {f.environment_name}; agent '
+        f'{f.agent}; batch 32, N=201; one update per 16 frames; '
+        f'{f.num_frames} frames per mode per round, {f.repeats} rounds.',
+        flush=True)
+  benches = []
+  for mode, k in modes:
+    start = time.perf_counter()
+    benches.append(ModeBench(f.agent, f.environment_name, mode, k,
+                             f.bench_replay_capacity, f.min_replay))
+    print(f'{benches[-1].name}: warmed up in '
+          f'{time.perf_counter() - start:.0f}s', flush=True)
+  for round_index in range(f.repeats):
+    for bench in benches:
+      bench.measure_round(f.num_frames, f.timing_repeats)
+    print(f'round {round_index + 1}/{f.repeats}: ' + ', '.join(
+        f'{b.name} {b.frame_rates[-1]:.0f}' for b in benches) + ' frames/s',
+          flush=True)
+  rows = {b.name: b.row() for b in benches}
+  for bench in benches:
+    bench.close()
+  columns = list(next(iter(rows.values())))
   print()
-  print(header)
+  print('| mode | ' + ' | '.join(columns) + ' |')
   print('|' + '---|' * (len(columns) + 1))
-  for agent_name, row in results.items():
-    print(f'| {agent_name} | ' + ' | '.join(row[c] for c in columns) + ' |')
+  for name, row in rows.items():
+    print(f'| {name} | ' + ' | '.join(row[c] for c in columns) + ' |')
   print('| DQN Zoo QR-DQN (published, CPU) | ' +
-        ' | '.join(_REFERENCE.get(c, '') for c in columns) + ' |')
-  print('| DQN Zoo QR-DQN update (rlax, measured here, same conditions) | ' +
-        ' | '.join(f'{baseline_ms:.1f}' if c == 'update ms' else ''
-                   for c in columns) + ' |')
+        ' | '.join(_DQN_ZOO.get(c, '') for c in columns) + ' |')
+  peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+  print(f'\nprocess peak resident memory: {peak:.2f} GB')
+  rates = {b.name: statistics.median(b.frame_rates) for b in benches}
+  best = max(rates, key=rates.get)
+  print(f'best mode: {best}')
+  print(f'speed-up: {rates[best] / rates[benches[0].name]:.2f}')
 
 
 if __name__ == '__main__':
-  flags.DEFINE_string('agents', 'qr_dqn,cr_dqn,nc_cr_dqn,nc_qr_dqn',
-                      'Comma-separated agents.')
-  flags.DEFINE_integer('num_frames', 4000, 'Measured training frames.')
-  flags.DEFINE_integer('repeats', 20, 'Repeats of each timed call (median).')
+  # --environment_name (default pong) comes from zoo.run_atari's flags.
+  flags.DEFINE_string('agent', 'cr_dqn', 'qr_dqn, cr_dqn, nc_cr_dqn or '
+                      'nc_qr_dqn.')
+  flags.DEFINE_string('modes', 'reference:1,vector:1,vector:4,vector:8,'
+                      'vector:16', 'MODE:K items; the first is the baseline.')
+  flags.DEFINE_integer('num_frames', 2048,
+                       'Measured training frames per mode per round.')
+  flags.DEFINE_integer('repeats', 3, 'Rounds over the modes (median).')
+  flags.DEFINE_integer('timing_repeats', 5,
+                       'Timed calls per component per round (median).')
+  flags.DEFINE_integer('bench_replay_capacity', 100_000,
+                       'Replay transitions per mode (sampling is O(1) in it).')
+  flags.DEFINE_integer('min_replay', 1000,
+                       'Transitions held before learning starts.')
   app.run(main)

@@ -209,6 +209,7 @@ def _run_catch(agent_name, **overrides):
     ('qr_dqn', {}),
     ('qr_dqn', {'huber_param': 0.0}),
     ('cr_dqn', {}),
+    ('cr_dqn', {'num_envs': 8}),  # Vectorized: same frames, same result.
     ('nc_cr_dqn', {'num_envs': 2}),
     ('nc_qr_dqn', {}),
     ('nc_qr_dqn', {'huber_param': 0.0, 'scale_grad': True, 'num_envs': 2}),
@@ -256,3 +257,102 @@ def test_cramer_policy_evaluation_converges_to_quantile_midpoints():
   d1_1 = np.mean(np.abs(np.sort(learned[1, 0]) - midpoints1))
   assert d1_1 < 0.05, (learned[1, 0], midpoints1)
   assert d1_0 < 0.1, (learned[0, 0], midpoints0)
+
+
+class _TaggedStreamsEnv(environment.BatchedEnvironment):
+  """K streams whose one-frame observations encode (stream, step in stream).
+
+  Pixel [0, 0] is the stream id + 1, pixel [0, 1] the stream's step count
+  (mod 256) and pixel [0, 2] is 1 on FIRST; stream k's episodes last k + 2
+  steps, so the streams' episode boundaries never line up.
+  """
+
+  num_actions = 3
+
+  def __init__(self, num_envs):
+    self.num_envs = num_envs
+    self.count = np.zeros(num_envs, int)
+    self._episode_step = np.zeros(num_envs, int)
+
+  def _timestep(self, step_type):
+    k = self.num_envs
+    obs = np.zeros((k, 5, 5, 1), np.uint8)
+    obs[:, 0, 0, 0] = np.arange(k) + 1
+    obs[:, 0, 1, 0] = self.count % 256
+    obs[:, 0, 2, 0] = step_type == environment.FIRST
+    reward = np.where(step_type == environment.FIRST, 0.0, 0.5)
+    discount = np.where(step_type == environment.LAST, 0.0, 1.0)
+    return environment.BatchedTimeStep(step_type.astype(np.int8),
+                                       reward.astype(np.float32),
+                                       discount.astype(np.float32), obs)
+
+  def reset(self):
+    self._episode_step[:] = 0
+    return self._timestep(np.full(self.num_envs, environment.FIRST))
+
+  def step(self, actions):
+    del actions
+    self.count += 1
+    length = np.arange(self.num_envs) + 2
+    restart = self._episode_step == length
+    self._episode_step = np.where(restart, 0, self._episode_step + 1)
+    step_type = np.where(
+        restart, environment.FIRST,
+        np.where(self._episode_step == length, environment.LAST,
+                 environment.MID))
+    return self._timestep(step_type)
+
+
+def test_vectorized_streams_map_onto_the_dqn_zoo_protocol():
+  """K streams = K DQN Zoo actors sharing one agent, counted in total frames.
+
+  One batched action selection per vector step; every stream's step is in
+  the replay, transitions never cross streams or episode starts; ε, the
+  learn period and the target period run on frames summed over streams.
+  """
+  k = 4
+  s = _settings('cr_dqn', num_action_repeats=4, num_envs=k, learn_period=16,
+                replay_capacity=800, min_replay_capacity_fraction=0.1,
+                target_network_update_period=160,
+                exploration_epsilon_decay_frame_fraction=0.5)
+  agent, replay = _catch_agent(s)
+  calls = []
+  select = agent._select_action
+
+  def counting_select(params, key, observations, epsilon):
+    calls.append((observations.shape[0], epsilon))
+    return select(params, key, observations, epsilon)
+
+  agent._select_action = counting_select
+  env = _TaggedStreamsEnv(k)
+  actions_taken = {}  # (stream, count) -> action
+  timestep = env.reset()
+  num_steps = 60
+  for _ in range(num_steps):
+    actions = agent.step(timestep)
+    for stream in range(k):
+      actions_taken[(stream, int(env.count[stream]))] = int(actions[stream])
+    timestep = env.step(actions)
+
+  frames = num_steps * 4 * k
+  assert agent.frame_t == frames
+  assert [n for n, _ in calls] == [k] * num_steps  # One batched call a step.
+  # ε is the schedule at the total frames seen before each step.
+  schedule = agent_lib.LinearSchedule(1.0, 0.05, 80 * 4, 3 * 1000 // 2)
+  for step, (_, epsilon) in enumerate(calls):
+    assert math.isclose(epsilon, schedule(step * 4 * k), abs_tol=1e-6)
+  # Learning starts once 80 steps are held (at the 20th step, frames
+  # 304 -> 320), then one update per 16 total frames: 41 steps x 16 frames.
+  assert agent.num_updates == (frames - 19 * 4 * k) // 16 == 41
+  assert replay.size == num_steps * k
+
+  batch = replay.sample(64)
+  stream_tm1 = batch.s_tm1[:, 0, 0, 0].astype(int) - 1
+  stream_t = batch.s_t[:, 0, 0, 0].astype(int) - 1
+  np.testing.assert_array_equal(stream_tm1, stream_t)  # Never across streams.
+  count_tm1 = batch.s_tm1[:, 0, 1, 0].astype(int)
+  np.testing.assert_array_equal(batch.s_t[:, 0, 1, 0], count_tm1 + 1)
+  assert not batch.s_t[:, 0, 2, 0].any()  # Never into an episode start.
+  for stream, count, action in zip(stream_tm1, count_tm1, batch.a_tm1):
+    assert actions_taken[(stream, count)] == action
+  np.testing.assert_array_equal(batch.r_t, 0.5)

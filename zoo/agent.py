@@ -236,12 +236,24 @@ class QuantileAgent:
     return jax.device_get(actions)
 
   def _learn(self) -> None:
-    transitions = self._replay.sample(self._config.batch_size,
-                                      stacks_last=False)
-    self._params, self._opt_state, self._rng_key, _ = self._update(
+    self.learn_from(self._replay.sample(self._config.batch_size,
+                                        stacks_last=False))
+
+  def learn_from(self, transitions: replay_lib.Transitions):
+    """Dispatch one update on [B, S, H, W] stacks; return the loss (a future).
+
+    JAX dispatches the update asynchronously: this returns at once, and the
+    caller's next host work (stepping the environments, adding to and
+    sampling the replay) runs while the update computes. The next action
+    selection reads the updated parameters, so it waits for the update: the
+    agent always acts with the parameters of every update due so far, as in
+    DQN Zoo (no staleness).
+    """
+    self._params, self._opt_state, self._rng_key, loss = self._update(
         self._params, self._target_params, self._opt_state, transitions,
         self._rng_key)
     self._num_updates += 1
+    return loss
 
   def get_state(self) -> Dict[str, Any]:
     """Return the learner state (host arrays), replay excluded."""

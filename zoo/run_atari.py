@@ -80,8 +80,18 @@ flags.DEFINE_enum('nc_scale_activation', 'relu', ['relu', 'softplus'],
                   'NC head: activation of the scale α.')
 flags.DEFINE_integer('num_hidden_layers', 1, 'Head hidden layers λ.')
 flags.DEFINE_integer('hidden_size', 512, 'Head hidden units η.')
-flags.DEFINE_integer('num_envs', 1,
-                     'Environment streams K acting in lockstep (1: DQN Zoo).')
+flags.DEFINE_integer(
+    'num_envs', 1,
+    'Environment streams K acting in lockstep, one batched action selection '
+    'per step; every count (epsilon schedule, learn and target periods, '
+    'train/eval frames) is in frames summed over the streams, and the replay '
+    'capacity in transitions over all streams, so one update per 16 frames '
+    'holds for any K. 1 (default): the reference mode, DQN Zoo exactly. '
+    'Default chosen from scripts.bench_agent on a 2-core CPU, where the '
+    'update takes ~80% of the time and vector K=16 trained only ~1.1x '
+    'faster: too little to depart from the DQN Zoo protocol by default '
+    '(zoo.vector_env lists the differences). Where the update is cheap '
+    '(accelerator), use --num_envs=16.')
 flags.DEFINE_enum('environment_mode', 'auto', ['auto', 'reference', 'vector'],
                   "Streams as Python envs ('reference') or ale_py's "
                   "AtariVectorEnv ('vector'); auto: vector when num_envs > 1 "
