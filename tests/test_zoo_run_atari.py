@@ -97,6 +97,17 @@ def test_agent_defaults_follow_spec_table():
   assert s['optimizer_epsilon'] == 1e-3
 
 
+
+def test_default_is_the_reference_mode_and_more_streams_are_vectorized():
+  s = run_atari.resolve_settings('cr_dqn', _settings())
+  assert (s['num_envs'], s['environment_mode']) == (1, 'reference')
+  s = run_atari.resolve_settings('cr_dqn', _settings(num_envs=16))
+  assert s['environment_mode'] == 'vector'
+  s = run_atari.resolve_settings('cr_dqn', _settings(
+      num_envs=16, environment_mode='reference'))
+  assert s['environment_mode'] == 'reference'
+
+
 def _check_csv(path, agent, num_iterations):
   rows = results_csv.read_rows(path)
   assert [int(r['iteration']) for r in rows] == list(range(num_iterations + 1))
@@ -120,6 +131,8 @@ def test_agent_end_to_end_on_a_real_rom(agent, tmp_path):
     argv += ['--huber_param=0', '--scale_grad']
   if agent == 'nc_cr_dqn':
     argv += ['--num_envs=2', '--environment_mode=reference']
+  if agent == 'cr_dqn':
+    argv += ['--num_envs=4']  # auto: the vectorized mode (AtariVectorEnv).
   flags.FLAGS.unparse_flags()
   flags.FLAGS(argv)
   try:

@@ -5,6 +5,21 @@ K environment streams at once, stores each step in a `zoo.replay.FrameReplay`
 and learns every `learn_period` frames once the replay holds its minimum.
 `select_action` and `update` are pure module-level functions, jitted in the
 agent's constructor.
+
+How K streams map onto the DQN Zoo protocol (K = 1 is DQN Zoo exactly): the
+K streams are K actors sharing one agent. Each agent step selects the K
+actions in one batched call (one ε draw per stream), adds the K transitions
+to the replay (stream k only ever links to its own previous step), and
+advances the frame counter by K x num_action_repeats. The ε schedule, the
+learn period (one update per `learn_period` frames summed over the streams:
+K x 4 / 16 updates per step, carried over when not whole) and the target
+period all read that counter, so the updates per frame, the replay's
+transitions per update and ε per frame are the paper's for any K.
+
+The learner runs asynchronously: `update` is dispatched (params and
+optimizer state donated) and the step returns, so the environments step and
+the replay fills while it computes; the next action selection reads the new
+parameters, so acting is never behind the learner (zero staleness).
 """
 
 import functools
