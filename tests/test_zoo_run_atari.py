@@ -193,3 +193,13 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
   assert full_params.keys() == resumed_params.keys()
   for key in full_params:
     np.testing.assert_array_equal(full_params[key], resumed_params[key])
+
+
+def test_default_paths_are_per_run_and_resumable():
+  s = run_atari.resolve_settings('nc_cr_dqn', dict(
+      run_atari.default_settings(), environment_name='pong', seed=3))
+  assert s['results_csv_path'] == 'runs/nc_cr_dqn/pong/seed_3/results.csv'
+  assert s['checkpoint_dir'] == 'runs/nc_cr_dqn/pong/seed_3/checkpoints'
+  s = run_atari.resolve_settings('cr_dqn', dict(
+      run_atari.default_settings(), checkpoint_dir='', results_csv_path=''))
+  assert (s['results_csv_path'], s['checkpoint_dir']) == ('', '')

@@ -66,10 +66,16 @@ flags.DEFINE_integer('learn_period', 16, 'Frames between updates.')
 flags.DEFINE_integer('num_quantiles', 201, 'Atoms N per action.')
 flags.DEFINE_float('huber_param', 1.0, 'QR loss κ (0: plain QR loss).')
 flags.DEFINE_integer('seed', 1, 'Run seed (environments, network, replay).')
-flags.DEFINE_string('results_csv_path', '/tmp/results.csv',
-                    'Run CSV (one row per iteration); empty: none.')
-flags.DEFINE_string('checkpoint_dir', '',
-                    'Checkpoint directory (resumes from it); empty: none.')
+# Per-run defaults, so that the plain command checkpoints and resumes, and two
+# runs never write to the same place.
+flags.DEFINE_string('results_csv_path',
+                    'runs/{agent}/{environment_name}/seed_{seed}/results.csv',
+                    'Run CSV (one row per iteration); {agent}, '
+                    '{environment_name} and {seed} are filled in; empty: none.')
+flags.DEFINE_string('checkpoint_dir',
+                    'runs/{agent}/{environment_name}/seed_{seed}/checkpoints',
+                    'Checkpoint directory, resumed from when it holds one '
+                    '(placeholders as --results_csv_path); empty: none.')
 flags.DEFINE_enum('head', None, ['fc', 'nc'],
                   'Network head; unset: the agent\'s (SPEC §3).')
 flags.DEFINE_enum('loss', None, ['qr', 'cramer'],
@@ -129,10 +135,14 @@ def default_settings() -> Dict[str, Any]:
 
 def resolve_settings(agent_name: str, settings: Dict[str, Any]
                      ) -> Dict[str, Any]:
-  """Fill the agent's head, loss and Adam ε where unset; resolve env mode."""
+  """Fill the agent's head, loss, Adam ε and path placeholders; resolve mode."""
   if agent_name not in AGENTS:
     raise ConfigError(f'Unknown agent {agent_name!r}; one of {sorted(AGENTS)}.')
   settings = dict(settings)
+  for name in _PATH_FLAGS:
+    settings[name] = (settings[name] or '').format(
+        agent=agent_name, environment_name=settings['environment_name'],
+        seed=settings['seed'])
   head, loss = AGENTS[agent_name]
   settings['head'] = settings.get('head') or head
   settings['loss'] = settings.get('loss') or loss
