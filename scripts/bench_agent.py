@@ -181,7 +181,7 @@ def main(argv):
   print('|' + '---|' * (len(columns) + 1))
   for name, row in rows.items():
     print(f'| {name} | ' + ' | '.join(row[c] for c in columns) + ' |')
-  print('| DQN Zoo QR-DQN (published, CPU) | ' +
+  print('| DQN Zoo QR-DQN (not rerun; measured before on this 2-core machine) | ' +
         ' | '.join(_DQN_ZOO.get(c, '') for c in columns) + ' |')
   peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
   print(f'\nprocess peak resident memory: {peak:.2f} GB')
