@@ -94,7 +94,7 @@ flags.DEFINE_integer(
     'capacity in transitions over all streams, so one update per 16 frames '
     'holds for any K. 1 (default): the reference mode, DQN Zoo exactly. '
     'Default chosen from scripts.bench_agent on a 2-core CPU, where the '
-    'update takes ~80% of the time and vector K=16 trained only ~1.1x '
+    'update takes 70-95% of the time and vector K=16 trained only 1.1-1.35x '
     'faster: too little to depart from the DQN Zoo protocol by default '
     '(zoo.vector_env lists the differences). Where the update is cheap '
     '(accelerator), use --num_envs=16.')
