@@ -126,6 +126,16 @@ def _restore(path, agent, replay):
   return meta['iteration'], meta['rows']
 
 
+def _run_fresh_phase(make_environment, iteration: int, phase: str, step_fn,
+                     num_frames: int, num_action_repeats: int):
+  """Run a phase on a fresh environment of (iteration, phase); close it."""
+  env = make_environment(iteration, phase)
+  try:
+    return run_phase(env, step_fn, num_frames, num_action_repeats)
+  finally:
+    env.close()
+
+
 def run_experiment(
     *,
     agent,
@@ -177,18 +187,12 @@ def run_experiment(
     train_stats = None
     if iteration > 0:
       agent.reset_statistics()
-      env = make_environment(iteration, 'train')
-      try:
-        train_stats = run_phase(env, agent.step, num_train_frames,
-                                num_action_repeats)
-      finally:
-        env.close()
-    env = make_environment(iteration, 'eval')
-    try:
-      eval_stats = run_phase(env, agent.eval_step, num_eval_frames,
-                             num_action_repeats)
-    finally:
-      env.close()
+      train_stats = _run_fresh_phase(make_environment, iteration, 'train',
+                                     agent.step, num_train_frames,
+                                     num_action_repeats)
+    eval_stats = _run_fresh_phase(make_environment, iteration, 'eval',
+                                  agent.eval_step, num_eval_frames,
+                                  num_action_repeats)
 
     normalized = normalize(eval_stats.episode_return)
     row = results_csv.make_row(
