@@ -126,7 +126,8 @@ def _check_csv(path, agent, num_iterations):
                                    'nc_qr_dqn'])
 def test_agent_end_to_end_on_a_real_rom(agent, tmp_path):
   path = str(tmp_path / 'run.csv')
-  argv = ['prog'] + TINY_FLAGS + [f'--results_csv_path={path}']
+  argv = ['prog'] + TINY_FLAGS + [f'--results_csv_path={path}',
+                                  f'--checkpoint_dir={tmp_path / "ckpt"}']
   if agent == 'nc_qr_dqn':
     argv += ['--huber_param=0', '--scale_grad']
   if agent == 'nc_cr_dqn':
@@ -141,6 +142,7 @@ def test_agent_end_to_end_on_a_real_rom(agent, tmp_path):
     flags.FLAGS.unparse_flags()
   rows = _check_csv(path, agent, 2)
   assert int(rows[-1]['frame']) == 640
+  assert os.listdir(tmp_path / 'ckpt') == ['iteration_000002']
   assert float(rows[-1]['train_num_episodes']) >= 0
 
 
