@@ -23,7 +23,6 @@ import io
 import math
 import os
 import sys
-import tempfile
 import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -33,6 +32,7 @@ import numpy as np
 
 from scripts import bootstrap
 from scripts import run_data
+from zoo import files
 
 FLAGS = flags.FLAGS
 
@@ -232,15 +232,6 @@ def to_markdown(summaries: Sequence[AgentSummary], confidence: float = 0.95,
   return text
 
 
-def _write_atomically(path: str, text: str) -> None:
-  directory = os.path.dirname(os.path.abspath(path))
-  fd, tmp = tempfile.mkstemp(dir=directory, prefix='.tmp_')
-  os.chmod(tmp, 0o644)  # mkstemp makes it private; results are for sharing.
-  with os.fdopen(fd, 'w', newline='') as f:
-    f.write(text)
-  os.replace(tmp, path)
-
-
 def write_outputs(summaries: Sequence[AgentSummary], output_dir: str,
                   markdown: str) -> Tuple[str, str]:
   """Write summary.csv and summary.md into `output_dir`; return their paths."""
@@ -251,8 +242,8 @@ def write_outputs(summaries: Sequence[AgentSummary], output_dir: str,
   writer.writerows(to_csv_rows(summaries))
   csv_path = os.path.join(output_dir, 'summary.csv')
   md_path = os.path.join(output_dir, 'summary.md')
-  _write_atomically(csv_path, buffer.getvalue())
-  _write_atomically(md_path, markdown)
+  files.write_atomically(csv_path, buffer.getvalue())
+  files.write_atomically(md_path, markdown)
   return csv_path, md_path
 
 

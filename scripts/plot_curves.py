@@ -13,7 +13,6 @@ Writes games/<game>.<fmt>, all_games.<fmt> and aggregate_median.<fmt>.
 
 import os
 import sys
-import tempfile
 import warnings
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -25,6 +24,7 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from scripts import run_data
+from zoo import files
 
 DEFAULT_REFERENCE_AGENTS = ('CR-DQN', 'qrdqn', 'iqn', 'c51', 'dqn')
 # Okabe & Ito (2008), without yellow (too pale on white) and black first.
@@ -142,14 +142,9 @@ def _styles(agents: Sequence[Tuple[str, str]]) -> Dict[Tuple[str, str], dict]:
 
 def _save(fig, path_stem: str, formats: Sequence[str]) -> List[str]:
   paths = []
-  directory = os.path.dirname(path_stem)
-  os.makedirs(directory, exist_ok=True)
   for fmt in formats:
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix='.tmp_', suffix='.' + fmt)
-    os.close(fd)
-    os.chmod(tmp, 0o644)  # mkstemp makes it private; plots are for sharing.
-    fig.savefig(tmp, format=fmt, dpi=100, bbox_inches='tight')
-    os.replace(tmp, f'{path_stem}.{fmt}')
+    with files.atomic_path(f'{path_stem}.{fmt}') as tmp:
+      fig.savefig(tmp, format=fmt, dpi=100, bbox_inches='tight')
     paths.append(f'{path_stem}.{fmt}')
   plt.close(fig)
   return paths

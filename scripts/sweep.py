@@ -28,13 +28,14 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from typing import Dict, List, Optional, Sequence
 
 from absl import app
 from absl import flags
+
+from zoo import files
 
 AGENTS = ('qr_dqn', 'cr_dqn', 'nc_cr_dqn', 'nc_qr_dqn')
 DEFAULT_NUM_ITERATIONS = 200
@@ -209,11 +210,7 @@ def _read_json(path: str) -> Optional[dict]:
 
 
 def _write_json(path: str, data: dict) -> None:
-  fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.tmp_')
-  with os.fdopen(fd, 'w') as f:
-    json.dump(data, f)
-  os.chmod(tmp, 0o644)
-  os.replace(tmp, path)
+  files.write_atomically(path, json.dumps(data))
 
 
 def _pid_alive(lock: Optional[dict]) -> bool:

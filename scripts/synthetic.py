@@ -20,7 +20,6 @@ import fractions
 import functools
 import os
 import sys
-import tempfile
 import time
 from typing import Callable, NamedTuple, Sequence
 
@@ -35,6 +34,7 @@ import optax
 
 import losses
 import networks
+from zoo import files
 
 
 class Configuration(NamedTuple):
@@ -397,28 +397,10 @@ def format_markdown(rows, mixture: Mixture, num_quantiles: int,
   return '\n'.join(lines) + '\n'
 
 
-def write_atomically(path: str, data, mode: str = 'w') -> None:
-  """Write `data` to `path` through a temporary file and os.replace."""
-  directory = os.path.dirname(os.path.abspath(path))
-  fd, tmp = tempfile.mkstemp(dir=directory, prefix='.tmp_',
-                             suffix=os.path.basename(path))
-  try:
-    with os.fdopen(fd, mode) as f:
-      f.write(data)
-    os.chmod(tmp, 0o644)  # mkstemp makes files private; results are shared.
-    os.replace(tmp, path)
-  except BaseException:
-    if os.path.exists(tmp):
-      os.remove(tmp)
-    raise
-
-
 def check_output_dir(output_dir: str) -> None:
   """Create the output directory and check it is writable, or raise."""
   try:
-    os.makedirs(output_dir, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=output_dir, prefix='.probe_'):
-      pass
+    files.make_writable_directory(output_dir)
   except OSError as e:
     raise ValueError(f'Cannot write to --output_dir={output_dir!r} ({e}); '
                      f'choose a writable directory.') from e
@@ -490,10 +472,11 @@ def run_experiment(settings: Settings) -> list[dict]:
   markdown = format_markdown(rows, mixture, num_quantiles,
                              settings.collapse_tolerance)
   output_dir = settings.output_dir
-  write_atomically(os.path.join(output_dir, 'synthetic.csv'), format_csv(rows))
-  write_atomically(os.path.join(output_dir, 'synthetic.md'), markdown)
-  write_atomically(os.path.join(output_dir, 'synthetic.png'),
-                   synthetic_plot.figure_png(results, mixture), mode='wb')
+  files.write_atomically(os.path.join(output_dir, 'synthetic.csv'),
+                         format_csv(rows))
+  files.write_atomically(os.path.join(output_dir, 'synthetic.md'), markdown)
+  files.write_atomically(os.path.join(output_dir, 'synthetic.png'),
+                         synthetic_plot.figure_png(results, mixture))
   print()
   print(markdown)
   print(f'Wrote synthetic.csv, synthetic.md and synthetic.png to {output_dir}.')

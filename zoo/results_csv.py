@@ -3,8 +3,9 @@
 import csv
 import io
 import math
-import os
 from typing import Any, Dict, List, Sequence
+
+from zoo import files
 
 COLUMNS = (
     'agent', 'environment_name', 'seed',
@@ -50,20 +51,13 @@ def make_row(*, agent: str, environment_name: str, seed: int, iteration: int,
 
 
 def write_rows(path: str, rows: Sequence[Row]) -> None:
-  """Write all rows to `path` atomically (temp file, then os.replace)."""
+  """Write all rows to `path` atomically (temp file, then rename)."""
   buffer = io.StringIO()
   writer = csv.DictWriter(buffer, fieldnames=COLUMNS)
   writer.writeheader()
   for row in rows:
     writer.writerow({c: row[c] for c in COLUMNS})
-  directory = os.path.dirname(os.path.abspath(path))
-  os.makedirs(directory, exist_ok=True)
-  temp = f'{path}.tmp-{os.getpid()}'
-  with open(temp, 'w', newline='') as f:
-    f.write(buffer.getvalue())
-    f.flush()
-    os.fsync(f.fileno())
-  os.replace(temp, path)
+  files.write_atomically(path, buffer.getvalue())
 
 
 def read_rows(path: str) -> List[Dict[str, str]]:

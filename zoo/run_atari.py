@@ -21,6 +21,7 @@ from zoo import agent as agent_lib
 from zoo import atari_data
 from zoo import atari_env
 from zoo import environment
+from zoo import files
 from zoo import replay as replay_lib
 from zoo import run_loop
 
@@ -158,11 +159,7 @@ def resolve_settings(agent_name: str, settings: Dict[str, Any]
 
 def _check_writable(directory: str, what: str) -> None:
   try:
-    os.makedirs(directory, exist_ok=True)
-    probe = os.path.join(directory, f'.write-probe-{os.getpid()}')
-    with open(probe, 'w') as f:
-      f.write('ok')
-    os.remove(probe)
+    files.make_writable_directory(directory)
   except OSError as e:
     raise ConfigError(f'Cannot write the {what} in {directory!r} ({e}); pass '
                       'a writable path.') from e

@@ -1,0 +1,50 @@
+"""Atomic file writes: a crash or a kill never leaves a half-written file."""
+
+import contextlib
+import os
+import tempfile
+from typing import Iterator, Union
+
+
+def make_writable_directory(directory: str) -> None:
+  """Create `directory` if needed and check a file can be written in it.
+
+  Raises:
+    OSError: naming why not (callers add the flag to fix).
+  """
+  os.makedirs(directory, exist_ok=True)
+  with tempfile.NamedTemporaryFile(dir=directory, prefix='.write-probe-'):
+    pass
+
+
+@contextlib.contextmanager
+def atomic_path(path: str) -> Iterator[str]:
+  """Yield a temporary path beside `path`; move it onto `path` on success.
+
+  The temporary name ends in '.tmp', so directory scans for '*.csv' and the
+  like never pick up a file left by a killed process.
+  """
+  directory = os.path.dirname(os.path.abspath(path))
+  os.makedirs(directory, exist_ok=True)
+  fd, tmp = tempfile.mkstemp(dir=directory,
+                             prefix=f'.{os.path.basename(path)}.',
+                             suffix='.tmp')
+  os.close(fd)
+  try:
+    yield tmp
+    os.chmod(tmp, 0o644)  # mkstemp makes files private; results are shared.
+    os.replace(tmp, path)
+  finally:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+
+
+def write_atomically(path: str, data: Union[str, bytes]) -> None:
+  """Write text or bytes to `path` atomically (temp file, fsync, rename)."""
+  binary = isinstance(data, bytes)
+  with atomic_path(path) as tmp:
+    with open(tmp, 'wb' if binary else 'w',
+              newline=None if binary else '') as f:
+      f.write(data)
+      f.flush()
+      os.fsync(f.fileno())
