@@ -32,6 +32,7 @@ from absl import flags
 import jax
 import numpy as np
 
+from zoo import experiment
 from zoo import run_atari
 from zoo import run_loop
 
@@ -78,15 +79,15 @@ class ModeBench:
     self.num_envs = num_envs
     rss_before = _rss_bytes()
     settings = dict(
-        run_atari.default_settings(), environment_name=game,
+        experiment.default_settings(run_atari.ATARI), environment_name=game,
         replay_capacity=replay_capacity, num_envs=num_envs,
         environment_mode=mode,
         min_replay_capacity_fraction=min_replay / replay_capacity,
         results_csv_path='', checkpoint_dir='')
-    s = run_atari.resolve_settings(agent_name, settings)
-    run_atari.validate_settings(s)
-    self.env = run_atari.make_environment_factory(s)(1, 'train')
-    self.agent, self.replay = run_atari.build_agent(agent_name, s,
+    s = experiment.resolve_settings(run_atari.ATARI, agent_name, settings)
+    experiment.validate_settings(run_atari.ATARI, s)
+    self.env = experiment.make_environment_factory(run_atari.ATARI, s)(1, 'train')
+    self.agent, self.replay = experiment.build_agent(run_atari.ATARI, s,
                                                     self.env.num_actions)
     # Fill past the minimum, then compile the update (learning from then on,
     # as in the middle of a run).

@@ -16,6 +16,7 @@ from tests import catch
 from zoo import agent as agent_lib
 from zoo import environment
 from zoo import replay as replay_lib
+from zoo import experiment
 from zoo import run_atari
 from zoo import run_loop
 
@@ -141,7 +142,7 @@ class _ConstantEnv(environment.BatchedEnvironment):
 
 def _settings(agent_name, **overrides):
   settings = dict(
-      run_atari.default_settings(), environment_name='pong',
+      experiment.default_settings(run_atari.ATARI), environment_name='pong',
       replay_capacity=2000, min_replay_capacity_fraction=0.05, batch_size=32,
       num_action_repeats=1, num_stacked_frames=1,
       exploration_epsilon_decay_frame_fraction=0.5,
@@ -151,7 +152,7 @@ def _settings(agent_name, **overrides):
       num_eval_frames=200, learn_period=2, num_quantiles=11, seed=0,
       results_csv_path='', checkpoint_dir='')
   settings.update(overrides)
-  return run_atari.resolve_settings(agent_name, settings)
+  return experiment.resolve_settings(run_atari.ATARI, agent_name, settings)
 
 
 def _catch_agent(settings):
@@ -161,8 +162,9 @@ def _catch_agent(settings):
        functools.partial(networks.nc_quantile_head,
                          scale_activation=settings['nc_scale_activation']))(
                              3, settings['num_quantiles'], 1, 64))
-  return run_atari.build_agent('test', settings, 3, network_fn=network_fn,
-                               frame_shape=(5, 5))
+  settings = dict(settings, environment_height=5, environment_width=5)
+  return experiment.build_agent(run_atari.ATARI, settings, 3,
+                                network_fn=network_fn)
 
 
 def test_learning_and_target_update_periods_are_in_frames():

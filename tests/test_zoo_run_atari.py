@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from zoo import checkpoint
+from zoo import experiment
 from zoo import results_csv
 from zoo import run_atari
 
@@ -28,7 +29,7 @@ TINY_FLAGS = [
 
 
 def _settings(**overrides):
-  s = dict(run_atari.default_settings(), results_csv_path='',
+  s = dict(experiment.default_settings(run_atari.ATARI), results_csv_path='',
            checkpoint_dir='')
   s.update(overrides)
   return s
@@ -45,8 +46,8 @@ def _settings(**overrides):
     ({'additional_discount': 1.5}, '--additional_discount must lie in'),
 ])
 def test_bad_settings_are_refused_before_any_work(overrides, message):
-  with pytest.raises(run_atari.ConfigError, match=message):
-    run_atari.run('cr_dqn', _settings(**overrides),
+  with pytest.raises(experiment.ConfigError, match=message):
+    experiment.run(run_atari.ATARI, 'cr_dqn', _settings(**overrides),
                   make_environment=_no_environment)
 
 
@@ -57,26 +58,26 @@ def _no_environment(*unused_args):
 def test_unwritable_paths_are_refused(tmp_path):
   blocker = tmp_path / 'file'
   blocker.write_text('x')
-  with pytest.raises(run_atari.ConfigError, match='results CSV'):
-    run_atari.run('qr_dqn', _settings(
+  with pytest.raises(experiment.ConfigError, match='results CSV'):
+    experiment.run(run_atari.ATARI, 'qr_dqn', _settings(
         results_csv_path=str(blocker / 'run.csv')), _no_environment)
-  with pytest.raises(run_atari.ConfigError, match='checkpoints'):
-    run_atari.run('qr_dqn', _settings(checkpoint_dir=str(blocker / 'c')),
+  with pytest.raises(experiment.ConfigError, match='checkpoints'):
+    experiment.run(run_atari.ATARI, 'qr_dqn', _settings(checkpoint_dir=str(blocker / 'c')),
                   _no_environment)
 
 
 def test_checkpoint_of_another_agent_or_config_is_refused(tmp_path):
   directory = str(tmp_path)
-  s = run_atari.resolve_settings('qr_dqn', _settings(checkpoint_dir=directory))
-  config = run_atari.checkpoint_config('qr_dqn', s)
+  s = experiment.resolve_settings(run_atari.ATARI, 'qr_dqn', _settings(checkpoint_dir=directory))
+  config = experiment.checkpoint_config(run_atari.ATARI, 'qr_dqn', s)
   checkpoint.save(directory, 0, {'config': config}, {}, {})
-  run_atari.run_loop.check_checkpoint_config(directory, config)  # Same: ok.
-  with pytest.raises(run_atari.ConfigError,
+  experiment.run_loop.check_checkpoint_config(directory, config)  # Same: ok.
+  with pytest.raises(experiment.ConfigError,
                      match=r"--agent='qr_dqn' in the checkpoint, 'cr_dqn' now"):
-    run_atari.run('cr_dqn', _settings(checkpoint_dir=directory),
+    experiment.run(run_atari.ATARI, 'cr_dqn', _settings(checkpoint_dir=directory),
                   _no_environment)
-  with pytest.raises(run_atari.ConfigError, match='--num_quantiles=201'):
-    run_atari.run('qr_dqn', _settings(checkpoint_dir=directory,
+  with pytest.raises(experiment.ConfigError, match='--num_quantiles=201'):
+    experiment.run(run_atari.ATARI, 'qr_dqn', _settings(checkpoint_dir=directory,
                                       num_quantiles=51), _no_environment)
 
 
@@ -90,20 +91,20 @@ def test_agent_defaults_follow_spec_table():
       ('nc_qr_dqn', 'nc', 'qr', eps * 2 / 201,
        {'huber_param': 0.0, 'scale_grad': True}),
   ]:
-    s = run_atari.resolve_settings(agent, _settings(**extra))
+    s = experiment.resolve_settings(run_atari.ATARI, agent, _settings(**extra))
     assert (s['head'], s['loss']) == (head, loss)
     assert math.isclose(s['optimizer_epsilon'], expected_eps)
-  s = run_atari.resolve_settings('cr_dqn', _settings(optimizer_epsilon=1e-3))
+  s = experiment.resolve_settings(run_atari.ATARI, 'cr_dqn', _settings(optimizer_epsilon=1e-3))
   assert s['optimizer_epsilon'] == 1e-3
 
 
 
 def test_default_is_the_reference_mode_and_more_streams_are_vectorized():
-  s = run_atari.resolve_settings('cr_dqn', _settings())
+  s = experiment.resolve_settings(run_atari.ATARI, 'cr_dqn', _settings())
   assert (s['num_envs'], s['environment_mode']) == (1, 'reference')
-  s = run_atari.resolve_settings('cr_dqn', _settings(num_envs=16))
+  s = experiment.resolve_settings(run_atari.ATARI, 'cr_dqn', _settings(num_envs=16))
   assert s['environment_mode'] == 'vector'
-  s = run_atari.resolve_settings('cr_dqn', _settings(
+  s = experiment.resolve_settings(run_atari.ATARI, 'cr_dqn', _settings(
       num_envs=16, environment_mode='reference'))
   assert s['environment_mode'] == 'reference'
 
@@ -198,10 +199,10 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
 
 
 def test_default_paths_are_per_run_and_resumable():
-  s = run_atari.resolve_settings('nc_cr_dqn', dict(
-      run_atari.default_settings(), environment_name='pong', seed=3))
+  s = experiment.resolve_settings(run_atari.ATARI, 'nc_cr_dqn', dict(
+      experiment.default_settings(run_atari.ATARI), environment_name='pong', seed=3))
   assert s['results_csv_path'] == 'runs/nc_cr_dqn/pong/seed_3/results.csv'
   assert s['checkpoint_dir'] == 'runs/nc_cr_dqn/pong/seed_3/checkpoints'
-  s = run_atari.resolve_settings('cr_dqn', dict(
-      run_atari.default_settings(), checkpoint_dir='', results_csv_path=''))
+  s = experiment.resolve_settings(run_atari.ATARI, 'cr_dqn', dict(
+      experiment.default_settings(run_atari.ATARI), checkpoint_dir='', results_csv_path=''))
   assert (s['results_csv_path'], s['checkpoint_dir']) == ('', '')

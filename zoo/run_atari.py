@@ -1,355 +1,82 @@
-"""Train and evaluate a quantile agent on Atari (shared by all agents).
+"""The Atari suite: DQN Zoo's 57 games, protocol and network (zoo.experiment).
 
-Each agent package's `run_atari.py` calls `main(argv, agent_name)`; the
-agent fixes the network head and the loss (SPEC §3), every other setting is
-a flag with DQN Zoo's name and default, counted in environment frames.
+Each agent package's `run_atari.py` calls `main(argv, agent_name)`. Every
+setting is a flag of zoo.experiment with DQN Zoo's name and default.
 """
 
-import importlib.util
-import os
-import sys
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Dict
 
-from absl import flags
-from absl import logging
-import haiku as hk
-import jax
-import numpy as np
-
-import networks
-from zoo import agent as agent_lib
 from zoo import atari_data
 from zoo import atari_env
 from zoo import environment
-from zoo import files
-from zoo import replay as replay_lib
-from zoo import run_loop
+from zoo import experiment
+import networks
 
-AGENTS = {  # agent -> (network head, loss)
-    'qr_dqn': ('fc', 'qr'),
-    'cr_dqn': ('fc', 'cramer'),
-    'nc_cr_dqn': ('nc', 'cramer'),
-    'nc_qr_dqn': ('nc', 'qr'),
-}
-
-FLAGS = flags.FLAGS
-flags.DEFINE_string('environment_name', 'pong', 'Atari game (DQN Zoo name).')
-flags.DEFINE_integer('environment_height', 84, 'Processed frame height.')
-flags.DEFINE_integer('environment_width', 84, 'Processed frame width.')
-flags.DEFINE_integer('replay_capacity', int(1e6), 'Transitions (all streams).')
-flags.DEFINE_float('min_replay_capacity_fraction', 0.05,
-                   'Learning starts once the replay holds this fraction.')
-flags.DEFINE_integer('batch_size', 32, 'Transitions per update.')
-flags.DEFINE_integer('max_frames_per_episode', 108000, 'Episode frame cap.')
-flags.DEFINE_integer('num_action_repeats', 4, 'Frames per agent step.')
-flags.DEFINE_integer('num_stacked_frames', 4, 'Frames per observation.')
-flags.DEFINE_float('exploration_epsilon_begin_value', 1.0, 'Initial ε.')
-flags.DEFINE_float('exploration_epsilon_end_value', 0.01, 'Final ε.')
-flags.DEFINE_float('exploration_epsilon_decay_frame_fraction', 0.02,
-                   'ε decays over this fraction of all training frames.')
-flags.DEFINE_float('eval_exploration_epsilon', 0.001, 'ε when evaluating.')
-flags.DEFINE_integer('target_network_update_period', int(4e4),
-                     'Frames between target network copies.')
-flags.DEFINE_float('learning_rate', 5e-5, 'Adam learning rate.')
-flags.DEFINE_float(
-    'optimizer_epsilon', None,
-    "Adam's ε. Unset: derived from the agent (SPEC §3): 0.01/32 for QR "
-    'losses, (0.01/32)*(2/num_quantiles) for the Cramér loss or with '
-    '--scale_grad.')
-flags.DEFINE_float('additional_discount', 0.99, 'γ applied to env discounts.')
-flags.DEFINE_float('max_abs_reward', 1.0, 'Rewards clipped to ± this.')
-flags.DEFINE_float('max_global_grad_norm', 10.0,
-                   'Gradient clipping norm (<= 0: no clipping).')
-flags.DEFINE_integer('num_iterations', 200, 'Training iterations.')
-flags.DEFINE_integer('num_train_frames', int(1e6), 'Frames per iteration.')
-flags.DEFINE_integer('num_eval_frames', int(5e5), 'Eval frames per iteration.')
-flags.DEFINE_integer('learn_period', 16, 'Frames between updates.')
-flags.DEFINE_integer('num_quantiles', 201, 'Atoms N per action.')
-flags.DEFINE_float('huber_param', 1.0, 'QR loss κ (0: plain QR loss).')
-flags.DEFINE_integer('seed', 1, 'Run seed (environments, network, replay).')
-# Per-run defaults, so that the plain command checkpoints and resumes, and two
-# runs never write to the same place.
-flags.DEFINE_string('results_csv_path',
-                    'runs/{agent}/{environment_name}/seed_{seed}/results.csv',
-                    'Run CSV (one row per iteration); {agent}, '
-                    '{environment_name} and {seed} are filled in; empty: none.')
-flags.DEFINE_string('checkpoint_dir',
-                    'runs/{agent}/{environment_name}/seed_{seed}/checkpoints',
-                    'Checkpoint directory, resumed from when it holds one '
-                    '(placeholders as --results_csv_path); empty: none.')
-flags.DEFINE_enum('head', None, ['fc', 'nc'],
-                  'Network head; unset: the agent\'s (SPEC §3).')
-flags.DEFINE_enum('loss', None, ['qr', 'cramer'],
-                  'Loss; unset: the agent\'s (SPEC §3).')
-flags.DEFINE_bool('scale_grad', False,
-                  'Multiply the gradient by 2/N (NC-QR-DQN-0).')
-flags.DEFINE_enum('nc_scale_activation', 'relu', ['relu', 'softplus'],
-                  'NC head: activation of the scale α.')
-flags.DEFINE_integer('num_hidden_layers', 1, 'Head hidden layers λ.')
-flags.DEFINE_integer('hidden_size', 512, 'Head hidden units η.')
-flags.DEFINE_integer(
-    'num_envs', 1,
-    'Environment streams K acting in lockstep, one batched action selection '
-    'per step; every count (epsilon schedule, learn and target periods, '
-    'train/eval frames) is in frames summed over the streams, and the replay '
-    'capacity in transitions over all streams, so one update per 16 frames '
-    'holds for any K. 1 (default): the reference mode, DQN Zoo exactly. '
-    'Default chosen from scripts.bench_agent on a 2-core CPU, where the '
-    'update takes 70-95% of the time and vector K=16 trained only 1.1-1.35x '
-    'faster: too little to depart from the DQN Zoo protocol by default '
-    '(zoo.vector_env lists the differences). Where the update is cheap '
-    '(accelerator), use --num_envs=16.')
-flags.DEFINE_enum('environment_mode', 'auto', ['auto', 'reference', 'vector'],
-                  "Streams as Python envs ('reference') or ale_py's "
-                  "AtariVectorEnv ('vector'); auto: vector when num_envs > 1 "
-                  'and zoo.vector_env exists.')
-
-# Flags that name where a run writes, not what it computes.
-_PATH_FLAGS = ('results_csv_path', 'checkpoint_dir')
-SETTINGS = tuple(
-    name for name in (
-        'environment_name', 'environment_height', 'environment_width',
-        'replay_capacity', 'min_replay_capacity_fraction', 'batch_size',
-        'max_frames_per_episode', 'num_action_repeats', 'num_stacked_frames',
-        'exploration_epsilon_begin_value', 'exploration_epsilon_end_value',
-        'exploration_epsilon_decay_frame_fraction', 'eval_exploration_epsilon',
-        'target_network_update_period', 'learning_rate', 'optimizer_epsilon',
-        'additional_discount', 'max_abs_reward', 'max_global_grad_norm',
-        'num_iterations', 'num_train_frames', 'num_eval_frames',
-        'learn_period', 'num_quantiles', 'huber_param', 'seed',
-        'results_csv_path', 'checkpoint_dir', 'head', 'loss', 'scale_grad',
-        'nc_scale_activation', 'num_hidden_layers', 'hidden_size', 'num_envs',
-        'environment_mode'))
-
-
-class ConfigError(ValueError):
-  """A bad setting, reported before any long work."""
-
-
-def settings_from_flags() -> Dict[str, Any]:
-  return {name: FLAGS[name].value for name in SETTINGS}
-
-
-def default_settings() -> Dict[str, Any]:
-  return {name: FLAGS[name].default for name in SETTINGS}
-
-
-def resolve_settings(agent_name: str, settings: Dict[str, Any]
-                     ) -> Dict[str, Any]:
-  """Fill the agent's head, loss, Adam ε and path placeholders; resolve mode."""
-  if agent_name not in AGENTS:
-    raise ConfigError(f'Unknown agent {agent_name!r}; one of {sorted(AGENTS)}.')
-  settings = dict(settings)
-  for name in _PATH_FLAGS:
-    settings[name] = (settings[name] or '').format(
-        agent=agent_name, environment_name=settings['environment_name'],
-        seed=settings['seed'])
-  head, loss = AGENTS[agent_name]
-  settings['head'] = settings.get('head') or head
-  settings['loss'] = settings.get('loss') or loss
-  if settings.get('optimizer_epsilon') is None and settings['num_quantiles'] > 0:
-    settings['optimizer_epsilon'] = agent_lib.default_optimizer_epsilon(
-        settings['loss'], settings['num_quantiles'], settings['scale_grad'])
-  if settings['environment_mode'] == 'auto':
-    vector = (settings['num_envs'] > 1 and
-              importlib.util.find_spec('zoo.vector_env') is not None)
-    settings['environment_mode'] = 'vector' if vector else 'reference'
-  return settings
-
-
-def _check_writable(directory: str, what: str) -> None:
-  try:
-    files.make_writable_directory(directory)
-  except OSError as e:
-    raise ConfigError(f'Cannot write the {what} in {directory!r} ({e}); pass '
-                      'a writable path.') from e
-
-
-def validate_settings(s: Dict[str, Any]) -> None:
-  """Raise ConfigError naming the first bad setting and its fix."""
-  try:
-    atari_data.check_game(s['environment_name'])
-  except ValueError as e:
-    raise ConfigError(str(e)) from e
-  for name in ('environment_height', 'environment_width', 'replay_capacity',
-               'batch_size', 'max_frames_per_episode', 'num_action_repeats',
-               'num_stacked_frames', 'target_network_update_period',
-               'num_train_frames', 'num_eval_frames', 'learn_period',
-               'num_quantiles', 'num_hidden_layers', 'hidden_size',
-               'num_envs'):
-    if s[name] <= 0:
-      raise ConfigError(f'--{name} must be positive, got {s[name]}.')
-  if s['num_iterations'] < 0:
-    raise ConfigError(f'--num_iterations must be >= 0, got '
-                      f'{s["num_iterations"]}.')
-  if not 0 < s['min_replay_capacity_fraction'] <= 1:
-    raise ConfigError('--min_replay_capacity_fraction must lie in (0, 1], '
-                      f'got {s["min_replay_capacity_fraction"]}.')
-  for name in ('exploration_epsilon_begin_value',
-               'exploration_epsilon_end_value', 'eval_exploration_epsilon',
-               'additional_discount'):
-    if not 0 <= s[name] <= 1:
-      raise ConfigError(f'--{name} must lie in [0, 1], got {s[name]}.')
-  for name in ('learning_rate', 'optimizer_epsilon', 'max_abs_reward'):
-    if s[name] <= 0:
-      raise ConfigError(f'--{name} must be positive, got {s[name]}.')
-  if s['huber_param'] < 0:
-    raise ConfigError(f'--huber_param must be >= 0, got {s["huber_param"]}.')
-  if s['exploration_epsilon_decay_frame_fraction'] < 0:
-    raise ConfigError('--exploration_epsilon_decay_frame_fraction must be '
-                      '>= 0.')
-  min_replay = min_replay_size(s)
-  if s['batch_size'] > min_replay:
-    raise ConfigError(
-        f'--batch_size={s["batch_size"]} exceeds the minimum replay size '
-        f'{min_replay} (= min_replay_capacity_fraction * replay_capacity); '
-        'raise the replay or lower the batch.')
-  if s['replay_capacity'] // s['num_envs'] < s['num_stacked_frames'] + 1:
-    raise ConfigError('--replay_capacity must hold at least '
-                      f'{s["num_stacked_frames"] + 1} steps per stream.')
-  if s['environment_mode'] == 'vector':
-    if importlib.util.find_spec('zoo.vector_env') is None:
-      raise ConfigError('--environment_mode=vector needs zoo.vector_env, '
-                        'which is not installed; use reference.')
-    defaults = dict(num_action_repeats=4, num_stacked_frames=4,
+_VECTOR_ONLY = dict(num_action_repeats=4, num_stacked_frames=4,
                     environment_height=84, environment_width=84)
-    for name, value in defaults.items():
+
+
+def _resolve(s: Dict[str, Any]) -> Dict[str, Any]:
+  """Resolve --environment_mode=auto: vector when num_envs > 1."""
+  if s['environment_mode'] == 'auto':
+    s = dict(s, environment_mode='vector' if s['num_envs'] > 1 else
+             'reference')
+  return s
+
+
+def _validate(s: Dict[str, Any]) -> None:
+  if s['environment_mode'] == 'vector':
+    for name, value in _VECTOR_ONLY.items():
       if s[name] != value:
-        raise ConfigError(f'--{name}={s[name]} is not supported in vector '
-                          f'mode (only {value}); use reference mode.')
-  if s['results_csv_path']:
-    _check_writable(os.path.dirname(os.path.abspath(s['results_csv_path'])),
-                    'results CSV')
-  if s['checkpoint_dir']:
-    _check_writable(s['checkpoint_dir'], 'checkpoints')
+        raise experiment.ConfigError(
+            f'--{name}={s[name]} is not supported in vector mode (only '
+            f'{value}); use --environment_mode=reference.')
 
 
-def min_replay_size(s: Dict[str, Any]) -> int:
-  return int(s['min_replay_capacity_fraction'] * s['replay_capacity'])
+def _observation_shape(s: Dict[str, Any]):
+  return (s['environment_height'], s['environment_width'],
+          s['num_stacked_frames'])
 
 
-def checkpoint_config(agent_name: str, s: Dict[str, Any]) -> Dict[str, Any]:
-  """Return what a checkpoint must match to be resumed."""
-  config = {k: v for k, v in s.items() if k not in _PATH_FLAGS}
-  config['agent'] = agent_name
-  return config
+def _make_environment(s: Dict[str, Any], seed: int
+                      ) -> environment.BatchedEnvironment:
+  if s['environment_mode'] == 'vector':
+    return atari_env.make_atari_environment(
+        s['environment_name'], seed, num_envs=s['num_envs'], mode='vector',
+        max_episode_frames=s['max_frames_per_episode'])
+  envs = [
+      atari_env.AtariEnvironment(
+          s['environment_name'], int(stream_seed),
+          max_episode_frames=s['max_frames_per_episode'],
+          num_action_repeats=s['num_action_repeats'],
+          num_stacked_frames=s['num_stacked_frames'],
+          height=s['environment_height'], width=s['environment_width'])
+      for stream_seed in atari_env.stream_seeds(seed, s['num_envs'])
+  ]
+  return atari_env.ReferenceBatchedEnvironment(envs)
 
 
-def make_environment_factory(s: Dict[str, Any]
-                             ) -> Callable[[int, str],
-                                           environment.BatchedEnvironment]:
-  """Return fn(iteration, phase) -> a fresh, deterministically seeded env."""
-
-  def make(iteration: int, phase: str) -> environment.BatchedEnvironment:
-    seed = run_loop.environment_seed(s['seed'], iteration, phase)
-    if s['environment_mode'] == 'vector':
-      return atari_env.make_atari_environment(
-          s['environment_name'], seed, num_envs=s['num_envs'], mode='vector',
-          max_episode_frames=s['max_frames_per_episode'])
-    envs = [
-        atari_env.AtariEnvironment(
-            s['environment_name'], int(stream_seed),
-            max_episode_frames=s['max_frames_per_episode'],
-            num_action_repeats=s['num_action_repeats'],
-            num_stacked_frames=s['num_stacked_frames'],
-            height=s['environment_height'], width=s['environment_width'])
-        for stream_seed in atari_env.stream_seeds(seed, s['num_envs'])
-    ]
-    return atari_env.ReferenceBatchedEnvironment(envs)
-
-  return make
+def _network_fn(s: Dict[str, Any], num_actions: int):
+  return networks.atari_quantile_network(
+      num_actions, s['num_quantiles'], head=s['head'],
+      num_layers=s['num_hidden_layers'], hidden_size=s['hidden_size'],
+      nc_scale_activation=s['nc_scale_activation'])
 
 
-def build_agent(agent_name: str, s: Dict[str, Any], num_actions: int,
-                network_fn=None, stack_padding: str = 'trailing',
-                frame_shape=None):
-  """Return (agent, replay) for resolved settings `s`."""
-  del agent_name
-  if network_fn is None:
-    network_fn = networks.atari_quantile_network(
-        num_actions, s['num_quantiles'], head=s['head'],
-        num_layers=s['num_hidden_layers'], hidden_size=s['hidden_size'],
-        nc_scale_activation=s['nc_scale_activation'])
-  if frame_shape is None:
-    frame_shape = (s['environment_height'], s['environment_width'])
-  rng = np.random.RandomState(s['seed'])
-  replay = replay_lib.FrameReplay(
-      s['replay_capacity'], s['num_envs'], frame_shape,
-      s['num_stacked_frames'], stack_padding=stack_padding,
-      seed=int(rng.randint(2**31 - 1)))
-  epsilon = agent_lib.LinearSchedule(
-      begin_value=s['exploration_epsilon_begin_value'],
-      end_value=s['exploration_epsilon_end_value'],
-      begin_t=int(s['min_replay_capacity_fraction'] * s['replay_capacity'] *
-                  s['num_action_repeats']),
-      decay_steps=int(s['exploration_epsilon_decay_frame_fraction'] *
-                      s['num_iterations'] * s['num_train_frames']))
-  grad_scale = 2.0 / s['num_quantiles'] if s['scale_grad'] else 1.0
-  config = agent_lib.AgentConfig(
-      batch_size=s['batch_size'], min_replay_size=min_replay_size(s),
-      learn_period=s['learn_period'],
-      target_network_update_period=s['target_network_update_period'],
-      num_action_repeats=s['num_action_repeats'],
-      additional_discount=s['additional_discount'],
-      max_abs_reward=s['max_abs_reward'], grad_scale=grad_scale,
-      eval_exploration_epsilon=s['eval_exploration_epsilon'])
-  sample_observation = np.zeros(frame_shape + (s['num_stacked_frames'],),
-                                np.uint8)
-  agent = agent_lib.QuantileAgent(
-      network=hk.transform(network_fn),
-      loss_fn=agent_lib.make_loss_fn(s['loss'], s['huber_param']),
-      optimizer=agent_lib.make_optimizer(s['learning_rate'],
-                                         s['optimizer_epsilon'],
-                                         s['max_global_grad_norm']),
-      replay=replay,
-      sample_observation=sample_observation,
-      exploration_epsilon=epsilon,
-      config=config,
-      rng_key=jax.random.PRNGKey(rng.randint(2**31 - 1)))
-  return agent, replay
-
-
-def run(agent_name: str, settings: Dict[str, Any],
-        make_environment: Optional[Callable] = None):
-  """Validate the settings, then train/evaluate (or resume); return rows."""
-  logging.info('%s on Atari; JAX device: %s', agent_name, jax.devices()[0])
-  s = resolve_settings(agent_name, settings)
-  validate_settings(s)
-  config = checkpoint_config(agent_name, s)
-  try:
-    run_loop.check_checkpoint_config(s['checkpoint_dir'] or None, config)
-  except ValueError as e:
-    raise ConfigError(str(e)) from e
-  if make_environment is None:
-    make_environment = make_environment_factory(s)
-  probe = make_environment(0, 'eval')
-  num_actions = probe.num_actions
-  stack_padding = getattr(probe, 'stack_padding', 'trailing')
-  probe.close()
-  logging.info('Settings: %s', config)
-  agent, replay = build_agent(agent_name, s, num_actions,
-                              stack_padding=stack_padding)
-  logging.info('Replay: %d transitions in %d streams, %.2f GB when full.',
-               replay.capacity, replay.num_streams, replay.nbytes / 1e9)
-  game = s['environment_name']
-  return run_loop.run_experiment(
-      agent=agent, replay=replay, make_environment=make_environment,
-      num_iterations=s['num_iterations'],
-      num_train_frames=s['num_train_frames'],
-      num_eval_frames=s['num_eval_frames'],
-      num_action_repeats=s['num_action_repeats'],
-      agent_name=agent_name, environment_name=game, seed=s['seed'],
-      normalize=lambda score: atari_data.human_normalized_score(game, score),
-      config=config,
-      results_csv_path=s['results_csv_path'] or None,
-      checkpoint_dir=s['checkpoint_dir'] or None)
+ATARI = experiment.Suite(
+    name='atari',
+    csv_prefix='',
+    check_game=atari_data.check_game,
+    flag_defaults={},
+    resolve=_resolve,
+    validate=_validate,
+    observation_shape=_observation_shape,
+    make_environment=_make_environment,
+    network_fn=_network_fn,
+    normalize=atari_data.human_normalized_score,
+)
 
 
 def main(argv, agent_name: str) -> None:
   """Entry point of `python -m <agent>.run_atari`."""
-  if len(argv) > 1:
-    sys.exit(f'Unexpected arguments: {argv[1:]}')
-  try:
-    run(agent_name, settings_from_flags())
-  except ConfigError as e:
-    sys.exit(f'Error: {e}')
+  experiment.main(argv, ATARI, agent_name)

@@ -23,11 +23,11 @@ _REPLAY_SCALARS = ('num_added', 'episode_step', 'rng_state')
 
 
 class PhaseStats(NamedTuple):
-  episode_return: float  # Mean over complete episodes, else partial return.
-  num_episodes: int
-  num_frames: int
-  frame_rate: float
-  duration: float
+  episode_return: float  # Mean over complete episodes (see run_phase).
+  num_episodes: int      # Complete episodes.
+  num_frames: int        # Frames counted in the phase (all streams).
+  frame_rate: float      # num_frames / duration.
+  duration: float        # Seconds.
 
 
 def environment_seed(seed: int, iteration: int, phase: str) -> int:
@@ -38,38 +38,67 @@ def environment_seed(seed: int, iteration: int, phase: str) -> int:
 
 def run_phase(env: environment.BatchedEnvironment,
               act: Callable[[environment.BatchedTimeStep], np.ndarray],
-              num_frames: int, num_action_repeats: int) -> PhaseStats:
-  """Run `act` on every stream for `num_frames` frames; return statistics.
+              num_frames: int, num_action_repeats: int, *,
+              whole_episodes: bool = False,
+              on_step: Optional[Callable[[int], None]] = None) -> PhaseStats:
+  """Run `act` on every stream for a phase of `num_frames` frames.
 
-  Returns are of raw (unclipped) rewards. As DQN Zoo, the episode return is
-  the mean over complete episodes, or the running (partial) return if none
-  completed (averaged over streams).
+  Every timestep a stream spends in a counted episode counts
+  `num_action_repeats` frames (its FIRST one too, as DQN Zoo counts), summed
+  over the streams. Returns are of raw (unclipped) rewards. Two rules:
+
+  - Budget (`whole_episodes=False`; training, and evaluation with K = 1, which
+    is DQN Zoo's rule exactly): every stream steps until `num_frames` frames
+    are spent. The episode return is the mean over the episodes that
+    completed; if none did, the running (partial) return averaged over the
+    streams. With K streams each gets num_frames / K frames, so at K > 1 the
+    completed episodes are biased towards short ones and episodes are cut.
+  - Whole episodes (`whole_episodes=True`; evaluation with K > 1): a stream
+    starts a new episode only while fewer than `num_frames` frames are spent
+    (summed over the streams), and every episode started runs to its end
+    (the environment's frame cap ends it). The return is the mean over these
+    complete episodes, so never a partial one, and every stream completes at
+    least one. Whether a stream starts another episode depends only on the
+    past, so by Wald's identity E[sum of returns] = E[episodes] x E[return]:
+    the estimate does not depend on K (tests/test_zoo_run_loop.py). Frames
+    of streams waiting for the others are not counted.
+
+  Args:
+    env: the phase's (fresh) environment.
+    act: fn(timestep) -> [K] actions (the agent's step or eval_step).
+    num_frames: the phase's frame budget.
+    num_action_repeats: frames per agent step.
+    whole_episodes: the rule, above.
+    on_step: called after every step with the frames counted so far (progress
+      reports, interrupt checks); it may raise to abandon the phase.
   """
   num_streams = env.num_envs
-  frames_per_step = num_action_repeats * num_streams
-  num_steps = -(-num_frames // frames_per_step)
   running = np.zeros(num_streams, np.float64)
+  counted = np.zeros(num_streams, bool)  # In an episode that counts.
   completed: List[float] = []
+  frames = 0
   start = time.perf_counter()
   timestep = env.reset()
-  for step in range(num_steps):
-    actions = act(timestep)
+  while True:
     first = timestep.step_type == environment.FIRST
+    counted = np.where(first, frames < num_frames, counted)
+    actions = act(timestep)
+    frames += num_action_repeats * int(counted.sum())
     running = np.where(first, 0.0, running + timestep.reward)
     last = timestep.step_type == environment.LAST
-    if last.any():
-      completed.extend(running[last].tolist())
-      running[last] = 0.0
-    if step + 1 < num_steps:
-      timestep = env.step(actions)
+    if (last & counted).any():
+      completed.extend(running[last & counted].tolist())
+    counted &= ~last
+    if on_step is not None:
+      on_step(frames)
+    if frames >= num_frames and not (whole_episodes and counted.any()):
+      break
+    timestep = env.step(actions)
   duration = time.perf_counter() - start
   if completed:
     episode_return = float(np.mean(completed))
-  elif num_steps:
+  else:  # Only under the budget rule.
     episode_return = float(np.mean(running))
-  else:
-    episode_return = float('nan')
-  frames = num_steps * frames_per_step
   return PhaseStats(episode_return, len(completed), frames,
                     frames / duration if frames else float('nan'), duration)
 
@@ -128,10 +157,14 @@ def _restore(path, agent, replay):
 
 def _run_fresh_phase(make_environment, iteration: int, phase: str, step_fn,
                      num_frames: int, num_action_repeats: int):
-  """Run a phase on a fresh environment of (iteration, phase); close it."""
+  """Run a phase on a fresh environment of (iteration, phase); close it.
+
+  Evaluation with K > 1 streams counts whole episodes (run_phase).
+  """
   env = make_environment(iteration, phase)
   try:
-    return run_phase(env, step_fn, num_frames, num_action_repeats)
+    return run_phase(env, step_fn, num_frames, num_action_repeats,
+                     whole_episodes=phase == 'eval' and env.num_envs > 1)
   finally:
     env.close()
 
