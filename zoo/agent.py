@@ -180,6 +180,7 @@ class QuantileAgent:
     self._num_updates = 0
     self._state_value_sum = 0.0
     self._state_value_count = 0
+    self._last_loss = None
 
     # The one place where the pure functions are jitted. Donating params and
     # optimizer state lets XLA update them in place.
@@ -198,6 +199,15 @@ class QuantileAgent:
   @property
   def num_updates(self) -> int:
     return self._num_updates
+
+  @property
+  def last_loss(self):
+    """Return the loss of the latest update (a device array), or None.
+
+    Reading its value (float(...)) waits for that update: read it every few
+    hundred updates, not every step.
+    """
+    return self._last_loss
 
   @property
   def exploration_epsilon(self) -> float:
@@ -268,6 +278,7 @@ class QuantileAgent:
         self._params, self._target_params, self._opt_state, transitions,
         self._rng_key)
     self._num_updates += 1
+    self._last_loss = loss
     return loss
 
   def get_state(self) -> Dict[str, Any]:
