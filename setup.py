@@ -19,6 +19,7 @@ INSTALL_REQUIRES = [
     'dm-env>=1.6,<1.7',
     'gymnasium>=1.4,<1.5',
     'ale-py==0.12.1',
+    'minatar==1.0.15',  # MinAtar suite (zoo.run_minatar).
     'matplotlib>=3.8,<4',
     'pillow>=10',
 ]

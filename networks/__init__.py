@@ -8,7 +8,9 @@ from networks.layers import dqn_default_initializer
 from networks.layers import linear
 from networks.layers import NetworkFn
 from networks.quantile_network import atari_quantile_network
+from networks.quantile_network import minatar_quantile_network
 from networks.quantile_network import quantile_network
 from networks.quantile_network import QuantileNetworkOutputs
 from networks.torsos import dqn_torso
+from networks.torsos import minatar_torso
 from networks.torsos import mlp_torso

@@ -33,18 +33,42 @@ def quantile_network(torso: layers.NetworkFn, head: layers.NetworkFn
   return net_fn
 
 
+def _head(num_actions: int, num_quantiles: int, head: str, num_layers: int,
+          hidden_size: int, nc_scale_activation: heads.ScaleActivation
+          ) -> layers.NetworkFn:
+  if head == 'fc':
+    return heads.fc_quantile_head(num_actions, num_quantiles, num_layers,
+                                  hidden_size)
+  if head == 'nc':
+    return heads.nc_quantile_head(num_actions, num_quantiles, num_layers,
+                                  hidden_size, nc_scale_activation)
+  raise ValueError(f"head must be 'fc' or 'nc', got {head!r}.")
+
+
 def atari_quantile_network(
     num_actions: int, num_quantiles: int, head: Literal['fc', 'nc'] = 'fc',
     num_layers: int = 1, hidden_size: int = 512,
     nc_scale_activation: heads.ScaleActivation = 'relu',
 ) -> Callable[[jnp.ndarray], QuantileNetworkOutputs]:
   """Return the Atari network: DQN torso then an FC or NC quantile head."""
-  if head == 'fc':
-    head_fn = heads.fc_quantile_head(num_actions, num_quantiles, num_layers,
-                                     hidden_size)
-  elif head == 'nc':
-    head_fn = heads.nc_quantile_head(num_actions, num_quantiles, num_layers,
-                                     hidden_size, nc_scale_activation)
-  else:
-    raise ValueError(f"head must be 'fc' or 'nc', got {head!r}.")
-  return quantile_network(torsos.dqn_torso(), head_fn)
+  return quantile_network(
+      torsos.dqn_torso(),
+      _head(num_actions, num_quantiles, head, num_layers, hidden_size,
+            nc_scale_activation))
+
+
+def minatar_quantile_network(
+    num_actions: int, num_quantiles: int, head: Literal['fc', 'nc'] = 'fc',
+    num_layers: int = 1, hidden_size: int = 128,
+    nc_scale_activation: heads.ScaleActivation = 'relu',
+) -> Callable[[jnp.ndarray], QuantileNetworkOutputs]:
+  """Return the MinAtar network: MinAtar's torso, then a quantile head.
+
+  Young & Tian's DQN has one hidden layer of 128 units before its output; here
+  that layer is the head's (FC, or each NC branch's), and the output is the
+  head's A x N atoms.
+  """
+  return quantile_network(
+      torsos.minatar_torso(),
+      _head(num_actions, num_quantiles, head, num_layers, hidden_size,
+            nc_scale_activation))

@@ -28,6 +28,25 @@ def dqn_torso() -> layers.NetworkFn:
   return net_fn
 
 
+def minatar_torso() -> layers.NetworkFn:
+  """Return MinAtar's torso (Young & Tian, 2019): [B, H, W, C, S] -> [B, D].
+
+  One 3x3 convolution of 16 features, stride 1, VALID padding (as their
+  PyTorch DQN), ReLU, flatten: D = 8*8*16 = 1024 for 10x10 grids. Inputs are
+  0/1 object channels (not scaled); the stack axis S is merged into channels.
+  """
+
+  def net_fn(inputs):
+    chex.assert_rank(inputs, 5)
+    with hk.name_scope('minatar_torso'):
+      x = inputs.astype(jnp.float32)
+      x = jnp.reshape(x, x.shape[:3] + (x.shape[3] * x.shape[4],))
+      x = jax.nn.relu(layers.conv(16, kernel_shape=(3, 3), stride=(1, 1))(x))
+      return hk.Flatten()(x)
+
+  return net_fn
+
+
 def mlp_torso(hidden_sizes: Sequence[int]) -> layers.NetworkFn:
   """Return flatten then ReLU MLP: float [B, ...] -> [B, D] (tiny test tasks).
 

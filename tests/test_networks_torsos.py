@@ -55,3 +55,17 @@ def test_mlp_torso_without_layers_only_flattens():
   transformed, params = _transform(torsos.mlp_torso(()), x)
   assert not params
   np.testing.assert_array_equal(transformed.apply(params, None, x), x)
+
+
+def test_minatar_torso_is_young_and_tians_conv_and_merges_the_stack():
+  x = jnp.ones((3, 10, 10, 4, 1), jnp.uint8)
+  transformed, params = _transform(torsos.minatar_torso(), x)
+  out = transformed.apply(params, None, x)
+  assert out.shape == (3, 8 * 8 * 16)
+  assert sum(v.size for v in jax.tree_util.tree_leaves(params)) == (
+      3 * 3 * 4 * 16 + 16)
+  # Channels x stack are merged: a stack of two 2-channel frames is 4 channels.
+  y = jnp.ones((3, 10, 10, 2, 2), jnp.uint8)
+  np.testing.assert_array_equal(transformed.apply(params, None, y), out)
+  with pytest.raises(AssertionError):
+    transformed.apply(params, None, jnp.ones((3, 10, 10, 4), jnp.uint8))

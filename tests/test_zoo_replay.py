@@ -206,3 +206,27 @@ def test_sampling_cost_does_not_grow_with_capacity():
     batch = replay.sample(32)
     assert batch.s_t.shape == (32, H, W, S)
     assert batch.s_tm1.nbytes == 32 * H * W * S
+
+
+@pytest.mark.parametrize('padding', replay_lib.STACK_PADDINGS)
+def test_frames_of_any_rank_unstacked_come_back_exactly(padding):
+  # MinAtar's layout: frames [10, 10, C] of object channels, stack of one.
+  rng = np.random.default_rng(0)
+  num_streams, frame_shape, num_steps = 2, (10, 10, 3), 12
+  replay = replay_lib.FrameReplay(100, num_streams, frame_shape, 1,
+                                  stack_padding=padding, seed=0)
+  observations = rng.integers(0, 2, (num_steps, num_streams) + frame_shape +
+                              (1,)).astype(np.uint8)
+  step_types = np.ones((num_steps, num_streams), np.int8)
+  step_types[0] = 0
+  for t in range(num_steps):
+    replay.add(step_types[t], observations[t], np.full(num_streams, t),
+               np.zeros(num_streams, np.float32),
+               np.ones(num_streams, np.float32))
+  batch = replay.sample(64)
+  assert batch.s_t.shape == (64,) + frame_shape + (1,)
+  for s_tm1, a_tm1, s_t in zip(batch.s_tm1, batch.a_tm1, batch.s_t):
+    # Step t's action is t: it names the observations of the transition.
+    assert any((observations[a_tm1, k] == s_tm1).all() and
+               (observations[a_tm1 + 1, k] == s_t).all()
+               for k in range(num_streams))

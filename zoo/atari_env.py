@@ -38,6 +38,9 @@ from PIL import Image
 from zoo import atari_data
 from zoo import environment
 
+# Kept here for callers that seed Atari streams; shared with every suite.
+stream_seeds = environment.stream_seeds
+
 _LUMA = np.array([0.299, 0.587, 1 - (0.299 + 0.587)])
 
 
@@ -260,16 +263,6 @@ class ReferenceBatchedEnvironment(environment.BatchedEnvironment):
   def close(self) -> None:
     for env in self._envs:
       env.close()
-
-
-def stream_seeds(seed: int, num_envs: int) -> np.ndarray:
-  """Return one seed per stream; stream 0 gets `seed` itself (K=1 = DQN Zoo)."""
-  if not 0 <= seed < 2**31 - 1:
-    raise ValueError(f'Seeds must lie in [0, 2**31 - 1) (ALE takes an int32), '
-                     f'got {seed}.')
-  extra = np.random.SeedSequence([seed, num_envs]).generate_state(
-      max(num_envs - 1, 0)) % (2**31 - 1)
-  return np.concatenate([[seed], extra]).astype(np.int64)
 
 
 def make_atari_environment(

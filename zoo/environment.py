@@ -95,3 +95,13 @@ def check_actions(actions, num_envs: int, num_actions: int) -> np.ndarray:
     raise ValueError(f'Actions must lie in [0, {num_actions}) (the minimal '
                      f'action set), got {actions.tolist()}.')
   return actions
+
+
+def stream_seeds(seed: int, num_envs: int) -> np.ndarray:
+  """Return one seed per stream; stream 0 gets `seed` itself (K=1 = DQN Zoo)."""
+  if not 0 <= seed < 2**31 - 1:
+    raise ValueError(f'Seeds must lie in [0, 2**31 - 1) (emulators take an '
+                     f'int32), got {seed}.')
+  extra = np.random.SeedSequence([seed, num_envs]).generate_state(
+      max(num_envs - 1, 0)) % (2**31 - 1)
+  return np.concatenate([[seed], extra]).astype(np.int64)

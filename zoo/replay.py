@@ -40,7 +40,7 @@ def newest_frame(observation: np.ndarray, episode_step: np.ndarray,
   if stack_padding == 'leading':
     return observation[..., -1]
   index = np.minimum(episode_step, num_stacked - 1)
-  return observation[np.arange(observation.shape[0]), :, :, index]
+  return observation[np.arange(observation.shape[0]), ..., index]
 
 
 class FrameReplay:

@@ -1,0 +1,103 @@
+"""The MinAtar suite: five small games after Young & Tian (2019) (zoo.experiment).
+
+Each agent package's `run_minatar.py` calls `main(argv, agent_name)` after
+`experiment.set_flag_defaults(MINATAR)`. The flags are zoo.experiment's; the
+defaults below follow Young & Tian's DQN where the paper's agents do not
+differ (README, "MinAtar" has the table and the reason for each departure).
+"""
+
+import math
+from typing import Any, Dict
+
+import networks
+from zoo import environment
+from zoo import experiment
+from zoo import minatar_env
+
+FLAG_DEFAULTS = {
+    'environment_name': 'breakout',
+    'environment_height': 10,
+    'environment_width': 10,
+    'num_stacked_frames': 1,                     # No frame stacking.
+    'num_action_repeats': 1,                     # One frame per step.
+    'replay_capacity': 100_000,
+    'min_replay_capacity_fraction': 0.05,        # Learning from 5,000 steps.
+    'exploration_epsilon_end_value': 0.1,
+    # 0.02 x 50 x 100k = 100k steps of decay, from the learning start.
+    'exploration_epsilon_decay_frame_fraction': 0.02,
+    'target_network_update_period': 1000,
+    'max_abs_reward': 10.0,      # MinAtar's largest reward: nothing clipped.
+    'learning_rate': 1e-4,       # Adam (Obando-Ceron & Castro's MinAtar).
+    'learn_period': 4,           # The paper's one update per 4 agent steps.
+    'num_iterations': 50,
+    'num_train_frames': 100_000,  # 50 x 100k = 5M steps.
+    'num_eval_frames': 25_000,
+    'hidden_size': 128,
+    'results_csv_path':
+        'runs/minatar/{agent}/{environment_name}/seed_{seed}/results.csv',
+    'checkpoint_dir':
+        'runs/minatar/{agent}/{environment_name}/seed_{seed}/checkpoints',
+}
+_FIXED = dict(environment_height=10, environment_width=10, num_stacked_frames=1,
+              num_action_repeats=1)
+
+
+def _resolve(s: Dict[str, Any]) -> Dict[str, Any]:
+  if s['environment_mode'] == 'auto':
+    s = dict(s, environment_mode='reference')
+  return s
+
+
+def _validate(s: Dict[str, Any]) -> None:
+  for name, value in _FIXED.items():
+    if s[name] != value:
+      raise experiment.ConfigError(
+          f'--{name}={s[name]}: MinAtar frames are 10x10, neither stacked nor '
+          f'repeated, so --{name} must be {value} (the default).')
+  if s['environment_mode'] != 'reference':
+    raise experiment.ConfigError(
+        f'--environment_mode={s["environment_mode"]}: MinAtar streams are '
+        'Python environments; use --environment_mode=reference (or auto).')
+
+
+def _observation_shape(s: Dict[str, Any]):
+  num_channels, _ = minatar_env.game_spec(s['environment_name'])
+  return (10, 10, num_channels, 1)
+
+
+def _make_environment(s: Dict[str, Any], seed: int
+                      ) -> environment.BatchedEnvironment:
+  return minatar_env.MinAtarEnvironment(
+      s['environment_name'], seed, num_envs=s['num_envs'],
+      max_episode_frames=s['max_frames_per_episode'])
+
+
+def _network_fn(s: Dict[str, Any], num_actions: int):
+  return networks.minatar_quantile_network(
+      num_actions, s['num_quantiles'], head=s['head'],
+      num_layers=s['num_hidden_layers'], hidden_size=s['hidden_size'],
+      nc_scale_activation=s['nc_scale_activation'])
+
+
+def _no_reference_scores(game: str, score: float) -> float:
+  del game, score
+  return math.nan
+
+
+MINATAR = experiment.Suite(
+    name='minatar',
+    csv_prefix='minatar-',
+    check_game=minatar_env.check_game,
+    flag_defaults=FLAG_DEFAULTS,
+    resolve=_resolve,
+    validate=_validate,
+    observation_shape=_observation_shape,
+    make_environment=_make_environment,
+    network_fn=_network_fn,
+    normalize=_no_reference_scores,
+)
+
+
+def main(argv, agent_name: str) -> None:
+  """Entry point of `python -m <agent>.run_minatar`."""
+  experiment.main(argv, MINATAR, agent_name)
