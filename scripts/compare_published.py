@@ -154,9 +154,13 @@ def resolve_variant(run: run_data.Run, label: Optional[str]) -> Resolution:
                       'variant', settings)
   label_note = (f'; label {label!r} names no published variant'
                 if label and label != 'ours' else '')
+  if sum(v.package == run.agent for v in VARIANTS.values()) == 1:
+    how = f'the only published {run.agent} variant (no {RUN_JSON} to check)'
+  else:
+    how = (f'assumed to be the {run.agent} default (no {RUN_JSON}; pass '
+           '--runs=LABEL=DIR to choose)')
   return Resolution(VARIANTS[PACKAGE_DEFAULTS[run.agent]],
-                    f'assumed: the {run.agent} default (no {RUN_JSON}; pass '
-                    f'--runs=LABEL=DIR to choose){label_note}{suffix}')
+                    f'{how}{label_note}{suffix}')
 
 
 def protocol_differences(run: run_data.Run, resolution: Resolution
@@ -311,7 +315,7 @@ def format_comparison(c: Comparison) -> str:
   where = 'paper runs' if variant.source == 'paper' else (
       f"DQN Zoo's {variant.reference_agent}")
   lines.append(f'  published: {variant.name} ({where}, {len(seeds)} seeds); '
-               f'variant {c.resolution.how}.')
+               f'variant: {c.resolution.how}.')
   if c.differences:
     lines.append('  settings off the published protocol, ours (published): ' +
                  ', '.join(c.differences) + '.')
