@@ -137,7 +137,12 @@ def resolve_variant(run: run_data.Run, label: Optional[str]) -> Resolution:
       raise ValueError(
           f'--runs label {label!r} is a {variant.package} variant, but '
           f'{run.path} is a {run.agent} run; label it with one of '
-          f'{[v for v in VARIANTS.values() if v.package == run.agent]}.')
+          f'{[v.name for v in VARIANTS.values() if v.package == run.agent]}.')
+    conflicts = [f'{name}={settings[name]}' for name, wanted
+                 in variant.settings.items() if settings and name in settings
+                 and not _setting_matches(settings[name], wanted)]
+    if conflicts:
+      suffix += f'; its {RUN_JSON} says {", ".join(conflicts)}'
     return Resolution(variant, f'from the --runs label{suffix}', settings)
   if run.agent not in PACKAGE_DEFAULTS:
     return Resolution(None, f'agent {run.agent!r} has no published variant '

@@ -85,12 +85,18 @@ def test_run_json_settings_decide_the_variant(tmp_path, agent, settings,
 def test_a_label_naming_a_variant_decides_it(tmp_path):
   run = _run_in(tmp_path, 'qr_dqn')
   assert cp.resolve_variant(run, 'QR-DQN-0').variant.name == 'QR-DQN-0'
-  with pytest.raises(ValueError, match="'CR-DQN' is a cr_dqn variant"):
+  with pytest.raises(ValueError, match=r"'CR-DQN' is a cr_dqn variant.*"
+                     r"\['QR-DQN-0', 'QR-DQN-1'\]"):
     cp.resolve_variant(run, 'CR-DQN')
   # Any other label is a name only, and the output says so.
   resolution = cp.resolve_variant(run, 'QR-DQN0')
   assert resolution.variant.name == 'QR-DQN-1'
   assert "'QR-DQN0' names no published variant" in resolution.how
+  # The label wins over run.json, and the output shows the contradiction.
+  write_json(os.path.dirname(run.path), 'qr_dqn', huber_param=1.0)
+  resolution = cp.resolve_variant(run, 'QR-DQN-0')
+  assert resolution.variant.name == 'QR-DQN-0'
+  assert resolution.how.endswith('its run.json says huber_param=1.0')
 
 
 def test_run_json_of_another_run_or_broken_is_ignored(tmp_path):
