@@ -69,7 +69,8 @@ def smooth(values: np.ndarray, window: int) -> np.ndarray:
   values = np.asarray(values, dtype=np.float64)
   length = values.shape[-1]
   shifted = np.full((window,) + values.shape, np.nan)
-  for lag in range(window):
+  # Lags beyond the run's length stay NaN (a run shorter than the window).
+  for lag in range(min(window, length)):
     shifted[lag, ..., lag:] = values[..., :length - lag]
   with np.errstate(all='ignore'):
     count = np.sum(np.isfinite(shifted), axis=0)

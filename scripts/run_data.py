@@ -40,6 +40,9 @@ class Run:
   frame: np.ndarray        # [T] float
   eval_return: np.ndarray  # [T] float
   path: str
+  # [T] float (NaN where unknown), when the file has the column: 0 marks a
+  # partial return (no evaluation episode completed).
+  eval_num_episodes: Optional[np.ndarray] = None
 
   @property
   def key(self) -> RunKey:
@@ -114,28 +117,35 @@ def read_runs_csv(path: str, source: str) -> List[Run]:
     i_agent, i_game, i_seed = (col[c] for c in _KEY_COLUMNS)
     i_iter, i_eval = col['iteration'], col['eval_episode_return']
     i_frame = col.get('frame')
-    grouped: Dict[Tuple[str, str, int], List[Tuple[int, float, float]]] = {}
+    i_episodes = col.get('eval_num_episodes')
+    grouped: Dict[Tuple[str, str, int],
+                  List[Tuple[int, float, float, float]]] = {}
     for row in reader:
       if not row:
         continue
       iteration = int(float(row[i_iter]))
       frame = (_to_float(row[i_frame]) if i_frame is not None
                else float(iteration * FRAMES_PER_ITERATION))
+      episodes = (_to_float(row[i_episodes]) if i_episodes is not None
+                  else math.nan)
       key = (row[i_agent], row[i_game], int(float(row[i_seed])))
       grouped.setdefault(key, []).append(
-          (iteration, frame, _to_float(row[i_eval])))
+          (iteration, frame, _to_float(row[i_eval]), episodes))
   runs = []
   for (agent, game, seed), rows in grouped.items():
-    rows.sort()
+    rows.sort(key=lambda r: r[0])
     iterations = np.array([r[0] for r in rows], dtype=np.int64)
     if np.any(np.diff(iterations) == 0):
       raise ValueError(f'{path}: run {agent}/{game}/seed {seed} repeats an '
                        'iteration; each iteration must have one row.')
-    runs.append(Run(source=source, agent=agent, game=game, seed=seed,
-                    iteration=iterations,
-                    frame=np.array([r[1] for r in rows], dtype=np.float64),
-                    eval_return=np.array([r[2] for r in rows], dtype=np.float64),
-                    path=path))
+    runs.append(Run(
+        source=source, agent=agent, game=game, seed=seed,
+        iteration=iterations,
+        frame=np.array([r[1] for r in rows], dtype=np.float64),
+        eval_return=np.array([r[2] for r in rows], dtype=np.float64),
+        path=path,
+        eval_num_episodes=(np.array([r[3] for r in rows], dtype=np.float64)
+                           if i_episodes is not None else None)))
   return runs
 
 

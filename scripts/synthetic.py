@@ -16,8 +16,10 @@ steps inside, `vmap` over the trials.
   python -m scripts.synthetic --output_dir=docs/synthetic
 """
 
+import csv
 import fractions
 import functools
+import io
 import os
 import sys
 import time
@@ -358,12 +360,14 @@ def table_rows(results: Sequence[TrialResults]):
 
 
 def format_csv(rows) -> str:
-  lines = [','.join(TABLE_COLUMNS)]
+  """Return the table as CSV text (labels hold commas: the csv module quotes)."""
+  buffer = io.StringIO()
+  writer = csv.writer(buffer, lineterminator='\n')
+  writer.writerow(TABLE_COLUMNS)
   for row in rows:
-    lines.append(','.join(
-        f'{row[c]:.6f}' if isinstance(row[c], float) else str(row[c])
-        for c in TABLE_COLUMNS))
-  return '\n'.join(lines) + '\n'
+    writer.writerow([f'{row[c]:.6f}' if isinstance(row[c], float) else row[c]
+                     for c in TABLE_COLUMNS])
+  return buffer.getvalue()
 
 
 def _or_dash(value: float) -> str:

@@ -12,6 +12,7 @@ import pytest
 
 from scripts import aggregate
 from scripts import run_data
+from tests import csv_check
 from tests.test_scripts_run_data import write_run
 
 HUMAN_RANDOM = {'g1': (0.0, 10.0), 'g2': (0.0, 100.0), 'g3': (10.0, 20.0)}
@@ -158,6 +159,19 @@ def test_cli_writes_csv_and_markdown_beside_references(tmp_path):
   assert float(rows['cr_dqn']['best_agent_summary']) == pytest.approx(
       5.7 / 35.3, rel=1e-4)
   assert (out / 'summary.md').read_text().startswith('Human-normalised')
+
+
+def test_summary_csv_parses_back_to_its_header(tmp_path):
+  # Labels come from --runs=LABEL=DIR and may hold commas and quotes.
+  label = 'QR-DQN, κ=0 "short"'
+  runs = [make_run('g1', 1, [0, 5, 2], source=label),
+          make_run('g2', 1, [0, 1], agent='b')]
+  summaries = aggregate.summarise(runs, HUMAN_RANDOM, num_iterations=2,
+                                  num_games=2, reps=10)
+  csv_path, _ = aggregate.write_outputs(summaries, str(tmp_path), 'md')
+  rows = csv_check.read_back_file(csv_path)
+  assert list(rows[0]) == list(aggregate.CSV_COLUMNS)
+  assert [r['source'] for r in rows] == [label, 'ours']
 
 
 def test_cli_needs_runs_or_reference():

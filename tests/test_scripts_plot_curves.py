@@ -36,6 +36,24 @@ def test_smooth_is_a_trailing_moving_average():
     plot_curves.smooth(values, 0)
 
 
+@pytest.mark.parametrize('length', [1, 2, 3, 4, 6])
+def test_smooth_handles_runs_shorter_than_the_window(length):
+  values = np.arange(2.0 * length).reshape(2, length)
+  smoothed = plot_curves.smooth(values, 5)
+  expected = np.cumsum(values, axis=1) / np.arange(1, length + 1)
+  expected[:, 5:] = [[np.mean(row[i - 4:i + 1]) for i in range(5, length)]
+                     for row in values]
+  np.testing.assert_allclose(smoothed, expected)
+
+
+def test_plot_all_plots_runs_of_one_to_three_rows(tmp_path):
+  runs = [make_run('pong', s, np.arange(s) - 21.0, agent='cr_dqn')
+          for s in (1, 2, 3)]
+  written = plot_curves.plot_all(runs, str(tmp_path), window=5)
+  for path in written:
+    _check_png(path, min_bytes=1_000)
+
+
 def test_game_curve_mean_and_std_over_seeds():
   runs = [make_run('g1', 1, [0, 10, 0]), make_run('g1', 2, [0, 0, 10, 10])]
   frames, mean, std, seeds = plot_curves.game_curve(runs, HUMAN_RANDOM, True, 1)

@@ -9,6 +9,7 @@ import pytest
 
 from scripts import synthetic
 from scripts import synthetic_plot
+from tests import csv_check
 
 MIXTURE = synthetic.make_mixture([-1.0, 1.0], [2 / 3, 1 / 3])
 TINY = dict(num_trials=2, num_iterations=5, num_quantiles=12,
@@ -168,10 +169,11 @@ def test_experiment_writes_table_and_figure_reproducibly(tmp_path):
     outputs.append(((out / 'synthetic.csv').read_text(),
                     (out / 'synthetic.md').read_text()))
   assert outputs[0] == outputs[1]
-  csv_lines = outputs[0][0].splitlines()
-  assert csv_lines[0].split(',') == list(synthetic.TABLE_COLUMNS)
-  assert [l.split(',')[0] for l in csv_lines[1:]] == ['fc_qr_kappa0',
-                                                      'nc_cramer']
+  table = csv_check.read_back(outputs[0][0])
+  assert list(table[0]) == list(synthetic.TABLE_COLUMNS)
+  assert [r['configuration'] for r in table] == ['fc_qr_kappa0', 'nc_cramer']
+  # Labels hold commas ('FC, QR κ=0'): they must come back whole.
+  assert [r['label'] for r in table] == [r['label'] for r in rows]
   assert 'N/2' in outputs[0][1]
   assert not [f for f in os.listdir(tmp_path / 'a') if f.startswith('.')]
 

@@ -3,15 +3,16 @@
 import math
 import os
 
+from tests import csv_check
 from zoo import results_csv
 from zoo import run_loop
 
 
-def _row(iteration, trained):
+def _row(iteration, trained, agent='cr_dqn'):
   stats = run_loop.PhaseStats(episode_return=3.0, num_episodes=2,
                               num_frames=100, frame_rate=50.0, duration=2.0)
   return results_csv.make_row(
-      agent='cr_dqn', environment_name='pong', seed=1, iteration=iteration,
+      agent=agent, environment_name='pong', seed=1, iteration=iteration,
       frame=iteration * 100, eval_stats=stats,
       train_stats=stats if trained else None, train_exploration_epsilon=0.5,
       train_state_value=0.25, normalized_return=1.5)
@@ -37,3 +38,12 @@ def test_write_rows_is_atomic_and_has_the_contract_columns(tmp_path):
   results_csv.write_rows(path, [_row(0, False)])  # Rewrites, no append.
   assert len(results_csv.read_rows(path)) == 1
   assert os.listdir(tmp_path / 'sub') == ['run.csv']  # No temp left over.
+
+
+def test_written_csv_parses_back_to_its_header(tmp_path):
+  path = str(tmp_path / 'run.csv')
+  agent = 'a, "b"'  # Commas and quotes must survive.
+  results_csv.write_rows(path, [_row(0, False, agent), _row(1, True, agent)])
+  rows = csv_check.read_back_file(path)
+  assert list(rows[0]) == list(results_csv.COLUMNS)
+  assert [r['agent'] for r in rows] == [agent, agent]

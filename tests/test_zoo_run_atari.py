@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from zoo import checkpoint
+from zoo import environment
 from zoo import experiment
 from zoo import results_csv
 from zoo import run_atari
@@ -145,6 +146,61 @@ def test_agent_end_to_end_on_a_real_rom(agent, tmp_path):
   assert int(rows[-1]['frame']) == 640
   assert os.listdir(tmp_path / 'ckpt') == ['iteration_000002']
   assert float(rows[-1]['train_num_episodes']) >= 0
+
+
+class _RecordingEnvironment(environment.BatchedEnvironment):
+  """Passes an environment through; records each stream's episode returns."""
+
+  def __init__(self, env):
+    self._env = env
+    self.num_envs, self.num_actions = env.num_envs, env.num_actions
+    self.returns = [[] for _ in range(env.num_envs)]
+    self._running = np.zeros(env.num_envs)
+
+  def _record(self, timestep):
+    first = timestep.step_type == environment.FIRST
+    self._running = np.where(first, 0.0, self._running + timestep.reward)
+    for k in np.flatnonzero(timestep.step_type == environment.LAST):
+      self.returns[k].append(float(self._running[k]))
+    return timestep
+
+  def reset(self):
+    return self._record(self._env.reset())
+
+  def step(self, actions):
+    return self._record(self._env.step(actions))
+
+  def close(self):
+    self._env.close()
+
+
+def test_vectorized_evaluation_counts_whole_pong_episodes(tmp_path):
+  # 4,000 eval frames over 8 streams: 500 frames each, far shorter than any
+  # Pong episode (21 points). Each stream must play its episode to the end.
+  path = str(tmp_path / 'run.csv')
+  s = _settings(num_envs=8, environment_mode='vector', num_iterations=0,
+                num_eval_frames=4000, num_quantiles=11, hidden_size=16,
+                replay_capacity=400, min_replay_capacity_fraction=0.1,
+                batch_size=8, results_csv_path=path)
+  factory = experiment.make_environment_factory(
+      run_atari.ATARI, experiment.resolve_settings(run_atari.ATARI, 'cr_dqn',
+                                                   s))
+  made = []
+
+  def make(iteration, phase):
+    made.append(_RecordingEnvironment(factory(iteration, phase)))
+    return made[-1]
+
+  experiment.run(run_atari.ATARI, 'cr_dqn', s, make_environment=make)
+  (row,) = results_csv.read_rows(path)
+  episodes = made[-1].returns  # made[0] is the probe for the action count.
+  assert all(len(stream) >= 1 for stream in episodes)
+  firsts = [stream[0] for stream in episodes]
+  assert all(r == int(r) and -21 <= r <= 21 for r in firsts)
+  # Only each stream's first episode started within the budget.
+  assert int(row['eval_num_episodes']) == 8
+  assert float(row['eval_episode_return']) == pytest.approx(np.mean(firsts))
+  assert float(row['eval_frame_rate']) > 0
 
 
 def _command(tmp_path, name):

@@ -57,21 +57,29 @@ def run_phase(env: environment.BatchedEnvironment,
     starts a new episode only while fewer than `num_frames` frames are spent
     (summed over the streams), and every episode started runs to its end
     (the environment's frame cap ends it). The return is the mean over these
-    complete episodes, so never a partial one, and every stream completes at
-    least one. Whether a stream starts another episode depends only on the
-    past, so by Wald's identity E[sum of returns] = E[episodes] x E[return]:
-    the estimate does not depend on K (tests/test_zoo_run_loop.py). Frames
-    of streams waiting for the others are not counted.
+    complete episodes, never a partial one, and every stream completes at
+    least one (all start at frame 0), so num_episodes >= K. Whether an
+    episode starts depends only on the past, so by Wald's identity
+    E[sum of returns] = E[episodes] x E[return]: the mean is a ratio
+    estimator of E[return], with a bias of order 1 / episodes
+    (tests/test_zoo_run_loop.py measures it). Frames of streams waiting for
+    the others are not counted; the phase counts at most
+    num_frames + K x (longest episode) frames.
 
   Args:
     env: the phase's (fresh) environment.
     act: fn(timestep) -> [K] actions (the agent's step or eval_step).
-    num_frames: the phase's frame budget.
+    num_frames: the phase's frame budget (positive).
     num_action_repeats: frames per agent step.
     whole_episodes: the rule, above.
     on_step: called after every step with the frames counted so far (progress
       reports, interrupt checks); it may raise to abandon the phase.
+
+  Raises:
+    ValueError: if num_frames is not positive.
   """
+  if num_frames <= 0:
+    raise ValueError(f'A phase needs a positive frame budget, got {num_frames}.')
   num_streams = env.num_envs
   running = np.zeros(num_streams, np.float64)
   counted = np.zeros(num_streams, bool)  # In an episode that counts.
