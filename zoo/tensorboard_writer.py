@@ -59,8 +59,11 @@ class TensorBoardWriter(run_loop.RunHooks):
     # A resumed run starts after the frames of its checkpoint: hide whatever
     # a killed process logged beyond them.
     purge_step = agent.frame_t + 1 if start_iteration > 0 else None
+    # Event files are named by the second they open in: the suffix keeps a
+    # resumed run from truncating the file of a run killed in that second.
     self._writer = tensorboardX.SummaryWriter(
-        self._logdir, purge_step=purge_step, flush_secs=30)
+        self._logdir, purge_step=purge_step, flush_secs=30,
+        filename_suffix=f'.iteration_{start_iteration}')
     self._next_loss_frame = agent.frame_t + self._loss_period
 
   def begin_phase(self, iteration: int, phase: str) -> None:
@@ -70,10 +73,11 @@ class TensorBoardWriter(run_loop.RunHooks):
     if self._phase != 'train' or self._agent.frame_t < self._next_loss_frame:
       return
     loss = self._agent.last_loss
-    if loss is not None:  # None until learning starts.
-      # Reading the value waits for that update; the next action selection
-      # would wait for it anyway.
-      self._writer.add_scalar(LOSS_TAG, float(loss), self._agent.frame_t)
+    if loss is None:  # Learning has not started.
+      return
+    # Reading the value waits for that update; the next action selection
+    # would wait for it anyway.
+    self._writer.add_scalar(LOSS_TAG, float(loss), self._agent.frame_t)
     self._next_loss_frame = self._agent.frame_t + self._loss_period
 
   def end_iteration(self, iteration: int, row: Dict) -> None:
@@ -98,8 +102,8 @@ def read_scalars(logdir: str) -> Dict[str, List[Tuple[int, float]]]:
   """
   from tensorboardX.proto import event_pb2  # pylint: disable=g-import-not-at-top
   scalars: Dict[str, List[Tuple[int, float]]] = {}
-  for path in sorted(glob.glob(os.path.join(logdir, 'events.out.tfevents.*')),
-                     key=os.path.getmtime):
+  # In name (time) order, as TensorBoard reads them.
+  for path in sorted(glob.glob(os.path.join(logdir, 'events.out.tfevents.*'))):
     for record in _records(path):
       event = event_pb2.Event.FromString(record)
       if (event.HasField('session_log') and
