@@ -21,6 +21,8 @@ INSTALL_REQUIRES = [
     'ale-py==0.12.1',
     'matplotlib>=3.8,<4',
     'pillow>=10',
+    # TensorBoard event files without TensorFlow (numpy, protobuf, packaging).
+    'tensorboardX>=2.6,<3',
 ]
 
 setuptools.setup(
