@@ -35,7 +35,7 @@ def _progress(clock, lines, **kwargs):
                         num_eval_frames=500, interval_seconds=30.0,
                         clock=clock, log=lambda fmt, *a: lines.append(fmt % a),
                         bar_stream=kwargs.pop('bar_stream', None), **kwargs)
-  p.begin_run(0, _Agent())
+  p.begin_run(0, _Agent(), [])
   return p
 
 
@@ -104,3 +104,18 @@ def test_a_bar_is_drawn_on_a_terminal_and_cleared_after_the_phase():
                             '25% 250 frames/s\x1b[K')
   p.end_phase(1, 'train', _stats(1000, 4.0))
   assert bar.getvalue().endswith('\r\x1b[K')
+
+
+def test_a_resumed_run_starts_from_the_rates_of_its_csv_rows():
+  clock, lines = _Clock(), []
+  p = _progress(clock, lines)
+  p.begin_run(2, _Agent(), [dict(_ROW, train_frame_rate=20.0,
+                                 eval_frame_rate=50.0)])
+  p.begin_iteration(2)
+  p.begin_phase(2, 'train')
+  clock.now += 30.0
+  p.on_step(300)
+  # 70 s of this phase, then its eval at the saved 50 frames/s (10 s),
+  # then iteration 3 at this phase's 10 frames/s and 50 (110 s). Without
+  # the rows, no eval rate: the run's ETA would be unknown.
+  assert lines[-1].endswith('phase ETA 0h01m10s, run ETA 0h03m10s')

@@ -138,7 +138,7 @@ class _Recorder(run_loop.RunHooks):
     self._steps = 0
     self._raise_at_step = raise_at_step
 
-  def begin_run(self, start_iteration, agent):
+  def begin_run(self, start_iteration, agent, rows):
     self.calls.append(('begin_run', start_iteration))
 
   def begin_iteration(self, iteration):

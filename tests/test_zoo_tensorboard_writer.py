@@ -41,7 +41,7 @@ def _train(writer, agent, iteration, frames, losses_from):
 def test_iteration_scalars_and_periodic_loss_are_read_back(tmp_path):
   agent = _FakeAgent()
   writer = tensorboard_writer.TensorBoardWriter(str(tmp_path), loss_period=100)
-  writer.begin_run(0, agent)
+  writer.begin_run(0, agent, [])
   writer.end_iteration(0, _row(0, 0))
   _train(writer, agent, 1, 400, losses_from=160)  # No loss before learning.
   writer.end_iteration(1, _row(1, 400))
@@ -61,7 +61,7 @@ def test_a_resumed_run_hides_what_a_killed_process_wrote_after_its_checkpoint(
     tmp_path):
   agent = _FakeAgent()
   first = tensorboard_writer.TensorBoardWriter(str(tmp_path), loss_period=64)
-  first.begin_run(0, agent)
+  first.begin_run(0, agent, [])
   first.end_iteration(0, _row(0, 0))
   _train(first, agent, 1, 400, losses_from=0)
   first.end_iteration(1, _row(1, 400))
@@ -69,7 +69,7 @@ def test_a_resumed_run_hides_what_a_killed_process_wrote_after_its_checkpoint(
   first.end_run()
   resumed_agent = _FakeAgent(frame_t=400)  # Restored from iteration 1.
   second = tensorboard_writer.TensorBoardWriter(str(tmp_path), loss_period=64)
-  second.begin_run(2, resumed_agent)
+  second.begin_run(2, resumed_agent, [])
   _train(second, resumed_agent, 2, 400, losses_from=0)
   second.end_iteration(2, _row(2, 800))
   second.end_run()

@@ -506,7 +506,7 @@ class _InterruptCheck(run_loop.RunHooks):
     self._iteration = 0
     self._resume = 0 if checkpointing else None
 
-  def begin_run(self, start_iteration: int, agent) -> None:
+  def begin_run(self, start_iteration: int, agent, rows) -> None:
     self._agent, self._iteration = agent, start_iteration
     if self._checkpointing:
       self._resume = start_iteration

@@ -6,9 +6,10 @@ an hour on a CPU, so one line per iteration is not enough. During a phase,
 phase's (its remaining frames at its own rate so far) and the run's (the
 rest of this phase, then every remaining phase at the latest measured rate of
 its kind, train or eval, plus the measured time between phases: checkpoints,
-environment set-up). Until a training phase has been measured the run's ETA
-is reported as unknown rather than guessed from the evaluation rate. On a
-terminal, a one-line bar on stderr is also redrawn every second.
+environment set-up). A resumed run starts from the rates in its CSV rows.
+Until a training phase has been measured the run's ETA is reported as
+unknown rather than guessed from the evaluation rate. On a terminal, a
+one-line bar on stderr is also redrawn every second.
 """
 
 import math
@@ -68,9 +69,14 @@ class Progress(run_loop.RunHooks):
     self._next_line = 0.0
     self._next_bar = 0.0
 
-  def begin_run(self, start_iteration: int, agent) -> None:
+  def begin_run(self, start_iteration: int, agent, rows) -> None:
     self._agent = agent
     self._iteration = start_iteration
+    for row in rows:  # A resumed run: the rates its last iterations measured.
+      for phase in self._phase_frames:
+        rate = float(row[f'{phase}_frame_rate'])
+        if math.isfinite(rate) and rate > 0:
+          self._rates[phase] = rate
 
   def begin_iteration(self, iteration: int) -> None:
     self._iteration = iteration

@@ -112,8 +112,9 @@ class RunHooks:
   written. end_run is called however the run ends.
   """
 
-  def begin_run(self, start_iteration: int, agent) -> None:
-    """The run (re)starts at `start_iteration` with the (restored) agent."""
+  def begin_run(self, start_iteration: int, agent,
+                rows: Sequence[Dict[str, Any]]) -> None:
+    """The run (re)starts at `start_iteration`: (restored) agent, CSV rows."""
 
   def begin_iteration(self, iteration: int) -> None:
     pass
@@ -290,7 +291,7 @@ def run_experiment(
 
   try:
     for hook in hooks:
-      hook.begin_run(start_iteration, agent)
+      hook.begin_run(start_iteration, agent, rows)
     for iteration in range(start_iteration, num_iterations + 1):
       for hook in hooks:
         hook.begin_iteration(iteration)

@@ -53,7 +53,7 @@ class TensorBoardWriter(run_loop.RunHooks):
     self._phase = None
     self._next_loss_frame = 0
 
-  def begin_run(self, start_iteration: int, agent) -> None:
+  def begin_run(self, start_iteration: int, agent, rows) -> None:
     import tensorboardX  # pylint: disable=g-import-not-at-top
     self._agent = agent
     # A resumed run starts after the frames of its checkpoint: hide whatever
