@@ -5,10 +5,10 @@ Per iteration, at step = the iteration's training frames (the CSV's `frame`):
 `eval/normalized_return`, `train/episode_return`, `train/num_episodes`,
 `train/frame_rate`, `train/exploration_epsilon`, `train/state_value` (the
 CSV's columns; NaN ones, such as iteration 0's train columns, are skipped).
-During training, `train/loss` (the latest update's loss) every
-`loss_period` frames, at step = the agent's frame counter. A resumed run
-purges the events a killed process wrote after its last checkpoint, so the
-curves show each step once.
+During training, `train/loss` (the latest update's loss) as soon as there
+is one, then every `loss_period` frames, at step = the agent's frame
+counter. A resumed run purges the events a killed process wrote after its
+last checkpoint, so the curves show each step once.
 
   tensorboard --logdir runs/   # every run under runs/
 """
@@ -64,7 +64,7 @@ class TensorBoardWriter(run_loop.RunHooks):
     self._writer = tensorboardX.SummaryWriter(
         self._logdir, purge_step=purge_step, flush_secs=30,
         filename_suffix=f'.iteration_{start_iteration}')
-    self._next_loss_frame = agent.frame_t + self._loss_period
+    self._next_loss_frame = agent.frame_t  # The first loss, then periodic.
 
   def begin_phase(self, iteration: int, phase: str) -> None:
     self._phase = phase
