@@ -76,5 +76,5 @@ def test_a_resumed_run_hides_what_a_killed_process_wrote_after_its_checkpoint(
   scalars = tensorboard_writer.read_scalars(str(tmp_path))
   steps = [s for s, _ in scalars['train/loss']]
   # Steps 416, 480, 544, 608 were written by both processes: they show once.
-  assert steps == list(range(16, 401, 64)) + list(range(416, 800, 64))
+  assert steps == list(range(16, 401, 64)) + list(range(416, 801, 64))
   assert [s for s, _ in scalars['eval/episode_return']] == [0, 400, 800]
