@@ -65,17 +65,19 @@ def test_a_line_every_interval_with_phase_and_run_etas():
       'frames/s, updates 7, run ETA ?')
   p.begin_iteration(1)
   p.begin_phase(1, 'train')
-  clock.now += 29.0
-  p.on_step(290)
+  clock.now += 20.0
+  p.on_step(0)  # The first step: 20 s compiling, left out of the rate.
+  clock.now += 9.0
+  p.on_step(90)
   assert len(lines) == 1  # Not yet 30 s.
   clock.now += 1.0
-  p.on_step(300)  # 10 frames/s so far.
-  # Phase: 700 frames at 10/s = 70 s. Run: that, this iteration's eval
+  p.on_step(100)  # 10 frames/s since the first step.
+  # Phase: 900 frames at 10/s = 90 s. Run: that, this iteration's eval
   # (5 s), then 2 iterations of 100 s + 5 s + 1 s between phases.
-  assert lines[-1] == ('iteration 1/3 train: 300/1000 frames (30%), 10 '
-                       'frames/s; phase ETA 0h01m10s, run ETA 0h04m47s')
+  assert lines[-1] == ('iteration 1/3 train: 100/1000 frames (10%), 10 '
+                       'frames/s; phase ETA 0h01m30s, run ETA 0h05m07s')
   clock.now += 10.0
-  p.on_step(400)
+  p.on_step(200)
   assert len(lines) == 2  # The next line comes 30 s after the last.
 
 
@@ -98,6 +100,7 @@ def test_a_bar_is_drawn_on_a_terminal_and_cleared_after_the_phase():
   p = _progress(clock, lines, bar_stream=bar)
   p.begin_iteration(1)
   p.begin_phase(1, 'train')
+  p.on_step(0)
   clock.now += 1.0
   p.on_step(250)
   assert bar.getvalue() == ('\rtrain 1/3 [#######.......................]  '
@@ -113,6 +116,7 @@ def test_a_resumed_run_starts_from_the_rates_of_its_csv_rows():
                                  eval_frame_rate=50.0)])
   p.begin_iteration(2)
   p.begin_phase(2, 'train')
+  p.on_step(0)
   clock.now += 30.0
   p.on_step(300)
   # 70 s of this phase, then its eval at the saved 50 frames/s (10 s),

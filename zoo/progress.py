@@ -64,6 +64,7 @@ class Progress(run_loop.RunHooks):
     self._iteration = 0
     self._phase = None
     self._phase_start = 0.0
+    self._origin = None  # (time, frames) at the phase's first step.
     self._phase_seconds = 0.0
     self._iteration_start = 0.0
     self._next_line = 0.0
@@ -88,11 +89,16 @@ class Progress(run_loop.RunHooks):
     self._phase_start = self._clock()
     self._next_line = self._phase_start + self._interval
     self._next_bar = self._phase_start + 1.0
+    self._origin = None
 
   def on_step(self, frames: int) -> None:
     if self._interval <= 0 and self._bar is None:
       return
     now = self._clock()
+    if self._origin is None:
+      # Rates count from the end of the first step, which may include
+      # compiling the jitted functions (tens of seconds on a busy CPU).
+      self._origin = (now, frames)
     if self._bar is not None and now >= self._next_bar:
       self._next_bar = now + 1.0
       self._draw_bar(frames, now)
@@ -151,8 +157,7 @@ class Progress(run_loop.RunHooks):
   def line(self, frames: int, now: float) -> str:
     """Return the progress line of the current phase at `frames`."""
     total = self._phase_frames[self._phase]
-    elapsed = now - self._phase_start
-    rate = frames / elapsed if elapsed > 0 and frames else math.nan
+    rate = self._rate(frames, now)
     rates = dict(self._rates)
     phase_left = math.nan
     if math.isfinite(rate):
@@ -172,13 +177,19 @@ class Progress(run_loop.RunHooks):
             f'phase ETA {format_duration(phase_left)}, run ETA '
             f'{format_duration(run_eta)}')
 
+  def _rate(self, frames: int, now: float) -> float:
+    """Return the phase's frames/s since its first step (NaN: too early)."""
+    start, start_frames = self._origin
+    if now <= start or frames <= start_frames:
+      return math.nan
+    return (frames - start_frames) / (now - start)
+
   def _draw_bar(self, frames: int, now: float) -> None:
     total = self._phase_frames[self._phase]
     done = min(frames / total, 1.0)
     width = 30
     filled = int(done * width)
-    elapsed = now - self._phase_start
-    rate = frames / elapsed if elapsed > 0 else 0.0
+    rate = self._rate(frames, now)
     self._bar.write(f'\r{self._phase} {self._iteration}/{self._num_iterations}'
                     f' [{"#" * filled}{"." * (width - filled)}] '
                     f'{100 * done:3.0f}% {rate:.0f} frames/s\x1b[K')
