@@ -66,7 +66,8 @@ def save_whole_replay(directory: str, iteration: int, tree, replay) -> None:
     f.flush()
     os.fsync(f.fileno())
   # The replay's whole arrays, as its get_state returned them then.
-  for name, array in replay._arrays().items():  # pylint: disable=protected-access
+  arrays = replay._arrays()  # pylint: disable=protected-access
+  for name, array in arrays.items():
     with open(os.path.join(temp, f'{name}.npy'), 'wb') as f:
       np.save(f, array, allow_pickle=False)
       f.flush()

@@ -81,7 +81,7 @@ def test_a_chunk_split_in_ring_pieces_is_one_file(tmp_path):
 
 def test_steps_must_continue_the_previous_checkpoint(tmp_path):
   checkpoint.save(str(tmp_path), 0, {}, _tree(0), _steps(0, 4))
-  with pytest.raises(ValueError, match='start at 6, the checkpoint .* ends at 4'):
+  with pytest.raises(ValueError, match='start at 6, the checkpoint .* at 4'):
     checkpoint.save(str(tmp_path), 1, {}, _tree(1), _steps(6, 8))
   with pytest.raises(ValueError, match='not consecutive'):
     checkpoint.save(str(tmp_path), 1, {}, _tree(1),

@@ -165,7 +165,8 @@ def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
     chunks.append(_write_chunk(directory, new_steps))
 
   final = os.path.join(directory, f'iteration_{iteration:06d}')
-  temp = os.path.join(directory, f'.tmp-iteration_{iteration:06d}-{os.getpid()}')
+  temp = os.path.join(directory,
+                      f'.tmp-iteration_{iteration:06d}-{os.getpid()}')
   shutil.rmtree(temp, ignore_errors=True)
   os.makedirs(temp)
   paths, names, leaves = _named_leaves(tree)
@@ -248,7 +249,8 @@ def load_params(checkpoint_dir: str) -> Tuple[Dict[str, Any], Dict[str, Any]]:
   run's (`zoo.experiment.checkpoint_config`: every setting plus 'agent' and
   'suite'), enough to rebuild the network:
 
-    params, settings = checkpoint.load_params('runs/cr_dqn/pong/seed_1/checkpoints')
+    params, settings = checkpoint.load_params(
+        'runs/cr_dqn/pong/seed_1/checkpoints')
     suite = experiment.suite_by_name(settings['suite'])
     network = hk.transform(suite.network_fn(settings, num_actions))
     network.apply(params, None, observations)

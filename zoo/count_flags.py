@@ -41,8 +41,8 @@ class CountParser(flags.IntegerParser):
     return 'int'
 
 
-def DEFINE_count(  # pylint: disable=invalid-name
-    name: str, default: Optional[int], help: str,  # pylint: disable=redefined-builtin
+def DEFINE_count(  # pylint: disable=invalid-name,redefined-builtin
+    name: str, default: Optional[int], help: str,
     flag_values: flags.FlagValues = flags.FLAGS):
   """Define an integer flag that also accepts '1e6' (see module docstring)."""
   return flags.DEFINE(CountParser(), name, default, help,

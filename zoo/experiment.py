@@ -346,7 +346,7 @@ def min_replay_size(s: Dict[str, Any]) -> int:
 
 
 def epsilon_begin_frame(s: Dict[str, Any]) -> int:
-  """Return the frame where ε starts decaying (the replay holds its minimum)."""
+  """Return the frame where ε starts to decay (the replay holds its minimum)."""
   return int(s['min_replay_capacity_fraction'] * s['replay_capacity'] *
              s['num_action_repeats'])
 

@@ -1,4 +1,4 @@
-"""Progress of a run: a line every ~30 s within phases, ETAs from measured rates.
+"""Progress of a run: a line every ~30 s within phases, measured ETAs.
 
 A default Atari iteration (1M training and 0.5M evaluation frames) takes about
 an hour on a CPU, so one line per iteration is not enough. During a phase,

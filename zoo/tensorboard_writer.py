@@ -100,7 +100,8 @@ def read_scalars(logdir: str) -> Dict[str, List[Tuple[int, float]]]:
   applying purges as TensorBoard does (a SessionLog START at step s hides
   the earlier-written events at steps >= s); for tests and scripts.
   """
-  from tensorboardX.proto import event_pb2  # pylint: disable=g-import-not-at-top
+  # pylint: disable-next=g-import-not-at-top
+  from tensorboardX.proto import event_pb2
   scalars: Dict[str, List[Tuple[int, float]]] = {}
   # In name (time) order, as TensorBoard reads them.
   for path in sorted(glob.glob(os.path.join(logdir, 'events.out.tfevents.*'))):
