@@ -127,6 +127,12 @@ def test_extending_a_finished_run_keeps_or_explains_the_epsilon_schedule(
       exploration_epsilon_decay_frame_fraction=0.012))
   config = experiment.checkpoint_config(run_atari.ATARI, 'cr_dqn', extended)
   assert experiment.check_resume(extended, config)['iteration'] == 4
+  with pytest.raises(experiment.ConfigError, match=(
+      r'^Changing --exploration_epsilon_decay_frame_fraction from 0.02 to '
+      r'0.03 would change the ε schedule')):
+    experiment.run(run_atari.ATARI, 'cr_dqn', _settings(
+        tmp_path, num_iterations=3,
+        exploration_epsilon_decay_frame_fraction=0.03), _no_environment)
   with pytest.raises(experiment.ConfigError,
                      match='iterations 0..3; --num_iterations=2 is fewer'):
     experiment.run(run_atari.ATARI, 'cr_dqn',

@@ -471,9 +471,11 @@ def check_resume(s: Dict[str, Any], config: Dict[str, Any]
   if (epsilon_decay_frames(s) != old_decay and
       frames_run > epsilon_begin_frame(s)):
     fraction = _fraction_keeping(old_decay, s)
+    changes = ' and '.join(f'--{name} from {saved.get(name)} to {s[name]}'
+                           for name in EXTENDABLE
+                           if saved.get(name) != s[name])
     raise ConfigError(
-        f'Changing --num_iterations from {saved["num_iterations"]} to '
-        f'{s["num_iterations"]} would change the ε schedule of the '
+        f'Changing {changes} would change the ε schedule of the '
         f'{frames_run} frames already run: ε decays over '
         'exploration_epsilon_decay_frame_fraction x num_iterations x '
         f'num_train_frames = {old_decay} frames in the checkpoint, '
