@@ -78,7 +78,11 @@ def test_a_line_every_interval_with_phase_and_run_etas():
                        'frames/s; phase ETA 0h01m30s, run ETA 0h05m07s')
   clock.now += 10.0
   p.on_step(200)
-  assert len(lines) == 2  # The next line comes 30 s after the last.
+  assert len(lines) == 2  # The next line comes 30 s after the last,
+  clock.now += 20.0
+  p.on_step(700)  # with the rate of its own 30 s: 20 frames/s.
+  assert lines[-1].startswith('iteration 1/3 train: 700/1000 frames (70%), '
+                              '20 frames/s; phase ETA 0h00m15s')
 
 
 def test_run_eta_uses_the_latest_rates_and_gaps_between_phases():

@@ -2,10 +2,11 @@
 
 A default Atari iteration (1M training and 0.5M evaluation frames) takes about
 an hour on a CPU, so one line per iteration is not enough. During a phase,
-`Progress` logs the frames done, the phase's frame rate and two ETAs: the
-phase's (its remaining frames at its own rate so far) and the run's (the
-rest of this phase, then every remaining phase at the latest measured rate of
-its kind, train or eval, plus the measured time between phases: checkpoints,
+`Progress` logs the frames done, the phase's frame rate since the previous
+line (the first line: since the phase's first step) and two ETAs: the
+phase's (its remaining frames at that rate) and the run's (the rest of this
+iteration, then every remaining phase at the latest measured rate of its
+kind, train or eval, plus the measured time between phases: checkpoints,
 environment set-up). A resumed run starts from the rates in its CSV rows.
 Until a training phase has been measured the run's ETA is reported as
 unknown rather than guessed from the evaluation rate. On a terminal, a
@@ -64,7 +65,7 @@ class Progress(run_loop.RunHooks):
     self._iteration = 0
     self._phase = None
     self._phase_start = 0.0
-    self._origin = None  # (time, frames) at the phase's first step.
+    self._origin = None  # (time, frames) where the rate is measured from.
     self._phase_seconds = 0.0
     self._iteration_start = 0.0
     self._next_line = 0.0
@@ -106,6 +107,9 @@ class Progress(run_loop.RunHooks):
       self._next_line = now + self._interval
       self._clear_bar()
       self._log('%s', self.line(frames, now))
+      # The next line's rate covers its own interval: a compilation (the
+      # first update of a process) distorts one line only.
+      self._origin = (now, frames)
 
   def end_phase(self, iteration: int, phase: str, stats) -> None:
     if stats.num_frames and stats.duration > 0:
@@ -178,7 +182,7 @@ class Progress(run_loop.RunHooks):
             f'{format_duration(run_eta)}')
 
   def _rate(self, frames: int, now: float) -> float:
-    """Return the phase's frames/s since its first step (NaN: too early)."""
+    """Return frames/s since the last line, else the first step (or NaN)."""
     start, start_frames = self._origin
     if now <= start or frames <= start_frames:
       return math.nan
