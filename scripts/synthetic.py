@@ -61,8 +61,8 @@ CONFIGURATIONS = (
 )
 CONFIGURATIONS_BY_NAME = {c.name: c for c in CONFIGURATIONS}
 
-# Network sizes of the published experiment (SPEC §2): 2712 / 2702 parameters
-# for N = 12.
+# Network sizes of the published experiment (README, "Networks"): 2712 / 2702
+# parameters for N = 12.
 FC_NUM_LAYERS, FC_HIDDEN_SIZE = 2, 45
 NC_NUM_LAYERS, NC_HIDDEN_SIZE = 2, 32
 
@@ -177,7 +177,7 @@ def make_mixture(locations: Sequence[float],
 def exact_staircase(mixture: Mixture, num_quantiles: int) -> np.ndarray:
   """Return the N-atom staircase closest to the mixture: F^-1(tau_hat_i).
 
-  tau_hat_i = (2i - 1) / (2N) are the quantile midpoints; this is SPEC's
+  tau_hat_i = (2i - 1) / (2N) are the quantile midpoints; this is the
   projection (Cramér, 1-Wasserstein and QR agree). It is unique unless some
   tau_hat_i equals a cumulative probability of the mixture (2N P(Z <= z_k) odd):
   then every point between two Diracs is a minimiser and we raise ValueError.
