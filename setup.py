@@ -22,6 +22,8 @@ INSTALL_REQUIRES = [
     'minatar==1.0.15',  # MinAtar suite (zoo.run_minatar).
     'matplotlib>=3.8,<4',
     'pillow>=10',
+    # TensorBoard event files without TensorFlow (numpy, protobuf, packaging).
+    'tensorboardX>=2.6,<3',
 ]
 
 setuptools.setup(

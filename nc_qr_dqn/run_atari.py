@@ -1,13 +1,25 @@
 """NC-QR-DQN on Atari: non-crossing head, QR loss κ = 1, Adam ε 0.01/32; --huber_param=0 --scale_grad gives NC-QR-DQN-0 (gradient × 2/N, ε (0.01/32)·(2/N)).
 
-Usage: python -m nc_qr_dqn.run_atari --environment_name=pong --seed=1 \
-  --results_csv_path=/tmp/nc_qr_dqn/pong_1.csv --checkpoint_dir=/tmp/nc_qr_dqn/pong_1
-All flags: zoo/run_atari.py (DQN Zoo names and defaults, counts in frames).
+Usage: python -m nc_qr_dqn.run_atari --environment_name=pong --seed=1
+writes runs/nc_qr_dqn/pong/seed_1/ (results.csv, run.json, tensorboard/,
+checkpoints/); rerun the same command to resume. The run's flags are below
+(DQN Zoo names and defaults; counts in frames, 1e6 accepted).
 """
 
-from absl import app
+from zoo import interrupts
 
+if __name__ == '__main__':
+  # Before importing JAX (seconds): a Ctrl-C must not raise inside it.
+  interrupts.install()
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import app
+from absl import flags
+
+from zoo import experiment
 from zoo import run_atari
+
+flags.adopt_module_key_flags(experiment)  # --help lists the run's flags.
 
 AGENT = 'nc_qr_dqn'
 

@@ -13,7 +13,8 @@ epsilon acts alike on both.
 Trials of one configuration run as one jitted program: `lax.scan` over the
 steps inside, `vmap` over the trials.
 
-  python -m scripts.synthetic --output_dir=docs/synthetic
+  python -m scripts.synthetic                 # writes runs/synthetic/
+  python -m scripts.synthetic --output_dir=docs/synthetic   # the README's copy
 """
 
 import csv
@@ -62,8 +63,8 @@ CONFIGURATIONS = (
 )
 CONFIGURATIONS_BY_NAME = {c.name: c for c in CONFIGURATIONS}
 
-# Network sizes of the published experiment (SPEC §2): 2712 / 2702 parameters
-# for N = 12.
+# Network sizes of the published experiment (README, "Networks"): 2712 / 2702
+# parameters for N = 12.
 FC_NUM_LAYERS, FC_HIDDEN_SIZE = 2, 45
 NC_NUM_LAYERS, NC_HIDDEN_SIZE = 2, 32
 
@@ -81,7 +82,7 @@ class Settings(NamedTuple):
   dirac_probabilities: Sequence[float] = (2 / 3, 1 / 3)
   collapse_tolerance: float = 0.1
   seed: int = 1
-  output_dir: str = 'docs/synthetic'
+  output_dir: str = 'runs/synthetic'  # docs/synthetic is tracked: explicit.
 
 
 def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
@@ -113,7 +114,8 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
                        **fv)
   flags.DEFINE_string(
       'output_dir', d.output_dir,
-      'Where synthetic.csv, synthetic.md and synthetic.png are written.', **fv)
+      'Where synthetic.csv, synthetic.md and synthetic.png are written '
+      '(the README\'s copy: --output_dir=docs/synthetic).', **fv)
 
 
 def _parse_numbers(name: str, values: Sequence[str]) -> tuple[float, ...]:
@@ -177,7 +179,7 @@ def make_mixture(locations: Sequence[float],
 def exact_staircase(mixture: Mixture, num_quantiles: int) -> np.ndarray:
   """Return the N-atom staircase closest to the mixture: F^-1(tau_hat_i).
 
-  tau_hat_i = (2i - 1) / (2N) are the quantile midpoints; this is SPEC's
+  tau_hat_i = (2i - 1) / (2N) are the quantile midpoints; this is the
   projection (Cramér, 1-Wasserstein and QR agree). It is unique unless some
   tau_hat_i equals a cumulative probability of the mixture (2N P(Z <= z_k) odd):
   then every point between two Diracs is a minimiser and we raise ValueError.

@@ -195,6 +195,15 @@ def test_entry_point_flags_reach_the_experiment(tmp_path):
   assert settings.num_iterations == synthetic.Settings().num_iterations
 
 
+def test_default_output_is_untracked_runs_not_the_docs_copy():
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  flag_values = flags.FlagValues()
+  synthetic.define_flags(flag_values)
+  flag_values(['synthetic'])
+  assert synthetic.settings_from_flags(flag_values).output_dir == (
+      'runs/synthetic')
+
+
 def test_figure_is_a_png_with_one_panel_per_configuration():
   results = [_run('fc_qr_kappa0'), _run('fc_w1')]
   png = synthetic_plot.figure_png(results, MIXTURE)

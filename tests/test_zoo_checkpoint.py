@@ -1,5 +1,6 @@
-"""Tests for zoo.checkpoint: atomic save, latest, load."""
+"""Tests for zoo.checkpoint: atomic saves, replay chunks written once, load."""
 
+import json
 import os
 
 import numpy as np
@@ -9,8 +10,22 @@ from zoo import checkpoint
 
 
 def _tree(value):
-  return {'params': {'w': np.full((2, 3), value, np.float32)},
+  return {'params': {'net/~/linear': {'w': np.full((2, 3), value, np.float32),
+                                      'b': np.zeros(3, np.float32)}},
           'count': np.int64(value), 'key': np.array([1, value], np.uint32)}
+
+
+def _steps(begin, end, num_streams=2):
+  """Steps [begin, end) whose frames hold their step index."""
+  index = np.arange(begin, end, dtype=np.int32)
+  return [(begin, {
+      'frames': np.broadcast_to(index[None, :, None], (num_streams, end - begin,
+                                                       3)).astype(np.uint8),
+      'actions': np.broadcast_to(index, (num_streams, end - begin)).copy()})]
+
+
+def _replay_files(directory):
+  return sorted(os.listdir(os.path.join(directory, checkpoint.REPLAY_DIR)))
 
 
 def test_round_trip_and_only_last_kept(tmp_path):
@@ -19,42 +34,129 @@ def test_round_trip_and_only_last_kept(tmp_path):
   for iteration in range(3):
     checkpoint.save(directory, iteration, {'iteration': iteration + 1,
                                            'rows': [{'x': float('nan')}]},
-                    _tree(iteration), {'frames': np.arange(6).reshape(2, 3)})
+                    _tree(iteration), _steps(4 * iteration, 4 * iteration + 4))
   path = checkpoint.latest(directory)
   assert os.path.basename(path) == 'iteration_000002'
-  assert sorted(os.listdir(directory)) == ['iteration_000002']
-  meta, tree, arrays = checkpoint.load(path, _tree(0))
-  assert meta['iteration'] == 3 and np.isnan(meta['rows'][0]['x'])
-  np.testing.assert_array_equal(tree['params']['w'], np.full((2, 3), 2.0))
-  assert int(tree['count']) == 2
-  np.testing.assert_array_equal(arrays['frames'], np.arange(6).reshape(2, 3))
+  assert sorted(os.listdir(directory)) == ['iteration_000002', 'replay']
+  saved = checkpoint.load(path, _tree(0))
+  assert saved.meta['iteration'] == 3 and np.isnan(saved.meta['rows'][0]['x'])
+  np.testing.assert_array_equal(
+      saved.tree['params']['net/~/linear']['w'], np.full((2, 3), 2.0))
+  assert int(saved.tree['count']) == 2
+  assert [b for b, _ in saved.replay_chunks] == [0, 4, 8]
+  frames = np.concatenate([a['frames'] for _, a in saved.replay_chunks], 1)
+  np.testing.assert_array_equal(frames[1, :, 0], np.arange(12))
+  assert isinstance(saved.replay_chunks[0][1]['frames'], np.memmap)
+  assert saved.legacy_arrays == {}
 
 
-def test_incomplete_checkpoints_are_ignored(tmp_path):
+def test_each_save_writes_only_the_new_steps(tmp_path):
   directory = str(tmp_path)
-  checkpoint.save(directory, 0, {}, _tree(0), {})
-  # A crash while writing iteration 1 leaves a temp dir (and maybe a
-  # final-named directory without meta.json): neither is loaded.
+  checkpoint.save(directory, 0, {}, _tree(0), _steps(0, 5))
+  first = os.path.join(directory, checkpoint.REPLAY_DIR,
+                       'steps_000000000000_000000000005', 'frames.npy')
+  written = os.stat(first).st_mtime_ns, os.stat(first).st_ino
+  checkpoint.save(directory, 1, {}, _tree(1), _steps(5, 9))
+  assert (os.stat(first).st_mtime_ns, os.stat(first).st_ino) == written
+  assert _replay_files(directory) == ['steps_000000000000_000000000005',
+                                      'steps_000000000005_000000000009']
+  # Steps before keep_steps_from are overwritten in the replay: once the
+  # checkpoint no longer uses their chunk, it is deleted.
+  checkpoint.save(directory, 2, {}, _tree(2), _steps(9, 12), keep_steps_from=5)
+  assert _replay_files(directory) == ['steps_000000000005_000000000009',
+                                      'steps_000000000009_000000000012']
+  meta = checkpoint.load_meta(checkpoint.latest(directory))
+  assert meta['replay_chunks'] == _replay_files(directory)
+
+
+def test_a_chunk_split_in_ring_pieces_is_one_file(tmp_path):
+  pieces = _steps(7, 10) + _steps(10, 12)  # The ring wrapped at 10.
+  checkpoint.save(str(tmp_path), 0, {}, _tree(0), pieces)
+  saved = checkpoint.load(checkpoint.latest(str(tmp_path)), _tree(0))
+  ((begin, arrays),) = saved.replay_chunks
+  assert begin == 7
+  np.testing.assert_array_equal(arrays['actions'],
+                                np.tile(np.arange(7, 12), (2, 1)))
+
+
+def test_steps_must_continue_the_previous_checkpoint(tmp_path):
+  checkpoint.save(str(tmp_path), 0, {}, _tree(0), _steps(0, 4))
+  with pytest.raises(ValueError, match='start at 6, the checkpoint .* at 4'):
+    checkpoint.save(str(tmp_path), 1, {}, _tree(1), _steps(6, 8))
+  with pytest.raises(ValueError, match='not consecutive'):
+    checkpoint.save(str(tmp_path), 1, {}, _tree(1),
+                    _steps(4, 6) + _steps(7, 8))
+
+
+def test_what_a_killed_save_leaves_is_ignored_then_removed(tmp_path):
+  directory = str(tmp_path)
+  checkpoint.save(directory, 0, {}, _tree(0), _steps(0, 4))
+  # A kill while writing iteration 1 leaves temps, a final-named directory
+  # without meta.json, and maybe a complete chunk no checkpoint uses (its
+  # steps may differ from the rerun's).
   os.makedirs(os.path.join(directory, '.tmp-iteration_000001-123'))
   os.makedirs(os.path.join(directory, 'iteration_000001'))
+  os.makedirs(os.path.join(directory, 'replay', '.tmp-steps_x-123'))
+  for name in ('steps_000000000004_000000000008',
+               'steps_000000000004_000000000006'):
+    os.makedirs(os.path.join(directory, 'replay', name))
+    np.save(os.path.join(directory, 'replay', name, 'frames.npy'),
+            np.full((2, 2, 3), 99, np.uint8))
   assert checkpoint.latest(directory).endswith('iteration_000000')
-  checkpoint.save(directory, 1, {}, _tree(1), {})
-  assert sorted(os.listdir(directory)) == ['iteration_000001']
-
-
-def test_empty_arrays_round_trip(tmp_path):
-  checkpoint.save(str(tmp_path), 0, {}, _tree(0),
-                  {'frames': np.zeros((2, 0, 4, 4), np.uint8)})
-  _, _, arrays = checkpoint.load(checkpoint.latest(str(tmp_path)), _tree(0))
-  assert arrays['frames'].shape == (2, 0, 4, 4)
+  stale = checkpoint.load(checkpoint.latest(directory), _tree(0))
+  assert [b for b, _ in stale.replay_chunks] == [0]
+  checkpoint.save(directory, 1, {}, _tree(1), _steps(4, 6))
+  assert sorted(os.listdir(directory)) == ['iteration_000001', 'replay']
+  assert _replay_files(directory) == ['steps_000000000000_000000000004',
+                                      'steps_000000000004_000000000006']
+  saved = checkpoint.load(checkpoint.latest(directory), _tree(0))
+  np.testing.assert_array_equal(saved.replay_chunks[1][1]['frames'][0, :, 0],
+                                [4, 5])
 
 
 def test_mismatched_structure_is_refused(tmp_path):
-  checkpoint.save(str(tmp_path), 0, {}, _tree(0), {})
+  checkpoint.save(str(tmp_path), 0, {}, _tree(0))
   path = checkpoint.latest(str(tmp_path))
   with pytest.raises(ValueError, match='differently structured'):
     checkpoint.load(path, {'other': np.zeros(1)})
   bad = _tree(0)
-  bad['params']['w'] = np.zeros((3, 3), np.float32)
-  with pytest.raises(ValueError, match='shape'):
+  bad['params']['net/~/linear']['w'] = np.zeros((3, 3), np.float32)
+  with pytest.raises(ValueError, match='leaf params/net/~/linear/w has shape'):
     checkpoint.load(path, bad)
+
+
+def test_arrays_are_named_by_their_path_and_load_params_rebuilds_params(
+    tmp_path):
+  config = {'agent': 'cr_dqn', 'suite': 'atari'}
+  checkpoint.save(str(tmp_path), 0, {'config': config}, _tree(5))
+  with np.load(os.path.join(checkpoint.latest(str(tmp_path)), 'tree.npz')) as f:
+    assert sorted(f.files) == ['count', 'key', 'params/net/~/linear/b',
+                               'params/net/~/linear/w']
+  params, settings = checkpoint.load_params(str(tmp_path))
+  assert settings == config
+  assert list(params) == ['net/~/linear']
+  np.testing.assert_array_equal(params['net/~/linear']['w'],
+                                np.full((2, 3), 5.0))
+  with pytest.raises(ValueError, match='No checkpoint in'):
+    checkpoint.load_params(str(tmp_path / 'none'))
+
+
+def test_checkpoints_of_the_previous_format_load(tmp_path):
+  # Leaves arr_0... in flattening order and the replay's filled slots as
+  # one .npy per array (written before named leaves and chunks).
+  path = tmp_path / 'iteration_000003'
+  path.mkdir()
+  tree = _tree(3)
+  leaves, treedef = __import__('jax').tree.flatten(tree)
+  np.savez(path / 'tree.npz', *leaves)
+  np.save(path / 'frames.npy', np.ones((2, 5, 3), np.uint8))
+  (path / 'meta.json').write_text(json.dumps({
+      'iteration': 4, 'tree_structure': str(treedef),
+      'array_names': ['frames'], 'config': {}}))
+  saved = checkpoint.load(str(path), _tree(0))
+  assert int(saved.tree['count']) == 3
+  assert saved.replay_chunks == []
+  np.testing.assert_array_equal(saved.legacy_arrays['frames'],
+                                np.ones((2, 5, 3)))
+  with pytest.raises(ValueError, match='predates named arrays'):
+    checkpoint.load_params(str(tmp_path))

@@ -1,5 +1,7 @@
 """Tests for zoo.replay: exact stack reconstruction, validity, O(batch) cost."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -168,18 +170,52 @@ def test_only_first_steps_cannot_be_sampled():
     replay.sample(4)
 
 
-def test_state_round_trip_restores_samples():
-  replay = replay_lib.FrameReplay(90, 3, (H, W), S, seed=5)
-  env = FakeStackingEnv(3, 'trailing', seed=2)
-  _fill(replay, env, 20)  # Not yet full: only the filled part is saved.
-  state = replay.get_state()
-  assert state['frames'].shape == (3, 20, H, W)
+@pytest.mark.parametrize('num_steps', [20, 47])  # Not full; wrapped.
+def test_state_and_steps_round_trip_restores_samples(num_steps):
+  replay = replay_lib.FrameReplay(90, 3, (H, W), S, seed=5)  # 30 per stream.
+  _fill(replay, FakeStackingEnv(3, 'trailing', seed=2), num_steps)
+  state = json.loads(json.dumps(replay.get_state()))  # Stored as JSON.
+  held_from = max(num_steps - 30, 0)
+  middle = (held_from + num_steps) // 2
+  # As checkpoints store them: two chunks, each in one or two slot ranges.
+  pieces = replay.steps(held_from, middle) + replay.steps(middle, num_steps)
+  assert len(pieces) == (3 if num_steps == 47 else 2)
   restored = replay_lib.FrameReplay(90, 3, (H, W), S, seed=99)
   restored.set_state(state)
+  for begin, arrays in pieces:
+    restored.put_steps(begin, {k: np.array(v) for k, v in arrays.items()})
   a, b = replay.sample(16), restored.sample(16)
   for x, y in zip(a, b):
     np.testing.assert_array_equal(x, y)
-  assert restored.size == replay.size == 60
+  assert restored.size == replay.size == 3 * min(num_steps, 30)
+
+
+def test_steps_are_views_of_held_steps_only():
+  replay = replay_lib.FrameReplay(20, 2, (H, W), S)  # 10 per stream.
+  _fill(replay, FakeStackingEnv(2, 'trailing'), 13)
+  pieces = replay.steps(3, 13)  # Slots 3..9, then 0..2.
+  assert [(b, a['frames'].shape[1]) for b, a in pieces] == [(3, 7), (10, 3)]
+  assert all(np.shares_memory(a['frames'], replay._frames) for _, a in pieces)
+  assert replay.steps(13, 13) == []
+  with pytest.raises(ValueError, match=r'not held: the replay holds \[3, 13\)'):
+    replay.steps(2, 13)
+
+
+def test_put_steps_keeps_the_newest_when_given_more_than_capacity():
+  replay = replay_lib.FrameReplay(4, 1, (H, W), 1)
+  frames = np.arange(6 * H * W, dtype=np.uint8).reshape(1, 6, H, W)
+  arrays = dict(frames=frames, actions=np.zeros((1, 6), np.int32),
+                rewards=np.zeros((1, 6), np.float32),
+                discounts=np.zeros((1, 6), np.float32),
+                episode_steps=np.zeros((1, 6), np.int32))
+  replay.put_steps(0, arrays)
+  replay.set_state({'num_added': [6], 'episode_step': [0],
+                    'rng_state': replay.get_state()['rng_state']})
+  (begin, first), (_, second) = replay.steps(2, 6)
+  np.testing.assert_array_equal(
+      np.concatenate([first['frames'], second['frames']], axis=1),
+      frames[:, 2:])
+  assert begin == 2
 
 
 def test_bad_arguments_are_refused():

@@ -1,6 +1,8 @@
 """Tests for zoo.run_loop: phase statistics, seeding, resume equivalence."""
 
+import json
 import math
+import os
 
 import jax
 import numpy as np
@@ -192,10 +194,12 @@ def test_config_differences_name_the_flags():
   assert diffs == ["--b=2 in the checkpoint, 3 now"]
 
 
-def _catch_run(num_iterations, checkpoint_dir, config=None):
+def _catch_run(num_iterations, checkpoint_dir, config=None, hooks=()):
+  # 120 slots per stream, 150 steps per iteration: the replay wraps, so
+  # checkpoints drop and add chunks.
   s = test_zoo_agent._settings('cr_dqn', num_iterations=3,
                                num_train_frames=300, num_eval_frames=50,
-                               num_envs=2)
+                               num_envs=2, replay_capacity=240)
   agent, replay = test_zoo_agent._catch_agent(s)
   rows = run_loop.run_experiment(
       agent=agent, replay=replay,
@@ -204,7 +208,7 @@ def _catch_run(num_iterations, checkpoint_dir, config=None):
       num_iterations=num_iterations, num_train_frames=300, num_eval_frames=50,
       num_action_repeats=1, agent_name='cr_dqn', environment_name='catch',
       seed=5, normalize=lambda x: x / 2, config=config or {'x': 1},
-      checkpoint_dir=checkpoint_dir)
+      checkpoint_dir=checkpoint_dir, hooks=hooks)
   return rows, agent
 
 
@@ -229,9 +233,104 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path):
   for x, y in zip(jax.tree.leaves(full_agent.get_state()),
                   jax.tree.leaves(agent.get_state())):
     np.testing.assert_array_equal(x, y)
+  # Each checkpoint wrote the new steps the replay still held (the last 120
+  # of the iteration's 150) once; older chunks went when overwritten.
+  assert sorted(os.listdir(tmp_path / 'resumed' / 'replay')) == [
+      'steps_000000000330_000000000450']
+  assert len(os.listdir(tmp_path / 'resumed')) == 2
 
 
 def test_checkpoint_of_another_configuration_is_refused(tmp_path):
   _catch_run(0, str(tmp_path), config={'num_quantiles': 11})
   with pytest.raises(ValueError, match='--num_quantiles=11 in the checkpoint'):
     run_loop.check_checkpoint_config(str(tmp_path), {'num_quantiles': 201})
+
+
+class _Recorder(run_loop.RunHooks):
+  """Records the hook calls; raises in on_step at a given call."""
+
+  def __init__(self, raise_at_step=None):
+    self.calls = []
+    self._steps = 0
+    self._raise_at_step = raise_at_step
+
+  def begin_run(self, start_iteration, agent, rows):
+    self.calls.append(('begin_run', start_iteration))
+
+  def begin_iteration(self, iteration):
+    self.calls.append(('begin_iteration', iteration))
+
+  def begin_phase(self, iteration, phase):
+    self.calls.append(('begin_phase', iteration, phase))
+
+  def on_step(self, frames):
+    self._steps += 1
+    if self._steps == self._raise_at_step:
+      raise KeyError('stop')
+
+  def end_phase(self, iteration, phase, stats):
+    self.calls.append(('end_phase', iteration, phase, stats.num_frames))
+
+  def end_iteration(self, iteration, row):
+    self.calls.append(('end_iteration', iteration, row['iteration']))
+
+  def end_run(self):
+    self.calls.append(('end_run',))
+
+
+def test_hooks_see_every_phase_in_order_and_may_stop_the_run(tmp_path):
+  # 25 steps per eval phase, 150 per train phase (2 streams): step 210 is
+  # in iteration 2's training.
+  recorder = _Recorder(raise_at_step=210)
+  with pytest.raises(KeyError):
+    _catch_run(3, str(tmp_path), hooks=[recorder])
+  assert recorder.calls == [
+      ('begin_run', 0), ('begin_iteration', 0), ('begin_phase', 0, 'eval'),
+      ('end_phase', 0, 'eval', 50), ('end_iteration', 0, 0),
+      ('begin_iteration', 1), ('begin_phase', 1, 'train'),
+      ('end_phase', 1, 'train', 300), ('begin_phase', 1, 'eval'),
+      ('end_phase', 1, 'eval', 50), ('end_iteration', 1, 1),
+      ('begin_iteration', 2), ('begin_phase', 2, 'train'), ('end_run',)]
+  # The abandoned iteration left nothing: iteration 1's checkpoint is the
+  # latest.
+  assert checkpoint.latest(str(tmp_path)).endswith('iteration_000001')
+
+
+def test_checkpoints_of_the_previous_format_resume(tmp_path):
+  """Checkpoints that stored the replay's slots (before chunks) restore."""
+  _catch_run(2, str(tmp_path / 'new'))  # 300 steps per stream, 120 slots.
+  new_path = checkpoint.latest(str(tmp_path / 'new'))
+  agent, replay = test_zoo_agent._catch_agent(test_zoo_agent._settings(
+      'cr_dqn', num_envs=2, replay_capacity=240))
+  saved = checkpoint.load(new_path, agent.get_state())
+  # Written as the previous format had it: leaves arr_0... in flattening
+  # order, and the ring's slots 0..119 as one .npy per array.
+  legacy = tmp_path / 'legacy' / 'iteration_000002'
+  legacy.mkdir(parents=True)
+  leaves, treedef = jax.tree.flatten(saved.tree)
+  np.savez(legacy / 'tree.npz', *leaves)
+  for name in saved.replay_chunks[0][1]:
+    steps = np.concatenate([a[name] for _, a in saved.replay_chunks], axis=1)
+    # Steps 180..299 lie in slots 60..119, then 0..59.
+    np.save(legacy / f'{name}.npy', np.roll(steps[:, -120:], 300 % 120, 1))
+  meta = dict(saved.meta, tree_structure=str(treedef),
+              array_names=sorted(saved.replay_chunks[0][1]))
+  del meta['tree_paths'], meta['replay_chunks']
+  (legacy / 'meta.json').write_text(json.dumps(meta))
+
+  next_iteration, rows, saved_until = run_loop._restore(
+      str(legacy), agent, replay)
+  assert (next_iteration, len(rows), saved_until) == (3, 3, 180)
+  other_agent, other_replay = test_zoo_agent._catch_agent(
+      test_zoo_agent._settings('cr_dqn', num_envs=2, replay_capacity=240))
+  assert run_loop._restore(new_path, other_agent, other_replay)[2] == 300
+  for x, y in zip(replay.sample(64), other_replay.sample(64)):
+    np.testing.assert_array_equal(x, y)
+  for x, y in zip(jax.tree.leaves(agent.get_state()),
+                  jax.tree.leaves(other_agent.get_state())):
+    np.testing.assert_array_equal(x, y)
+  # Its next checkpoint writes every held step, in the new format.
+  run_loop._save(str(tmp_path / 'legacy'), 3, {}, rows, agent, replay,
+                 saved_until)
+  assert os.listdir(tmp_path / 'legacy' / 'replay') == [
+      'steps_000000000180_000000000300']

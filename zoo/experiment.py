@@ -10,8 +10,10 @@ network head and the loss (README, "Agents"); each agent package's
 """
 
 import os
+import shutil
 import sys
-from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple
+from typing import (Any, Callable, Dict, List, Mapping, NamedTuple, Optional,
+                    Tuple)
 
 from absl import flags
 from absl import logging
@@ -21,10 +23,17 @@ import numpy as np
 
 import networks
 from zoo import agent as agent_lib
+from zoo import checkpoint
+from zoo import count_flags
 from zoo import environment
 from zoo import files
+from zoo import interrupts
+from zoo import progress
 from zoo import replay as replay_lib
+from zoo import results_csv
+from zoo import run_json
 from zoo import run_loop
+from zoo import tensorboard_writer
 
 AGENTS = {  # agent -> (network head, loss)
     'qr_dqn': ('fc', 'qr'),
@@ -37,11 +46,13 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string('environment_name', 'pong', 'Game of the suite.')
 flags.DEFINE_integer('environment_height', 84, 'Processed frame height.')
 flags.DEFINE_integer('environment_width', 84, 'Processed frame width.')
-flags.DEFINE_integer('replay_capacity', int(1e6), 'Transitions (all streams).')
+count_flags.DEFINE_count('replay_capacity', int(1e6),
+                         'Transitions (all streams).')
 flags.DEFINE_float('min_replay_capacity_fraction', 0.05,
                    'Learning starts once the replay holds this fraction.')
 flags.DEFINE_integer('batch_size', 32, 'Transitions per update.')
-flags.DEFINE_integer('max_frames_per_episode', 108000, 'Episode frame cap.')
+count_flags.DEFINE_count('max_frames_per_episode', 108000,
+                         'Episode frame cap.')
 flags.DEFINE_integer('num_action_repeats', 4, 'Frames per agent step.')
 flags.DEFINE_integer('num_stacked_frames', 4, 'Frames per observation.')
 flags.DEFINE_float('exploration_epsilon_begin_value', 1.0, 'Initial ε.')
@@ -49,8 +60,8 @@ flags.DEFINE_float('exploration_epsilon_end_value', 0.01, 'Final ε.')
 flags.DEFINE_float('exploration_epsilon_decay_frame_fraction', 0.02,
                    'ε decays over this fraction of all training frames.')
 flags.DEFINE_float('eval_exploration_epsilon', 0.001, 'ε when evaluating.')
-flags.DEFINE_integer('target_network_update_period', int(4e4),
-                     'Frames between target network copies.')
+count_flags.DEFINE_count('target_network_update_period', int(4e4),
+                         'Frames between target network copies.')
 flags.DEFINE_float('learning_rate', 5e-5, 'Adam learning rate.')
 flags.DEFINE_float(
     'optimizer_epsilon', None,
@@ -62,9 +73,11 @@ flags.DEFINE_float('max_abs_reward', 1.0, 'Rewards clipped to ± this.')
 flags.DEFINE_float('max_global_grad_norm', 10.0,
                    'Gradient clipping norm (<= 0: no clipping).')
 flags.DEFINE_integer('num_iterations', 200, 'Training iterations.')
-flags.DEFINE_integer('num_train_frames', int(1e6), 'Frames per iteration.')
-flags.DEFINE_integer('num_eval_frames', int(5e5), 'Eval frames per iteration.')
-flags.DEFINE_integer('learn_period', 16, 'Frames between updates.')
+count_flags.DEFINE_count('num_train_frames', int(1e6),
+                         'Frames per iteration.')
+count_flags.DEFINE_count('num_eval_frames', int(5e5),
+                         'Eval frames per iteration.')
+count_flags.DEFINE_count('learn_period', 16, 'Frames between updates.')
 flags.DEFINE_integer('num_quantiles', 201, 'Atoms N per action.')
 flags.DEFINE_float('huber_param', 1.0, 'QR loss κ (0: plain QR loss).')
 flags.DEFINE_integer('seed', 1, 'Run seed (environments, network, replay).')
@@ -104,9 +117,23 @@ flags.DEFINE_enum('environment_mode', 'auto', ['auto', 'reference', 'vector'],
                   "Atari: streams as Python envs ('reference') or ale_py's "
                   "AtariVectorEnv ('vector'); auto: vector when num_envs > 1. "
                   'MinAtar: reference only.')
+# Issue 11: watching long runs (what they show, not what they compute).
+flags.DEFINE_string(
+    'tensorboard_dir', '{results_dir}/tensorboard',
+    'TensorBoard event files: per-iteration scalars and the training loss; '
+    '{results_dir} is the results CSV\'s directory (and the placeholders of '
+    '--results_csv_path); empty: none.')
+count_flags.DEFINE_count('tensorboard_loss_period', 8000,
+                         'Frames between training-loss scalars (500 updates '
+                         'at one per 16 frames).')
+flags.DEFINE_float('progress_interval_seconds', 30.0,
+                   'Seconds between progress lines within a phase (<= 0: '
+                   'none).')
 
 # Flags that name where a run writes, not what it computes.
-_PATH_FLAGS = ('results_csv_path', 'checkpoint_dir')
+_PATH_FLAGS = ('results_csv_path', 'checkpoint_dir', 'tensorboard_dir')
+# Flags that change what a run shows, not what it computes.
+_DISPLAY_FLAGS = ('tensorboard_loss_period', 'progress_interval_seconds')
 SETTINGS = tuple(
     name for name in (
         'environment_name', 'environment_height', 'environment_width',
@@ -120,7 +147,8 @@ SETTINGS = tuple(
         'learn_period', 'num_quantiles', 'huber_param', 'seed',
         'results_csv_path', 'checkpoint_dir', 'head', 'loss', 'scale_grad',
         'nc_scale_activation', 'num_hidden_layers', 'hidden_size', 'num_envs',
-        'environment_mode'))
+        'environment_mode', 'tensorboard_dir', 'tensorboard_loss_period',
+        'progress_interval_seconds'))
 
 
 class ConfigError(ValueError):
@@ -147,6 +175,10 @@ class Suite(NamedTuple):
       QuantileNetworkOutputs.
     normalize: fn(game, score) -> normalised score (NaN where the suite
       has no reference scores).
+    render: fn(environment) -> [K, H, W, 3] uint8, the RGB screens of the
+      streams of an environment made by make_environment with
+      environment_mode='reference' (videos of scripts.evaluate); None where
+      the suite cannot render.
   """
   name: str
   csv_prefix: str
@@ -159,6 +191,8 @@ class Suite(NamedTuple):
                              environment.BatchedEnvironment]
   network_fn: Callable[[Dict[str, Any], int], Callable]
   normalize: Callable[[str, float], float]
+  render: Optional[Callable[[environment.BatchedEnvironment],
+                            np.ndarray]] = None
 
 
 def settings_from_flags() -> Dict[str, Any]:
@@ -184,10 +218,15 @@ def resolve_settings(suite: Suite, agent_name: str, settings: Dict[str, Any]
   if agent_name not in AGENTS:
     raise ConfigError(f'Unknown agent {agent_name!r}; one of {sorted(AGENTS)}.')
   settings = dict(settings)
-  for name in _PATH_FLAGS:
-    settings[name] = (settings[name] or '').format(
-        agent=agent_name, environment_name=settings['environment_name'],
-        seed=settings['seed'], suite=suite.name)
+  fields = dict(agent=agent_name, environment_name=settings['environment_name'],
+                seed=settings['seed'], suite=suite.name, results_dir='')
+  for name in _PATH_FLAGS:  # results_csv_path first: it gives results_dir.
+    value = settings.get(name) or ''
+    if '{results_dir}' in value and not fields['results_dir']:
+      value = ''  # Next to a CSV that is not written: nowhere.
+    settings[name] = value.format(**fields)
+    if name == 'results_csv_path' and settings[name]:
+      fields['results_dir'] = os.path.dirname(settings[name]) or '.'
   head, loss = AGENTS[agent_name]
   settings['head'] = settings.get('head') or head
   settings['loss'] = settings.get('loss') or loss
@@ -249,20 +288,80 @@ def validate_settings(suite: Suite, s: Dict[str, Any]) -> None:
                       f'{s["num_stacked_frames"] + 1} steps per stream.')
   suite.validate(s)
   if s['results_csv_path']:
+    if os.path.isdir(s['results_csv_path']):
+      raise ConfigError(
+          f'--results_csv_path={s["results_csv_path"]} is a directory; pass a '
+          'file path, e.g. '
+          f'{os.path.join(s["results_csv_path"], "results.csv")}.')
     _check_writable(os.path.dirname(os.path.abspath(s['results_csv_path'])),
                     'results CSV')
+  for name, what in (('checkpoint_dir', 'checkpoints'),
+                     ('tensorboard_dir', 'TensorBoard events')):
+    if s.get(name):
+      if os.path.isfile(s[name]):
+        raise ConfigError(f'--{name}={s[name]} is a file; pass a directory '
+                          f"(or --{name}='' for no {what}).")
+      _check_writable(s[name], what)
   if s['checkpoint_dir']:
-    _check_writable(s['checkpoint_dir'], 'checkpoints')
+    check_checkpoint_disk(suite, s)
+
+
+def replay_checkpoint_bytes(suite: Suite, s: Dict[str, Any]) -> int:
+  """Return the most replay bytes a run's checkpoints hold on disk at once.
+
+  A full replay plus one iteration's new steps (written before the steps
+  they replace are deleted), or the whole run's steps if fewer.
+  """
+  frame_shape = tuple(suite.observation_shape(s))[:-1]
+  steps_per_iteration = -(-s['num_train_frames'] // s['num_action_repeats'])
+  transitions = min(s['replay_capacity'] + steps_per_iteration,
+                    s['num_iterations'] * steps_per_iteration)
+  return replay_lib.replay_bytes(transitions, frame_shape)
+
+
+def check_checkpoint_disk(suite: Suite, s: Dict[str, Any]) -> None:
+  """Raise ConfigError if the checkpoint disk cannot hold the run's replay."""
+  directory = s['checkpoint_dir']
+  needed = replay_checkpoint_bytes(suite, s)
+  replay_dir = os.path.join(directory, checkpoint.REPLAY_DIR)
+  saved = 0  # A resumed run's chunks are on the disk already.
+  for root, _, names in os.walk(replay_dir):
+    saved += sum(os.path.getsize(os.path.join(root, n)) for n in names)
+  free = shutil.disk_usage(directory).free
+  if needed - saved > free:
+    frame_shape = tuple(suite.observation_shape(s))[:-1]
+    raise ConfigError(
+        f'The disk of --checkpoint_dir={directory} has {free / 1e9:.2f} GB '
+        f'free; this run\'s checkpoints need {needed / 1e9:.2f} GB for the '
+        f'replay ({needed // replay_lib.replay_bytes(1, frame_shape):,} '
+        f'transitions of {replay_lib.replay_bytes(1, frame_shape):,} B: '
+        '--replay_capacity plus one iteration\'s new steps), of which '
+        f'{saved / 1e9:.2f} GB are already saved. Free some space, pass a '
+        '--checkpoint_dir on a larger disk, lower --replay_capacity, or pass '
+        "--checkpoint_dir='' (no checkpoints: the run cannot resume).")
 
 
 def min_replay_size(s: Dict[str, Any]) -> int:
   return int(s['min_replay_capacity_fraction'] * s['replay_capacity'])
 
 
+def epsilon_begin_frame(s: Dict[str, Any]) -> int:
+  """Return the frame where ε starts to decay (the replay holds its minimum)."""
+  return int(s['min_replay_capacity_fraction'] * s['replay_capacity'] *
+             s['num_action_repeats'])
+
+
+def epsilon_decay_frames(s: Dict[str, Any]) -> int:
+  """Return the frames over which ε decays (DQN Zoo: a fraction of the run)."""
+  return max(int(s['exploration_epsilon_decay_frame_fraction'] *
+                 s['num_iterations'] * s['num_train_frames']), 1)
+
+
 def checkpoint_config(suite: Suite, agent_name: str, s: Dict[str, Any]
                       ) -> Dict[str, Any]:
   """Return what a checkpoint must match to be resumed."""
-  config = {k: v for k, v in s.items() if k not in _PATH_FLAGS}
+  config = {k: v for k, v in s.items()
+            if k not in _PATH_FLAGS + _DISPLAY_FLAGS}
   config['agent'] = agent_name
   config['suite'] = suite.name
   return config
@@ -295,10 +394,7 @@ def build_agent(suite: Suite, s: Dict[str, Any], num_actions: int,
   epsilon = agent_lib.LinearSchedule(
       begin_value=s['exploration_epsilon_begin_value'],
       end_value=s['exploration_epsilon_end_value'],
-      begin_t=int(s['min_replay_capacity_fraction'] * s['replay_capacity'] *
-                  s['num_action_repeats']),
-      decay_steps=int(s['exploration_epsilon_decay_frame_fraction'] *
-                      s['num_iterations'] * s['num_train_frames']))
+      begin_t=epsilon_begin_frame(s), decay_steps=epsilon_decay_frames(s))
   grad_scale = 2.0 / s['num_quantiles'] if s['scale_grad'] else 1.0
   config = agent_lib.AgentConfig(
       batch_size=s['batch_size'], min_replay_size=min_replay_size(s),
@@ -323,16 +419,159 @@ def build_agent(suite: Suite, s: Dict[str, Any], num_actions: int,
   return agent, replay
 
 
+# Settings a finished or interrupted run may change when resumed, provided
+# the iterations already run would not have run differently (check_resume).
+EXTENDABLE = ('num_iterations', 'exploration_epsilon_decay_frame_fraction')
+
+
+def _fraction_keeping(decay_frames: int, s: Dict[str, Any]) -> float:
+  """Return the decay fraction giving `decay_frames` with s's other values."""
+  frames = s['num_iterations'] * s['num_train_frames']
+  fraction = decay_frames / frames
+  while int(fraction * frames) < decay_frames:  # Float rounding.
+    fraction = float(np.nextafter(fraction, 1.0))
+  return fraction
+
+
+def check_resume(s: Dict[str, Any], config: Dict[str, Any]
+                 ) -> Optional[Dict[str, Any]]:
+  """Return the meta of the checkpoint to resume (None: none); check it.
+
+  A checkpoint resumes with equal settings, except that a longer run
+  (--num_iterations) may continue a finished one when nothing already run
+  would change: ε decays over exploration_epsilon_decay_frame_fraction x
+  num_iterations x num_train_frames frames, so the decay must stay as long
+  (or must not have begun yet).
+
+  Raises:
+    ConfigError: naming the differing settings, or why an extension would
+      change what already ran and the flag value that keeps it.
+  """
+  path = checkpoint.latest(s['checkpoint_dir']) if s['checkpoint_dir'] else None
+  if path is None:
+    return None
+  meta = checkpoint.load_meta(path)
+  saved = meta['config']
+  differences = run_loop.config_differences(saved, config, ignore=EXTENDABLE)
+  if differences:
+    raise ConfigError(
+        f'The checkpoint {path} was written by another agent or '
+        'configuration: ' + '; '.join(differences) + '. Rerun with the same '
+        'flags to resume, or use a new --checkpoint_dir.')
+  if all(saved.get(name) == config.get(name) for name in EXTENDABLE):
+    return meta
+  done = meta['iteration'] - 1  # The last iteration run.
+  if s['num_iterations'] < done:
+    raise ConfigError(
+        f'The checkpoint {path} holds iterations 0..{done}; '
+        f'--num_iterations={s["num_iterations"]} is fewer. Pass '
+        f'--num_iterations={saved["num_iterations"]} (or more, to extend).')
+  frames_run = done * s['num_train_frames']
+  old_decay = epsilon_decay_frames(saved)
+  if (epsilon_decay_frames(s) != old_decay and
+      frames_run > epsilon_begin_frame(s)):
+    fraction = _fraction_keeping(old_decay, s)
+    changes = ' and '.join(f'--{name} from {saved.get(name)} to {s[name]}'
+                           for name in EXTENDABLE
+                           if saved.get(name) != s[name])
+    raise ConfigError(
+        f'Changing {changes} would change the ε schedule of the '
+        f'{frames_run} frames already run: ε decays over '
+        'exploration_epsilon_decay_frame_fraction x num_iterations x '
+        f'num_train_frames = {old_decay} frames in the checkpoint, '
+        f'{epsilon_decay_frames(s)} now. To extend the run with the same '
+        f'schedule, add --exploration_epsilon_decay_frame_fraction={fraction!r}'
+        f' (same {old_decay} frames).')
+  return meta
+
+
+def _interrupted(signum: int, iteration: int, frame: int,
+                 resume_iteration: Optional[int]) -> interrupts.Interrupted:
+  """Return the exception whose message says where the run stopped."""
+  name = interrupts.signal_name(signum)
+  if resume_iteration is None:
+    how = 'without --checkpoint_dir, a rerun starts over from iteration 0'
+  else:
+    how = ('rerun the same command to resume from iteration '
+           f'{resume_iteration}')
+  return interrupts.Interrupted(
+      signum, f'Interrupted ({name}) at iteration {iteration}, frame {frame}; '
+      f'{how}.')
+
+
+class _InterruptCheck(run_loop.RunHooks):
+  """Stop the run at a safe point once SIGINT or SIGTERM was recorded."""
+
+  def __init__(self, checkpointing: bool):
+    self._checkpointing = checkpointing
+    self._agent = None
+    self._iteration = 0
+    self._resume = 0 if checkpointing else None
+
+  def begin_run(self, start_iteration: int, agent, rows) -> None:
+    self._agent, self._iteration = agent, start_iteration
+    if self._checkpointing:
+      self._resume = start_iteration
+    self.on_step(0)
+
+  def begin_iteration(self, iteration: int) -> None:
+    self._iteration = iteration
+
+  def on_step(self, frames: int) -> None:
+    signum = interrupts.pending()
+    if signum is not None:
+      raise _interrupted(signum, self._iteration, self._agent.frame_t,
+                         self._resume)
+
+  def end_iteration(self, iteration: int, row: Dict[str, Any]) -> None:
+    if self._checkpointing:
+      self._resume = iteration + 1
+    self.on_step(0)
+
+
+def _check_set_up(meta: Optional[Dict[str, Any]], checkpointing: bool) -> None:
+  """A safe point during set-up: raise Interrupted if a signal came."""
+  signum = interrupts.pending()
+  if signum is not None:
+    iteration = meta['iteration'] if meta else 0
+    frame = meta['rows'][-1]['frame'] if meta and meta['rows'] else 0
+    raise _interrupted(signum, iteration, frame,
+                       iteration if checkpointing else None)
+
+
+def _finished(meta: Dict[str, Any], s: Dict[str, Any]) -> List[Dict[str, Any]]:
+  """Say that the run is complete and where its results are; return rows."""
+  rows = meta['rows'][:s['num_iterations'] + 1]
+  where = s['results_csv_path']
+  if where and not os.path.exists(where):
+    results_csv.write_rows(where, rows)  # Deleted: rewrite it from the state.
+  print(f'Run complete: iterations 0..{s["num_iterations"]} are in '
+        f'{where or "the checkpoint (no --results_csv_path)"} (checkpoint '
+        f'{checkpoint.latest(s["checkpoint_dir"])}); nothing to do. To train '
+        'longer, raise --num_iterations (README, "Extending a finished run").',
+        flush=True)
+  return rows
+
+
 def run(suite: Suite, agent_name: str, settings: Dict[str, Any],
         make_environment: Optional[Callable] = None):
-  """Validate the settings, then train/evaluate (or resume); return rows."""
+  """Validate the settings, then train/evaluate (or resume); return rows.
+
+  Raises:
+    ConfigError: bad settings or checkpoint, before any long work.
+    interrupts.Interrupted: a recorded SIGINT/SIGTERM (see zoo.interrupts),
+      with a message saying where the run stopped and how to resume.
+  """
   s = resolve_settings(suite, agent_name, settings)
   validate_settings(suite, s)
   config = checkpoint_config(suite, agent_name, s)
-  try:
-    run_loop.check_checkpoint_config(s['checkpoint_dir'] or None, config)
-  except ValueError as e:
-    raise ConfigError(str(e)) from e
+  meta = check_resume(s, config)
+  checkpointing = bool(s['checkpoint_dir'])
+  if meta is not None and meta['iteration'] > s['num_iterations']:
+    return _finished(meta, s)
+  _check_set_up(meta, checkpointing)
+  if s['results_csv_path']:
+    run_json.write(s['results_csv_path'], agent_name, suite.name, s)
   logging.info('%s on %s (%s); JAX device: %s', agent_name, suite.name,
                s['environment_name'], jax.devices()[0])
   if make_environment is None:
@@ -342,10 +581,21 @@ def run(suite: Suite, agent_name: str, settings: Dict[str, Any],
   stack_padding = getattr(probe, 'stack_padding', 'trailing')
   probe.close()
   logging.info('Settings: %s', config)
+  _check_set_up(meta, checkpointing)
   agent, replay = build_agent(suite, s, num_actions,
                               stack_padding=stack_padding)
   logging.info('Replay: %d transitions in %d streams, %.2f GB when full.',
                replay.capacity, replay.num_streams, replay.nbytes / 1e9)
+  _check_set_up(meta, checkpointing)
+  hooks = [progress.Progress(
+      num_iterations=s['num_iterations'],
+      num_train_frames=s['num_train_frames'],
+      num_eval_frames=s['num_eval_frames'],
+      interval_seconds=s['progress_interval_seconds'])]
+  if s['tensorboard_dir']:
+    hooks.append(tensorboard_writer.TensorBoardWriter(
+        s['tensorboard_dir'], s['tensorboard_loss_period']))
+  hooks.append(_InterruptCheck(checkpointing))
   game = s['environment_name']
   return run_loop.run_experiment(
       agent=agent, replay=replay, make_environment=make_environment,
@@ -358,14 +608,34 @@ def run(suite: Suite, agent_name: str, settings: Dict[str, Any],
       normalize=lambda score: suite.normalize(game, score),
       config=config,
       results_csv_path=s['results_csv_path'] or None,
-      checkpoint_dir=s['checkpoint_dir'] or None)
+      checkpoint_dir=s['checkpoint_dir'] or None,
+      hooks=hooks, extendable=EXTENDABLE)
+
+
+def suite_by_name(name: str) -> Suite:
+  """Return the suite called `name` ('atari': zoo.run_atari.ATARI, ...)."""
+  import importlib  # pylint: disable=g-import-not-at-top
+  try:
+    module = importlib.import_module(f'zoo.run_{name}')
+  except ImportError as e:
+    raise ConfigError(f'Unknown suite {name!r} (no module zoo.run_{name}).'
+                      ) from e
+  return getattr(module, name.upper())
 
 
 def main(argv, suite: Suite, agent_name: str) -> None:
-  """Entry point of `python -m <agent>.run_<suite>`."""
+  """Entry point of `python -m <agent>.run_<suite>`.
+
+  Exits with a one-line message: 1 on bad settings, 128 + the signal (130,
+  143) on SIGINT/SIGTERM, which the entry points record from their start
+  (zoo.interrupts).
+  """
   if len(argv) > 1:
     sys.exit(f'Unexpected arguments: {argv[1:]}')
   try:
     run(suite, agent_name, settings_from_flags())
   except ConfigError as e:
     sys.exit(f'Error: {e}')
+  except interrupts.Interrupted as e:
+    print(e.message, file=sys.stderr, flush=True)
+    sys.exit(e.exit_status)

@@ -18,7 +18,7 @@ Stack padding rules (`stack_padding`), with n = min(episode_step + 1, S):
   last: 000A, 00AB, 0ABC, ABCD, BCDE.
 """
 
-from typing import Any, Dict, NamedTuple, Optional
+from typing import Any, Dict, List, NamedTuple, Tuple
 
 import numpy as np
 
@@ -219,30 +219,69 @@ class FrameReplay:
         s_t=stacks[1],
     )
 
+  @property
+  def num_steps(self) -> int:
+    """Return the steps ever added (each adds one slot to every stream)."""
+    return int(self._num_added[0])
+
+  def steps(self, begin: int, end: int
+            ) -> List[Tuple[int, Dict[str, np.ndarray]]]:
+    """Return views of the steps [begin, end), in at most two slot ranges.
+
+    Steps are counted as `num_steps` counts them. The ring wraps, so the steps
+    come back as (first step, {name: [K, n, ...] view}) pieces whose slots
+    are contiguous: nothing is copied (checkpoints write them as they are).
+
+    Raises:
+      ValueError: if the replay no longer (or not yet) holds every step.
+    """
+    oldest = max(self.num_steps - self._stream_capacity, 0)
+    if not oldest <= begin <= end <= self.num_steps:
+      raise ValueError(f'Steps [{begin}, {end}) are not held: the replay holds '
+                       f'[{oldest}, {self.num_steps}).')
+    return [(first, {name: array[:, slot:slot + n]
+                     for name, array in self._arrays().items()})
+            for first, slot, n in self._slot_ranges(begin, end)]
+
+  def put_steps(self, begin: int, arrays: Dict[str, np.ndarray]) -> None:
+    """Write [K, n, ...] arrays (as `steps` returned them) as steps begin...
+
+    Only the slots are written (restore the counters with `set_state`); of
+    more than `capacity / K` steps, only the newest are kept.
+    """
+    n = arrays['frames'].shape[1]
+    for name, array in self._arrays().items():
+      shape = arrays[name].shape
+      if (shape[0] != array.shape[0] or shape[1] != n or
+          shape[2:] != array.shape[2:]):
+        raise ValueError(f'Replay steps {name} have shape {shape}, '
+                         f'incompatible with {array.shape}.')
+    skip = max(n - self._stream_capacity, 0)
+    for first, slot, count in self._slot_ranges(begin + skip, begin + n):
+      offset = first - begin
+      for name, array in self._arrays().items():
+        array[:, slot:slot + count] = arrays[name][:, offset:offset + count]
+
+  def _slot_ranges(self, begin: int, end: int):
+    """Yield (first step, first slot, count) of contiguous slot ranges."""
+    cap = self._stream_capacity
+    while begin < end:
+      count = min(end - begin, cap - begin % cap)
+      yield begin, begin % cap, count
+      begin += count
+
   def get_state(self) -> Dict[str, Any]:
-    """Return the filled part of the arrays, the counters and the RNG state."""
-    filled = int(min(self._num_added.max(initial=0), self._stream_capacity))
-    state = {name: array[:, :filled] for name, array in self._arrays().items()}
-    state['num_added'] = self._num_added.copy()
-    state['episode_step'] = self._episode_step.copy()
-    state['rng_state'] = self._rng.bit_generator.state
-    return state
+    """Return the counters and the RNG state (JSON-able; steps excluded)."""
+    return {'num_added': self._num_added.tolist(),
+            'episode_step': self._episode_step.tolist(),
+            'rng_state': self._rng.bit_generator.state}
 
   def set_state(self, state: Dict[str, Any]) -> None:
-    """Restore what `get_state` returned (arrays may be memory-mapped)."""
+    """Restore what `get_state` returned (the steps: `put_steps`)."""
     num_added = np.asarray(state['num_added'], np.int64)
     if num_added.shape != (self._num_streams,):
       raise ValueError(f'Replay state has {num_added.shape[0]} streams, this '
                        f'replay {self._num_streams}.')
-    for name, array in self._arrays().items():
-      saved = state[name]
-      if saved.shape[0] != array.shape[0] or saved.shape[2:] != array.shape[2:]:
-        raise ValueError(f'Replay state {name} has shape {saved.shape}, '
-                         f'incompatible with {array.shape}.')
-      if saved.shape[1] > array.shape[1]:
-        raise ValueError(f'Replay state holds {saved.shape[1]} steps per '
-                         f'stream, more than the capacity {array.shape[1]}.')
-      array[:, :saved.shape[1]] = saved
     self._num_added = num_added.copy()
     self._episode_step = np.asarray(state['episode_step'], np.int64).copy()
     self._rng.bit_generator.state = state['rng_state']

@@ -6,6 +6,8 @@ setting is a flag of zoo.experiment with DQN Zoo's name and default.
 
 from typing import Any, Dict
 
+import numpy as np
+
 from zoo import atari_data
 from zoo import atari_env
 from zoo import environment
@@ -63,6 +65,11 @@ def _network_fn(s: Dict[str, Any], num_actions: int):
       nc_scale_activation=s['nc_scale_activation'])
 
 
+def _render(env: atari_env.ReferenceBatchedEnvironment):
+  """Return the streams' current RGB screens [K, 210, 160, 3]."""
+  return np.stack([e.ale.getScreenRGB() for e in env.environments])
+
+
 ATARI = experiment.Suite(
     name='atari',
     csv_prefix='',
@@ -74,6 +81,7 @@ ATARI = experiment.Suite(
     make_environment=_make_environment,
     network_fn=_network_fn,
     normalize=atari_data.human_normalized_score,
+    render=_render,
 )
 
 

@@ -7,9 +7,9 @@ uninterrupted one would. After each iteration the CSV is rewritten atomically
 and a checkpoint is saved; a rerun with the same checkpoint directory resumes.
 """
 
-import math
 import time
-from typing import Any, Callable, Dict, List, NamedTuple, Optional
+from typing import (Any, Callable, Dict, List, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 from absl import logging
 import numpy as np
@@ -19,7 +19,6 @@ from zoo import environment
 from zoo import results_csv
 
 PHASES = ('train', 'eval')
-_REPLAY_SCALARS = ('num_added', 'episode_step', 'rng_state')
 
 
 class PhaseStats(NamedTuple):
@@ -111,25 +110,65 @@ def run_phase(env: environment.BatchedEnvironment,
                     frames / duration if frames else float('nan'), duration)
 
 
-def config_differences(saved: Dict[str, Any],
-                       current: Dict[str, Any]) -> List[str]:
+class RunHooks:
+  """What a run reports to (progress, TensorBoard, interrupt checks).
+
+  Every method is a no-op here; subclasses override what they need. The
+  order within an iteration: begin_iteration, then per phase begin_phase,
+  on_step after every environment step (may raise to stop the run),
+  end_phase; then end_iteration once the CSV row and the checkpoint are
+  written. end_run is called however the run ends.
+  """
+
+  def begin_run(self, start_iteration: int, agent,
+                rows: Sequence[Dict[str, Any]]) -> None:
+    """The run (re)starts at `start_iteration`: (restored) agent, CSV rows."""
+
+  def begin_iteration(self, iteration: int) -> None:
+    pass
+
+  def begin_phase(self, iteration: int, phase: str) -> None:
+    pass
+
+  def on_step(self, frames: int) -> None:
+    """`frames` counted so far in the phase; keep it cheap."""
+
+  def end_phase(self, iteration: int, phase: str, stats: PhaseStats) -> None:
+    pass
+
+  def end_iteration(self, iteration: int, row: Dict[str, Any]) -> None:
+    pass
+
+  def end_run(self) -> None:
+    pass
+
+
+def config_differences(saved: Dict[str, Any], current: Dict[str, Any],
+                       ignore: Sequence[str] = ()) -> List[str]:
   """Return '--name: saved vs current' for every differing setting."""
   out = []
   for name in sorted(set(saved) | set(current)):
-    if saved.get(name) != current.get(name):
+    if name not in ignore and saved.get(name) != current.get(name):
       out.append(f'--{name}={saved.get(name)!r} in the checkpoint, '
                  f'{current.get(name)!r} now')
   return out
 
 
 def check_checkpoint_config(checkpoint_dir: Optional[str],
-                            config: Dict[str, Any]) -> Optional[str]:
-  """Return the checkpoint to resume, or raise if it has another config."""
+                            config: Dict[str, Any],
+                            ignore: Sequence[str] = ()) -> Optional[str]:
+  """Return the checkpoint to resume, or raise if it has another config.
+
+  Args:
+    checkpoint_dir: the run's checkpoint directory (None: no checkpoints).
+    config: the settings a resumable checkpoint must have.
+    ignore: settings that may differ (the caller checked them).
+  """
   path = checkpoint.latest(checkpoint_dir) if checkpoint_dir else None
   if path is None:
     return None
   saved = checkpoint.load_meta(path)['config']
-  differences = config_differences(saved, config)
+  differences = config_differences(saved, config, ignore)
   if differences:
     raise ValueError(
         f'The checkpoint {path} was written by another agent or '
@@ -138,43 +177,73 @@ def check_checkpoint_config(checkpoint_dir: Optional[str],
   return path
 
 
-def _save(checkpoint_dir, iteration, config, rows, agent, replay):
-  replay_state = replay.get_state()
+def _save(checkpoint_dir: str, iteration: int, config, rows, agent, replay,
+          saved_until: int) -> int:
+  """Checkpoint the run after `iteration`; return the replay steps saved.
+
+  Only the replay steps added since `saved_until` (the previous save's) are
+  written; the older ones are already on disk.
+  """
+  end = replay.num_steps
+  keep_from = max(end - replay.capacity // replay.num_streams, 0)
   meta = {
       'iteration': iteration + 1,  # Next iteration to run.
       'config': config,
       'rows': rows,
-      'replay': {name: _jsonable(replay_state[name])
-                 for name in _REPLAY_SCALARS},
+      'replay': replay.get_state(),
   }
-  arrays = {name: value for name, value in replay_state.items()
-            if name not in _REPLAY_SCALARS}
-  checkpoint.save(checkpoint_dir, iteration, meta, agent.get_state(), arrays)
+  checkpoint.save(checkpoint_dir, iteration, meta, agent.get_state(),
+                  new_steps=replay.steps(max(saved_until, keep_from), end),
+                  keep_steps_from=keep_from)
+  return end
 
 
-def _jsonable(value):
-  return value.tolist() if isinstance(value, np.ndarray) else value
-
-
-def _restore(path, agent, replay):
-  meta, tree, arrays = checkpoint.load(path, agent.get_state())
-  agent.set_state(tree)
-  replay.set_state(dict(arrays, **meta['replay']))
-  return meta['iteration'], meta['rows']
+def _restore(path: str, agent, replay) -> Tuple[int, List[Dict], int]:
+  """Restore agent and replay; return (next iteration, rows, steps saved)."""
+  saved = checkpoint.load(path, agent.get_state())
+  agent.set_state(saved.tree)
+  replay.set_state(saved.meta['replay'])
+  held_from = max(replay.num_steps - replay.capacity // replay.num_streams, 0)
+  saved_until = held_from
+  for begin, arrays in saved.replay_chunks:
+    replay.put_steps(begin, arrays)
+    saved_until = begin + arrays['frames'].shape[1]
+  if saved.legacy_arrays:  # Older checkpoints: slots 0... of the ring.
+    arrays, end = saved.legacy_arrays, replay.num_steps
+    wrap = end % arrays['frames'].shape[1] if held_from else 0
+    replay.put_steps(held_from, {k: a[:, wrap:] for k, a in arrays.items()})
+    replay.put_steps(end - wrap, {k: a[:, :wrap] for k, a in arrays.items()})
+    saved_until = held_from  # Not in chunks yet: the next save writes them.
+  elif saved_until != replay.num_steps:
+    raise ValueError(f'Checkpoint {path} holds replay steps up to '
+                     f'{saved_until}, its counters say {replay.num_steps}.')
+  return saved.meta['iteration'], saved.meta['rows'], saved_until
 
 
 def _run_fresh_phase(make_environment, iteration: int, phase: str, step_fn,
-                     num_frames: int, num_action_repeats: int):
+                     num_frames: int, num_action_repeats: int,
+                     hooks: Sequence[RunHooks]) -> PhaseStats:
   """Run a phase on a fresh environment of (iteration, phase); close it.
 
   Evaluation with K > 1 streams counts whole episodes (run_phase).
   """
+  for hook in hooks:
+    hook.begin_phase(iteration, phase)
+
+  def on_step(frames):
+    for hook in hooks:
+      hook.on_step(frames)
+
   env = make_environment(iteration, phase)
   try:
-    return run_phase(env, step_fn, num_frames, num_action_repeats,
-                     whole_episodes=phase == 'eval' and env.num_envs > 1)
+    stats = run_phase(env, step_fn, num_frames, num_action_repeats,
+                      whole_episodes=phase == 'eval' and env.num_envs > 1,
+                      on_step=on_step if hooks else None)
   finally:
     env.close()
+  for hook in hooks:
+    hook.end_phase(iteration, phase, stats)
+  return stats
 
 
 def run_experiment(
@@ -193,6 +262,8 @@ def run_experiment(
     config: Dict[str, Any],
     results_csv_path: Optional[str] = None,
     checkpoint_dir: Optional[str] = None,
+    hooks: Sequence[RunHooks] = (),
+    extendable: Sequence[str] = (),
 ) -> List[Dict[str, Any]]:
   """Run (or resume) iterations 0..num_iterations; return the CSV rows.
 
@@ -211,59 +282,53 @@ def run_experiment(
     config: settings stored in checkpoints; a resume needs equal ones.
     results_csv_path: where the CSV goes (None: not written).
     checkpoint_dir: where checkpoints go (None: none).
+    hooks: RunHooks told of the run's progress (in this order).
+    extendable: settings that may differ from the checkpoint's (the caller
+      checked that the iterations already run stay valid).
   """
   rows: List[Dict[str, Any]] = []
   start_iteration = 0
-  path = check_checkpoint_config(checkpoint_dir, config)
+  saved_until = 0
+  path = check_checkpoint_config(checkpoint_dir, config, extendable)
   if path is not None:
-    start_iteration, rows = _restore(path, agent, replay)
+    start_iteration, rows, saved_until = _restore(path, agent, replay)
     rows = rows[:start_iteration]
     logging.info('Resumed from %s at iteration %d.', path, start_iteration)
     if results_csv_path:
       results_csv.write_rows(results_csv_path, rows)
 
-  durations = []
-  for iteration in range(start_iteration, num_iterations + 1):
-    began = time.perf_counter()
-    train_stats = None
-    if iteration > 0:
-      agent.reset_statistics()
-      train_stats = _run_fresh_phase(make_environment, iteration, 'train',
-                                     agent.step, num_train_frames,
-                                     num_action_repeats)
-    eval_stats = _run_fresh_phase(make_environment, iteration, 'eval',
-                                  agent.eval_step, num_eval_frames,
-                                  num_action_repeats)
+  try:
+    for hook in hooks:
+      hook.begin_run(start_iteration, agent, rows)
+    for iteration in range(start_iteration, num_iterations + 1):
+      for hook in hooks:
+        hook.begin_iteration(iteration)
+      train_stats = None
+      if iteration > 0:
+        agent.reset_statistics()
+        train_stats = _run_fresh_phase(make_environment, iteration, 'train',
+                                       agent.step, num_train_frames,
+                                       num_action_repeats, hooks)
+      eval_stats = _run_fresh_phase(make_environment, iteration, 'eval',
+                                    agent.eval_step, num_eval_frames,
+                                    num_action_repeats, hooks)
 
-    normalized = normalize(eval_stats.episode_return)
-    row = results_csv.make_row(
-        agent=agent_name, environment_name=environment_name, seed=seed,
-        iteration=iteration, frame=iteration * num_train_frames,
-        eval_stats=eval_stats, train_stats=train_stats,
-        train_exploration_epsilon=agent.exploration_epsilon,
-        train_state_value=agent.statistics['state_value'],
-        normalized_return=normalized)
-    rows.append(row)
-    if results_csv_path:
-      results_csv.write_rows(results_csv_path, rows)
-    if checkpoint_dir:
-      _save(checkpoint_dir, iteration, config, rows, agent, replay)
-
-    durations.append(time.perf_counter() - began)
-    eta = np.mean(durations[-3:]) * (num_iterations - iteration)
-    train_rate = train_stats.frame_rate if train_stats else math.nan
-    logging.info(
-        'iteration %d/%d, frame %d: eval return %.2f (%d episodes), train '
-        'return %.2f, human-normalised %.3f, epsilon %.3f, train %.0f '
-        'frames/s, eval %.0f frames/s, updates %d, ETA %s',
-        iteration, num_iterations, row['frame'], eval_stats.episode_return,
-        eval_stats.num_episodes, row['train_episode_return'], normalized,
-        agent.exploration_epsilon, train_rate, eval_stats.frame_rate,
-        agent.num_updates, _format_duration(eta))
+      row = results_csv.make_row(
+          agent=agent_name, environment_name=environment_name, seed=seed,
+          iteration=iteration, frame=iteration * num_train_frames,
+          eval_stats=eval_stats, train_stats=train_stats,
+          train_exploration_epsilon=agent.exploration_epsilon,
+          train_state_value=agent.statistics['state_value'],
+          normalized_return=normalize(eval_stats.episode_return))
+      rows.append(row)
+      if results_csv_path:
+        results_csv.write_rows(results_csv_path, rows)
+      if checkpoint_dir:
+        saved_until = _save(checkpoint_dir, iteration, config, rows, agent,
+                            replay, saved_until)
+      for hook in hooks:
+        hook.end_iteration(iteration, row)
+  finally:
+    for hook in hooks:
+      hook.end_run()
   return rows
-
-
-def _format_duration(seconds: float) -> str:
-  seconds = int(round(seconds))
-  hours, rest = divmod(seconds, 3600)
-  return f'{hours}h{rest // 60:02d}m{rest % 60:02d}s'

@@ -1,0 +1,129 @@
+"""Tests for zoo.progress: timed lines, ETAs from measured rates, the bar."""
+
+import io
+import math
+
+from zoo import progress
+from zoo import run_loop
+
+
+class _Clock:
+
+  def __init__(self):
+    self.now = 100.0
+
+  def __call__(self):
+    return self.now
+
+
+class _Agent:
+  num_updates = 7
+
+
+_ROW = {'frame': 0, 'eval_episode_return': 1.5, 'eval_num_episodes': 2,
+        'train_episode_return': math.nan, 'normalized_return': 0.25,
+        'train_exploration_epsilon': math.nan, 'train_frame_rate': math.nan,
+        'eval_frame_rate': 100.0}
+
+
+def _stats(frames, seconds):
+  return run_loop.PhaseStats(0.0, 1, frames, frames / seconds, seconds)
+
+
+def _progress(clock, lines, **kwargs):
+  p = progress.Progress(num_iterations=3, num_train_frames=1000,
+                        num_eval_frames=500, interval_seconds=30.0,
+                        clock=clock, log=lambda fmt, *a: lines.append(fmt % a),
+                        bar_stream=kwargs.pop('bar_stream', None), **kwargs)
+  p.begin_run(0, _Agent(), [])
+  return p
+
+
+def _phase(p, clock, iteration, phase, frames, seconds):
+  p.begin_phase(iteration, phase)
+  clock.now += seconds
+  p.end_phase(iteration, phase, _stats(frames, seconds))
+
+
+def test_format_duration():
+  assert progress.format_duration(3723.4) == '1h02m03s'
+  assert progress.format_duration(None) == '?'
+  assert progress.format_duration(math.nan) == '?'
+
+
+def test_a_line_every_interval_with_phase_and_run_etas():
+  clock, lines = _Clock(), []
+  p = _progress(clock, lines)
+  p.begin_iteration(0)
+  _phase(p, clock, 0, 'eval', 500, 5.0)  # Eval: 100 frames/s.
+  clock.now += 1.0  # The checkpoint: 1 s between phases.
+  p.end_iteration(0, _ROW)
+  # No training phase measured yet: the run's ETA is unknown, not guessed.
+  assert lines[-1] == (
+      'iteration 0/3, frame 0: eval return 1.50 (2 episodes), train return '
+      'nan, human-normalised 0.250, epsilon nan, train nan frames/s, eval 100 '
+      'frames/s, updates 7, run ETA ?')
+  p.begin_iteration(1)
+  p.begin_phase(1, 'train')
+  clock.now += 20.0
+  p.on_step(0)  # The first step: 20 s compiling, left out of the rate.
+  clock.now += 9.0
+  p.on_step(90)
+  assert len(lines) == 1  # Not yet 30 s.
+  clock.now += 1.0
+  p.on_step(100)  # 10 frames/s since the first step.
+  # Phase: 900 frames at 10/s = 90 s. Run: that, this iteration's eval
+  # (5 s), then 2 iterations of 100 s + 5 s + 1 s between phases.
+  assert lines[-1] == ('iteration 1/3 train: 100/1000 frames (10%), 10 '
+                       'frames/s; phase ETA 0h01m30s, run ETA 0h05m07s')
+  clock.now += 10.0
+  p.on_step(200)
+  assert len(lines) == 2  # The next line comes 30 s after the last,
+  clock.now += 20.0
+  p.on_step(700)  # with the rate of its own 30 s: 20 frames/s.
+  assert lines[-1].startswith('iteration 1/3 train: 700/1000 frames (70%), '
+                              '20 frames/s; phase ETA 0h00m15s')
+
+
+def test_run_eta_uses_the_latest_rates_and_gaps_between_phases():
+  clock, lines = _Clock(), []
+  p = _progress(clock, lines)
+  for iteration, train_seconds in ((1, 100.0), (2, 50.0)):
+    p.begin_iteration(iteration)
+    _phase(p, clock, iteration, 'train', 1000, train_seconds)
+    _phase(p, clock, iteration, 'eval', 500, 10.0)
+    clock.now += 2.0
+    p.end_iteration(iteration, _ROW)
+  # Iteration 3 left: 1000 frames at 20/s, 500 at 50/s, 2 s between.
+  assert p.run_eta(next_iteration=3) == 50.0 + 10.0 + 2.0
+  assert p.run_eta(next_iteration=4, phase_left=3.0) == 3.0
+
+
+def test_a_bar_is_drawn_on_a_terminal_and_cleared_after_the_phase():
+  clock, lines, bar = _Clock(), [], io.StringIO()
+  p = _progress(clock, lines, bar_stream=bar)
+  p.begin_iteration(1)
+  p.begin_phase(1, 'train')
+  p.on_step(0)
+  clock.now += 1.0
+  p.on_step(250)
+  assert bar.getvalue() == ('\rtrain 1/3 [#######.......................]  '
+                            '25% 250 frames/s\x1b[K')
+  p.end_phase(1, 'train', _stats(1000, 4.0))
+  assert bar.getvalue().endswith('\r\x1b[K')
+
+
+def test_a_resumed_run_starts_from_the_rates_of_its_csv_rows():
+  clock, lines = _Clock(), []
+  p = _progress(clock, lines)
+  p.begin_run(2, _Agent(), [dict(_ROW, train_frame_rate=20.0,
+                                 eval_frame_rate=50.0)])
+  p.begin_iteration(2)
+  p.begin_phase(2, 'train')
+  p.on_step(0)
+  clock.now += 30.0
+  p.on_step(300)
+  # 70 s of this phase, then its eval at the saved 50 frames/s (10 s),
+  # then iteration 3 at this phase's 10 frames/s and 50 (110 s). Without
+  # the rows, no eval rate: the run's ETA would be unknown.
+  assert lines[-1].endswith('phase ETA 0h01m10s, run ETA 0h03m10s')

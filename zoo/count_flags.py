@@ -1,0 +1,50 @@
+"""Integer flags for counts that also accept scientific notation ('1e6').
+
+DQN Zoo and papers write frame counts as 1e6 or 5e5; absl's integer flags
+reject them. A count flag takes any integer written as an integer literal
+('1000000', '1_000_000') or in scientific notation with an integer value
+('1e6', '2.5e5'), and rejects anything else ('1.5', '1e-3') naming the value.
+"""
+
+import decimal
+from typing import Optional
+
+from absl import flags
+
+# Flags defined through DEFINE_count belong to the module that calls it (its
+# --help lists them), not to this one.
+flags.disclaim_key_flags()
+
+
+class CountParser(flags.IntegerParser):
+  """Parse an integer count written as '1000000', '1_000_000' or '1e6'."""
+
+  syntactic_help = "an integer: 1000000, 1_000_000 or 1e6"
+
+  def convert(self, argument) -> int:
+    if not isinstance(argument, str):
+      return super().convert(argument)
+    try:
+      return int(argument, 10)
+    except ValueError:
+      pass
+    try:
+      value = decimal.Decimal(argument.replace('_', ''))
+    except decimal.InvalidOperation:
+      value = None
+    if value is None or not value.is_finite() or value != value.to_integral():
+      raise ValueError(f'{argument!r} is not an integer count (write it as '
+                       '1000000, 1_000_000 or 1e6)')
+    return int(value)
+
+  def flag_type(self) -> str:
+    return 'int'
+
+
+def DEFINE_count(  # pylint: disable=invalid-name,redefined-builtin
+    name: str, default: Optional[int], help: str,
+    flag_values: flags.FlagValues = flags.FLAGS):
+  """Define an integer flag that also accepts '1e6' (see module docstring)."""
+  return flags.DEFINE(CountParser(), name, default, help,
+                      flag_values=flag_values,
+                      serializer=flags.ArgumentSerializer())

@@ -1,0 +1,74 @@
+"""Clean stops on SIGINT (Ctrl-C) and SIGTERM: record the signal, stop later.
+
+Python's default SIGINT handler raises KeyboardInterrupt wherever the main
+thread happens to be, including inside JAX tracing and XLA compilation, which
+then crashed the process (segmentation faults) or printed long tracebacks.
+`install()` replaces it with a handler that only records the signal; the run
+checks `pending()` at safe points (every environment step, between set-up
+stages, after each checkpoint), which raises `Interrupted` there. A second
+signal exits at once: finished iterations are already on disk (checkpoints
+are atomic), so nothing is lost that a rerun would not redo.
+
+This module imports only the standard library: the entry points install the
+handlers before importing JAX.
+"""
+
+import os
+import signal
+from typing import Optional
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_pending: Optional[int] = None
+_previous = {}
+
+
+class Interrupted(Exception):
+  """A recorded SIGINT or SIGTERM, raised at a safe point.
+
+  Attributes:
+    signum: the signal.
+    exit_status: 128 + signum (130 for SIGINT, 143 for SIGTERM), the status
+      a shell reports for a process its signal ended.
+    message: where the run stood and how to resume (set by whoever knows).
+  """
+
+  def __init__(self, signum: int, message: str = ''):
+    super().__init__(message or signal_name(signum))
+    self.signum = signum
+    self.exit_status = 128 + signum
+    self.message = message
+
+
+def _record(signum, frame) -> None:
+  del frame
+  global _pending
+  if _pending is not None:
+    os.write(2, b'\nSecond interrupt: exiting now. Rerun the same command to '
+                b'resume from the last checkpoint.\n')
+    os._exit(128 + signum)  # pylint: disable=protected-access
+  _pending = signum
+
+
+def install() -> None:
+  """Record SIGINT and SIGTERM instead of acting on them (see module doc)."""
+  for signum in _SIGNALS:
+    _previous.setdefault(signum, signal.getsignal(signum))
+    signal.signal(signum, _record)
+
+
+def uninstall() -> None:
+  """Restore the handlers `install` replaced and forget a pending signal."""
+  global _pending
+  for signum, handler in _previous.items():
+    signal.signal(signum, handler)
+  _previous.clear()
+  _pending = None
+
+
+def pending() -> Optional[int]:
+  """Return the recorded signal, or None."""
+  return _pending
+
+
+def signal_name(signum: int) -> str:
+  return signal.Signals(signum).name

@@ -1,0 +1,132 @@
+"""TensorBoard scalars of a run (tensorboardX; no TensorFlow needed).
+
+Per iteration, at step = the iteration's training frames (the CSV's `frame`):
+`eval/episode_return`, `eval/num_episodes`, `eval/frame_rate`,
+`eval/normalized_return`, `train/episode_return`, `train/num_episodes`,
+`train/frame_rate`, `train/exploration_epsilon`, `train/state_value` (the
+CSV's columns; NaN ones, such as iteration 0's train columns, are skipped).
+During training, `train/loss` (the latest update's loss) as soon as there
+is one, then every `loss_period` frames, at step = the agent's frame
+counter. A resumed run purges the events a killed process wrote after its
+last checkpoint, so the curves show each step once.
+
+  tensorboard --logdir runs/   # every run under runs/
+"""
+
+import glob
+import math
+import os
+import struct
+from typing import Dict, List, Optional, Tuple
+
+from zoo import run_loop
+
+# CSV column -> scalar tag.
+ITERATION_SCALARS = {
+    'eval_episode_return': 'eval/episode_return',
+    'eval_num_episodes': 'eval/num_episodes',
+    'eval_frame_rate': 'eval/frame_rate',
+    'normalized_return': 'eval/normalized_return',
+    'train_episode_return': 'train/episode_return',
+    'train_num_episodes': 'train/num_episodes',
+    'train_frame_rate': 'train/frame_rate',
+    'train_exploration_epsilon': 'train/exploration_epsilon',
+    'train_state_value': 'train/state_value',
+}
+LOSS_TAG = 'train/loss'
+
+
+class TensorBoardWriter(run_loop.RunHooks):
+  """Write a run's scalars to event files in `logdir`."""
+
+  def __init__(self, logdir: str, loss_period: int):
+    """Remember where to write; the writer opens when the run begins.
+
+    Args:
+      logdir: directory of the event files (created if needed).
+      loss_period: frames between `train/loss` scalars.
+    """
+    self._logdir = logdir
+    self._loss_period = loss_period
+    self._writer = None
+    self._agent = None
+    self._phase = None
+    self._next_loss_frame = 0
+
+  def begin_run(self, start_iteration: int, agent, rows) -> None:
+    import tensorboardX  # pylint: disable=g-import-not-at-top
+    self._agent = agent
+    # A resumed run starts after the frames of its checkpoint: hide whatever
+    # a killed process logged beyond them.
+    purge_step = agent.frame_t + 1 if start_iteration > 0 else None
+    # Event files are named by the second they open in: the suffix keeps a
+    # resumed run from truncating the file of a run killed in that second.
+    self._writer = tensorboardX.SummaryWriter(
+        self._logdir, purge_step=purge_step, flush_secs=30,
+        filename_suffix=f'.iteration_{start_iteration}')
+    self._next_loss_frame = agent.frame_t  # The first loss, then periodic.
+
+  def begin_phase(self, iteration: int, phase: str) -> None:
+    self._phase = phase
+
+  def on_step(self, frames: int) -> None:
+    if self._phase != 'train' or self._agent.frame_t < self._next_loss_frame:
+      return
+    loss = self._agent.last_loss
+    if loss is None:  # Learning has not started.
+      return
+    # Reading the value waits for that update; the next action selection
+    # would wait for it anyway.
+    self._writer.add_scalar(LOSS_TAG, float(loss), self._agent.frame_t)
+    self._next_loss_frame = self._agent.frame_t + self._loss_period
+
+  def end_iteration(self, iteration: int, row: Dict) -> None:
+    for column, tag in ITERATION_SCALARS.items():
+      value = float(row[column])
+      if math.isfinite(value):
+        self._writer.add_scalar(tag, value, int(row['frame']))
+    self._writer.flush()
+
+  def end_run(self) -> None:
+    if self._writer is not None:
+      self._writer.close()
+      self._writer = None
+
+
+def read_scalars(logdir: str) -> Dict[str, List[Tuple[int, float]]]:
+  """Return {tag: [(step, value), ...]} from the event files in `logdir`.
+
+  Reads the TFRecord framing directly with tensorboardX's protobuf classes,
+  applying purges as TensorBoard does (a SessionLog START at step s hides
+  the earlier-written events at steps >= s); for tests and scripts.
+  """
+  # pylint: disable-next=g-import-not-at-top
+  from tensorboardX.proto import event_pb2
+  scalars: Dict[str, List[Tuple[int, float]]] = {}
+  # In name (time) order, as TensorBoard reads them.
+  for path in sorted(glob.glob(os.path.join(logdir, 'events.out.tfevents.*'))):
+    for record in _records(path):
+      event = event_pb2.Event.FromString(record)
+      if (event.HasField('session_log') and
+          event.session_log.status == event_pb2.SessionLog.START):
+        for tag in scalars:
+          scalars[tag] = [(s, v) for s, v in scalars[tag] if s < event.step]
+      for value in event.summary.value:
+        if value.HasField('simple_value'):
+          scalars.setdefault(value.tag, []).append(
+              (event.step, value.simple_value))
+  return scalars
+
+
+def _records(path: str):
+  with open(path, 'rb') as f:
+    while True:
+      header = f.read(12)  # uint64 length, uint32 masked CRC of it.
+      if len(header) < 12:
+        return
+      (length,) = struct.unpack('<Q', header[:8])
+      data = f.read(length)
+      if len(data) < length or len(f.read(4)) < 4:  # Truncated by a kill.
+        return
+      yield data
+
