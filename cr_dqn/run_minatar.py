@@ -1,13 +1,25 @@
 """CR-DQN on MinAtar: FC head, sort-based Cramér loss, Adam ε (0.01/32)·(2/N).
 
 Usage: python -m cr_dqn.run_minatar --environment_name=breakout --seed=1
-All flags: zoo/experiment.py; MinAtar's defaults: zoo/run_minatar.py.
+writes runs/minatar/cr_dqn/breakout/seed_1/ (results.csv, run.json,
+tensorboard/, checkpoints/); rerun the same command to resume. The run's flags
+are below, with MinAtar's defaults (zoo/run_minatar.py; 1e6 accepted).
 """
 
+from zoo import interrupts
+
+if __name__ == '__main__':
+  # Before importing JAX (seconds): a Ctrl-C must not raise inside it.
+  interrupts.install()
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
+from absl import flags
 
 from zoo import experiment
 from zoo import run_minatar
+
+flags.adopt_module_key_flags(experiment)  # --help lists the run's flags.
 
 AGENT = 'cr_dqn'
 
@@ -17,5 +29,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  experiment.set_flag_defaults(run_minatar.MINATAR)
+  experiment.set_flag_defaults(run_minatar.MINATAR)  # --help shows them too.
   app.run(main)

@@ -30,7 +30,8 @@ def test_observations_are_object_channels_with_a_stack_of_one(game):
   assert timestep.observation.dtype == np.uint8
   assert set(np.unique(timestep.observation)) <= {0, 1}
   assert env.observation_shape == (10, 10, num_channels, 1)
-  assert env.rgb_frame(1).shape == (10, 10, 3)
+  assert env.rgb_frames().shape == (2, 10, 10, 3)
+  assert env.rgb_frames(scale=4).shape == (2, 40, 40, 3)
 
 
 def test_same_seed_same_trajectory_and_streams_differ():

@@ -125,13 +125,17 @@ class MinAtarEnvironment(environment.BatchedEnvironment):
     return environment.BatchedTimeStep(step_type, reward, discount,
                                        self._observation())
 
-  def rgb_frame(self, stream: int = 0) -> np.ndarray:
-    """Return stream's grid as an RGB image [10, 10, 3] uint8 (one colour per channel)."""
-    state = self._envs[stream].state()
-    num_channels = state.shape[-1]
-    palette = _palette(num_channels)
-    index = np.where(state.any(-1), np.argmax(state, -1) + 1, 0)
-    return palette[index]
+  def rgb_frames(self, scale: int = 1) -> np.ndarray:
+    """Return the streams' grids as RGB images [K, 10s, 10s, 3] uint8.
+
+    Each cell takes the colour of its first set channel (black if none) and
+    becomes a `scale` x `scale` block, so that a video is watchable.
+    """
+    states = np.stack([env.state() for env in self._envs])
+    palette = _palette(states.shape[-1])
+    index = np.where(states.any(-1), np.argmax(states, -1) + 1, 0)
+    frames = palette[index]
+    return frames.repeat(scale, axis=1).repeat(scale, axis=2)
 
   def close(self) -> None:
     self._envs = []

@@ -79,6 +79,10 @@ def _network_fn(s: Dict[str, Any], num_actions: int):
       nc_scale_activation=s['nc_scale_activation'])
 
 
+def _render(env: minatar_env.MinAtarEnvironment):
+  return env.rgb_frames(scale=16)  # 160x160: a 10x10 grid is unwatchable.
+
+
 def _no_reference_scores(game: str, score: float) -> float:
   del game, score
   return math.nan
@@ -95,6 +99,7 @@ MINATAR = experiment.Suite(
     make_environment=_make_environment,
     network_fn=_network_fn,
     normalize=_no_reference_scores,
+    render=_render,
 )
 
 
