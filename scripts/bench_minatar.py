@@ -12,9 +12,10 @@ warm-up that fills the replay to its minimum and compiles the update: a
 training phase of --num_steps steps with learning active (env, act, replay,
 updates) and an evaluation phase (env, act), then each part on its own: one
 environment step, one action selection (K streams in one call), one replay
-add and one replay sample(32), one update (median of isolated calls). The configurations are
-measured in turns (round robin, --repeats rounds) so that load from other
-processes hits them alike; the table shows medians over the rounds.
+add and one replay sample(32), one update (median of isolated calls). The
+configurations are measured in turns (round robin, --repeats rounds) so that
+load from other processes hits them alike; the table shows medians over the
+rounds.
 
 XLA runs single-threaded (--single_threaded, the default), as each run of a
 study with --parallel >= cores does. The last lines print the mean ms per

@@ -316,7 +316,7 @@ def _seed_matrix(runs: Sequence[RunResult]) -> Tuple[np.ndarray, np.ndarray]:
 def _plot_group(ax, runs, color, label):
   steps, returns = _seed_matrix(runs)
   ax.plot(steps / 1e6, returns.mean(0), color=color, linewidth=2,
-          label=f'{label} [{len(runs)} seeds]')
+          label=f'{label} [{len(runs)} seed{"s" if len(runs) > 1 else ""}]')
   ax.fill_between(steps / 1e6, returns.min(0), returns.max(0), color=color,
                   alpha=0.15, linewidth=0)
 

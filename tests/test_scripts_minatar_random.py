@@ -24,7 +24,8 @@ def test_random_return_is_the_mean_over_complete_episodes():
   timestep, returns, running = env.reset(), [], 0.0
   for _ in range(1999):
     timestep = env.step(rng.integers(0, env.num_actions, 1))
-    running = 0.0 if timestep.step_type[0] == 0 else running + timestep.reward[0]
+    first = timestep.step_type[0] == 0
+    running = 0.0 if first else running + timestep.reward[0]
     if timestep.step_type[0] == 2:
       returns.append(running)
   assert stats.num_episodes == len(returns)

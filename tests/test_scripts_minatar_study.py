@@ -1,4 +1,4 @@
-"""Tests for scripts.minatar_study: the plan, the estimate, --dry_run, --report."""
+"""Tests for scripts.minatar_study: plan, estimate, --dry_run and --report."""
 
 import csv
 import os
@@ -10,6 +10,7 @@ import pytest
 
 from scripts import minatar_study
 from scripts import sweep
+from tests.test_scripts_minatar_report import write_fake_run
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -95,7 +96,6 @@ def test_bad_flags_are_refused_before_anything_runs(tmp_path):
 def test_report_of_a_partial_study(tmp_path):
   """One complete run, one incomplete run; the rest missing."""
   root = tmp_path / 'study'
-  from tests.test_scripts_minatar_report import write_fake_run  # pylint: disable=g-import-not-at-top
   complete = sweep.run_dir_of(str(root / 'CR-DQN'), 'cr_dqn', 'breakout', 1)
   write_fake_run(os.path.join(complete, 'results.csv'), 'cr_dqn', 1,
                  [0.4, 2.0, 5.0], steps_per_iteration=100_000)
