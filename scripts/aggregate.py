@@ -15,6 +15,11 @@ Agents whose runs are all complete on a full [seeds x games] grid get CIs;
 status 'subset' marks fewer games than the full set (e.g. paper variants run on
 4 games). Agents with incomplete or missing runs are 'partial': reported apart,
 best-so-far and without CIs, never mixed with complete agents.
+
+MinAtar runs (environment_name 'minatar-<game>') have no human scores: they
+get a table of their own, per agent and game, of raw returns (the best
+evaluation return of each run, mean over seeds with a bootstrap CI over
+seeds, and the last evaluation return), never mixed into the Atari rows.
 """
 
 import csv
@@ -160,10 +165,105 @@ def summarise_agent(runs: Sequence[run_data.Run], human_random,
 
 def summarise(runs: Sequence[run_data.Run], human_random=None, **kwargs
               ) -> List[AgentSummary]:
-  """Summarise every (source, agent) present in `runs`, in first-seen order."""
+  """Summarise every (source, agent) of the Atari runs, in first-seen order.
+
+  MinAtar runs are left out (see summarise_minatar).
+  """
   human_random = human_random or run_data.load_human_random()
+  atari = [r for r in runs if not run_data.is_minatar(r.game)]
   return [summarise_agent(group, human_random, **kwargs)
-          for group in run_data.group_by_agent(runs).values()]
+          for group in run_data.group_by_agent(atari).values()]
+
+
+@dataclasses.dataclass
+class RawSummary:
+  """One MinAtar row: raw returns of one agent on one game."""
+  source: str
+  agent: str
+  game: str
+  num_seeds: int
+  iterations: Tuple[int, int]          # min and max last iteration over seeds
+  best: float                          # mean over seeds of each run's best
+  best_ci: Tuple[float, float]         # NaN with fewer than 2 seeds
+  last: float                          # mean over seeds of the last return
+
+
+def summarise_minatar(runs: Sequence[run_data.Run],
+                      num_iterations: int = run_data.DEFAULT_NUM_ITERATIONS,
+                      reps: int = 50_000, confidence: float = 0.95,
+                      seed: int = 0) -> List[RawSummary]:
+  """Summarise the MinAtar runs per (source, agent, game), in raw returns."""
+  groups: Dict[Tuple[str, str, str], List[run_data.Run]] = {}
+  for run in runs:
+    if run_data.is_minatar(run.game):
+      groups.setdefault((run.source, run.agent, run.game), []).append(run)
+  rows = []
+  for (source, agent, game), group in groups.items():
+    best, last, iterations = [], [], []
+    for run in group:
+      kept = run.iteration <= num_iterations
+      values = run.eval_return[kept]
+      finite = values[np.isfinite(values)]
+      if not finite.size:
+        continue
+      best.append(float(np.max(finite)))
+      last.append(float(values[-1]))
+      iterations.append(int(run.iteration[kept][-1]))
+    if not best:
+      continue
+    ci = (math.nan, math.nan)
+    if len(best) > 1:
+      interval = bootstrap.confidence_interval(
+          np.asarray(best)[:, None], bootstrap.mean_of_means, reps=reps,
+          confidence=confidence, seed=seed)
+      ci = (interval.lower, interval.upper)
+    rows.append(RawSummary(source, agent, game[len(run_data.MINATAR_PREFIX):],
+                           len(best), (min(iterations), max(iterations)),
+                           float(np.mean(best)), ci, float(np.mean(last))))
+  return rows
+
+
+def minatar_markdown(rows: Sequence[RawSummary], confidence: float = 0.95
+                     ) -> str:
+  """Return the MinAtar table (raw returns), or '' if there is none."""
+  if not rows:
+    return ''
+  pct = int(round(100 * confidence))
+  text = ('\n**MinAtar runs** (raw returns: MinAtar has no human scores, so '
+          'these are not comparable with the rows above). Best: the maximum '
+          'evaluation return over a run\'s iterations, mean over seeds '
+          f'[{pct}% bootstrap CI over seeds]; last: the last iteration\'s '
+          'return, mean over seeds. `python -m scripts.minatar_study '
+          '--report` gives the study\'s full report.\n\n'
+          '| source | agent | game | seeds | last iteration | best return '
+          '[CI] | last return |\n|---|---|---|---:|---:|---:|---:|\n')
+  for r in rows:
+    low, high = r.iterations
+    best = f'{r.best:.2f}'
+    if not math.isnan(r.best_ci[0]):
+      best += f' [{r.best_ci[0]:.2f}, {r.best_ci[1]:.2f}]'
+    text += (f'| {r.source} | {r.agent} | {r.game} | {r.num_seeds} | '
+             f'{low if low == high else f"{low}-{high}"} | {best} | '
+             f'{r.last:.2f} |\n')
+  return text
+
+
+MINATAR_CSV_COLUMNS = ('source', 'agent', 'game', 'num_seeds',
+                       'last_iteration_min', 'last_iteration_max',
+                       'best_return', 'best_return_ci_low',
+                       'best_return_ci_high', 'last_return')
+
+
+def minatar_csv_rows(rows: Sequence[RawSummary]) -> List[Dict[str, str]]:
+  return [{'source': r.source, 'agent': r.agent, 'game': r.game,
+           'num_seeds': r.num_seeds, 'last_iteration_min': r.iterations[0],
+           'last_iteration_max': r.iterations[1],
+           'best_return': f'{r.best:.6g}',
+           'best_return_ci_low': ('' if math.isnan(r.best_ci[0])
+                                  else f'{r.best_ci[0]:.6g}'),
+           'best_return_ci_high': ('' if math.isnan(r.best_ci[1])
+                                   else f'{r.best_ci[1]:.6g}'),
+           'last_return': f'{r.last:.6g}'} for r in rows]
 
 
 CSV_COLUMNS = (
@@ -232,19 +332,30 @@ def to_markdown(summaries: Sequence[AgentSummary], confidence: float = 0.95,
   return text
 
 
-def write_outputs(summaries: Sequence[AgentSummary], output_dir: str,
-                  markdown: str) -> Tuple[str, str]:
-  """Write summary.csv and summary.md into `output_dir`; return their paths."""
-  os.makedirs(output_dir, exist_ok=True)
+def _csv_text(columns: Sequence[str], rows: Sequence[Dict]) -> str:
   buffer = io.StringIO()
-  writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS)
+  writer = csv.DictWriter(buffer, fieldnames=list(columns))
   writer.writeheader()
-  writer.writerows(to_csv_rows(summaries))
+  writer.writerows(rows)
+  return buffer.getvalue()
+
+
+def write_outputs(summaries: Sequence[AgentSummary], output_dir: str,
+                  markdown: str, minatar: Sequence[RawSummary] = ()
+                  ) -> Tuple[str, ...]:
+  """Write summary.csv, summary.md (and minatar_summary.csv); return paths."""
+  os.makedirs(output_dir, exist_ok=True)
   csv_path = os.path.join(output_dir, 'summary.csv')
   md_path = os.path.join(output_dir, 'summary.md')
-  files.write_atomically(csv_path, buffer.getvalue())
+  files.write_atomically(csv_path,
+                         _csv_text(CSV_COLUMNS, to_csv_rows(summaries)))
   files.write_atomically(md_path, markdown)
-  return csv_path, md_path
+  if not minatar:
+    return csv_path, md_path
+  minatar_path = os.path.join(output_dir, 'minatar_summary.csv')
+  files.write_atomically(minatar_path, _csv_text(MINATAR_CSV_COLUMNS,
+                                                 minatar_csv_rows(minatar)))
+  return csv_path, md_path, minatar_path
 
 
 def load_requested_runs(runs_args: Sequence[str], with_reference: bool,
@@ -279,10 +390,13 @@ def main(argv):
       runs, num_iterations=FLAGS.num_iterations, num_games=FLAGS.num_games,
       reps=FLAGS.bootstrap_reps, confidence=FLAGS.confidence,
       seed=FLAGS.seed)
-  markdown = to_markdown(summaries, FLAGS.confidence, FLAGS.num_iterations)
+  minatar = summarise_minatar(runs, FLAGS.num_iterations, FLAGS.bootstrap_reps,
+                              FLAGS.confidence, FLAGS.seed)
+  markdown = (to_markdown(summaries, FLAGS.confidence, FLAGS.num_iterations)
+              + minatar_markdown(minatar, FLAGS.confidence))
   print(markdown)
   if FLAGS.output_dir:
-    for path in write_outputs(summaries, FLAGS.output_dir, markdown):
+    for path in write_outputs(summaries, FLAGS.output_dir, markdown, minatar):
       print(f'wrote {path}', file=sys.stderr)
 
 

@@ -2,6 +2,8 @@ r"""The MinAtar study: the paper's five agents x games x seeds, on the sweep.
 
   python -m scripts.minatar_study --root_dir=runs/minatar_study --dry_run
   python -m scripts.minatar_study --root_dir=runs/minatar_study --parallel=2
+  python -m scripts.minatar_study --root_dir=runs/minatar_study --report \
+      --output_dir=docs/minatar
 
 Configurations (README, "MinAtar"): QR-DQN-1, QR-DQN-0, CR-DQN, NC-CR-DQN and
 NC-QR-DQN-0 on --games x --seeds, each run `python -m <agent>.run_minatar`
@@ -12,25 +14,25 @@ learning start), plus the K-stream check: CR-DQN with --num_envs=8 on
 configuration live in ROOT/<label>/<agent>/<game>/seed_<s>/ (scripts.sweep's
 layout), so relaunching skips finished runs and resumes the others. Runs are
 ordered seed by seed, so that a study stopped early holds whole seeds.
+--report writes the report of the planned runs (scripts.minatar_report: the
+same flags name the same runs) and runs nothing.
 """
 
 import os
 import shlex
 import sys
 import time
-from typing import Dict, List, NamedTuple, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Sequence, Tuple
 
 from absl import app
 from absl import flags
 
 from scripts import sweep
+from zoo import files
 from zoo import minatar_env
 
 FLAGS = flags.FLAGS
 EPSILON_DECAY_STEPS = 100_000  # Young & Tian: ε 1 -> 0.1 over 100k steps.
-COMMAND_TEMPLATE = (
-    '{python} -m {agent}.run_minatar --environment_name={game} --seed={seed} '
-    '--results_csv_path={results_csv_path} --checkpoint_dir={checkpoint_dir}')
 
 
 class Config(NamedTuple):
@@ -47,12 +49,36 @@ CONFIGS = (
     Config('NC-QR-DQN-0', 'nc_qr_dqn', ('--huber_param=0', '--scale_grad')),
 )
 K_STREAM_CONFIG = Config('CR-DQN-K8', 'cr_dqn', ('--num_envs=8',))
-# Measured on the 2-core CPU (AMD EPYC, AVX-512) with scripts.bench_minatar,
-# one run per core (XLA single-threaded): ms per training step (act, env,
-# replay, one update per 4 steps) and per evaluation step. Rerun it to
-# calibrate another machine and pass --train_step_ms / --eval_step_ms.
-DEFAULT_TRAIN_STEP_MS = 1.2
-DEFAULT_EVAL_STEP_MS = 0.5
+
+
+def config_settings(config: Config) -> Dict[str, Any]:
+  """Return a configuration's flags as settings, parsed as the entry point does.
+
+  '--name=value' is parsed by zoo.experiment's flag `name`; '--name' alone is
+  a boolean set to True.
+  """
+  # Imported here: the plan and the dry run need no JAX.
+  from zoo import experiment  # pylint: disable=g-import-not-at-top
+  settings = {}
+  for flag in config.flags:
+    name, has_value, value = flag[2:].partition('=')
+    if name not in experiment.SETTINGS:
+      raise ValueError(f'{config.label}: {flag} is not a setting of '
+                       'zoo.experiment.')
+    settings[name] = (experiment.FLAGS[name].parser.parse(value) if has_value
+                      else True)
+  return settings
+
+# `python -m scripts.bench_minatar` on the project's 2-core CPU (AMD EPYC,
+# AVX-512), XLA single-threaded as a study run: the mean over the five K = 1
+# configurations of the ms per training step (act, env, replay, one update per
+# 4 steps; 4.5 to 6.6) and per evaluation step (0.5 to 1.9), medians of 3
+# rounds. Measured while this study ran 2 runs on the 2 cores beside other
+# jobs (load average 9.5 to 12): its runs trained at 133 to 253 steps/s then,
+# i.e. 4 to 7.5 ms per step. Rerun the benchmark to calibrate an idle or
+# another machine and pass --train_step_ms / --eval_step_ms.
+DEFAULT_TRAIN_STEP_MS = 5.3
+DEFAULT_EVAL_STEP_MS = 1.2
 
 
 def define_flags() -> None:
@@ -76,6 +102,14 @@ def define_flags() -> None:
   flags.DEFINE_float('eval_step_ms', DEFAULT_EVAL_STEP_MS,
                      'Cost of one evaluation step, for the estimate.')
   flags.DEFINE_bool('dry_run', False, 'Print the plan and the estimate only.')
+  flags.DEFINE_bool('report', False, 'Write the report of the planned runs '
+                    'into --output_dir; run nothing.')
+  flags.DEFINE_string('output_dir', 'docs/minatar', 'Where --report writes.')
+  flags.DEFINE_string('machine', None, 'Where the runs ran, for the report '
+                      "(default: this machine's CPU and cores).")
+  flags.DEFINE_integer('bootstrap_reps', 50_000, 'Bootstrap resamples.')
+  flags.DEFINE_integer('random_steps', 25_000, 'Steps per seed of the random '
+                       "policy's measurement in the report.")
 
 
 def study_flags(num_iterations: int, num_train_frames: int,
@@ -108,7 +142,8 @@ def plan(root_dir: str, configs: Sequence[Config], games: Sequence[str],
   for config, game, seed in runs:
     spec, = sweep.expand([config.agent], [game], [seed],
                          os.path.join(root_dir, config.label),
-                         list(common) + list(config.flags), COMMAND_TEMPLATE)
+                         list(common) + list(config.flags),
+                         sweep.MINATAR_COMMAND_TEMPLATE)
     out.append((config.label, spec))
   return out
 
@@ -140,6 +175,29 @@ def _validate() -> Tuple[List[Config], List[str], List[int]]:
   return [labels[c] for c in FLAGS.configs], games, seeds
 
 
+def _report(runs, configs: Sequence[Config], games: Sequence[str]) -> None:
+  # Imported here: plotting is not needed to plan or run the study.
+  from scripts import minatar_report  # pylint: disable=g-import-not-at-top
+  try:
+    files.make_writable_directory(FLAGS.output_dir)
+  except OSError as e:
+    raise app.UsageError(f'--output_dir: cannot write in '
+                         f'{FLAGS.output_dir!r} ({e}).')
+  planned = [(label, spec.game, spec.seed, spec.results_csv_path)
+             for label, spec in runs]
+  k_stream = ((K_STREAM_CONFIG.label, FLAGS.k_stream_game)
+              if FLAGS.k_stream_game else None)
+  written = minatar_report.write_report(
+      planned, [c.label for c in configs], games, k_stream, FLAGS.output_dir,
+      num_iterations=FLAGS.num_iterations,
+      num_train_frames=FLAGS.num_train_frames,
+      num_eval_frames=FLAGS.num_eval_frames,
+      machine=FLAGS.machine or minatar_report.cpu_description(),
+      random_steps=FLAGS.random_steps, reps=FLAGS.bootstrap_reps)
+  for path in written:
+    print(path)
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
@@ -153,6 +211,9 @@ def main(argv):
     raise app.UsageError(str(e))
   runs = plan(FLAGS.root_dir, configs, games, seeds, FLAGS.k_stream_game,
               common)
+  if FLAGS.report:
+    _report(runs, configs, games)
+    return
   specs = [spec for _, spec in runs]
   todo = sweep.select_runs(specs)
   seconds = estimate_seconds(len(todo), FLAGS.parallel, FLAGS.num_iterations,

@@ -9,6 +9,9 @@ with --normalized, the default, else raw) against frames, each seed first smooth
 by a trailing moving average over --smoothing_window iterations. Our runs are solid
 lines, reference agents dashed; colours are the Okabe-Ito colour-blind-safe palette.
 Writes games/<game>.<fmt>, all_games.<fmt> and aggregate_median.<fmt>.
+MinAtar runs (environment_name 'minatar-<game>') have no human scores: their
+panels show raw returns against training steps (one frame per step), say so
+on the axis, and stay out of the median over games.
 """
 
 import os
@@ -86,7 +89,7 @@ def seed_curves(runs: Sequence[run_data.Run], human_random, normalized: bool,
   frames = np.full((len(runs), length), np.nan)
   for i, run in enumerate(runs):
     values = run.eval_return
-    if normalized:
+    if normalized and not run_data.is_minatar(run.game):
       values = run_data.human_normalized(run.game, values, human_random)
     scores[i, run.iteration] = values
     frames[i, run.iteration] = run.frame
@@ -124,6 +127,15 @@ def median_curve(runs_by_game: Dict[str, List[run_data.Run]], human_random,
     frames = np.nanmean(np.stack([f[:length] for f, _ in per_game]), axis=0)
   keep = np.all(np.isfinite(means), axis=0) & np.isfinite(frames)
   return frames[keep], np.median(means[:, keep], axis=0), len(per_game)
+
+
+def _axis_labels(game: str, normalized: bool) -> Tuple[str, str]:
+  """Return (x label, y label) of a game's panel."""
+  if run_data.is_minatar(game):
+    return ('training steps (millions)',
+            'evaluation return (raw; MinAtar has no human scores)')
+  return ('frames (millions)',
+          'human-normalised score' if normalized else 'evaluation return')
 
 
 def _label(source: str, agent: str) -> str:
@@ -179,9 +191,9 @@ def plot_all(runs: Sequence[run_data.Run], output_dir: str,
     ours = [r.game for r in runs if r.source not in run_data.REFERENCE_FILES]
     games = sorted(set(ours or [r.game for r in runs]))
   for game in games:
-    run_data.human_normalized(game, 0.0, human_random)  # Unknown game: error.
+    if not run_data.is_minatar(game):
+      run_data.human_normalized(game, 0.0, human_random)  # Unknown: error.
   styles = _styles(list(by_agent))
-  y_label = 'human-normalised score' if normalized else 'evaluation return'
   # {game: {(source, agent): runs}}
   table: Dict[str, Dict[Tuple[str, str], List[run_data.Run]]] = {}
   for key, agent_runs in by_agent.items():
@@ -197,7 +209,8 @@ def plot_all(runs: Sequence[run_data.Run], output_dir: str,
     for game in games:
       fig, ax = plt.subplots(figsize=(6, 4))
       _plot_game(ax, table[game], styles, human_random, normalized, window)
-      ax.set(title=game, xlabel='frames (millions)', ylabel=y_label)
+      x_label, y_label = _axis_labels(game, normalized)
+      ax.set(title=game, xlabel=x_label, ylabel=y_label)
       ax.grid(alpha=0.3)
       ax.legend(fontsize=8)
       written += _save(fig, os.path.join(output_dir, 'games', game), formats)
@@ -211,21 +224,31 @@ def plot_all(runs: Sequence[run_data.Run], output_dir: str,
                legend_seeds=False)
     ax.set_title(game, fontsize=9)
     ax.tick_params(labelsize=7)
+    if run_data.is_minatar(game):
+      ax.set_ylabel('raw return (MinAtar)', fontsize=7)
   for ax in axes.flat[len(games):]:
     ax.axis('off')
-  handles = [plt.Line2D([], [], **styles[k]) for k in by_agent]
-  fig.legend(handles, [_label(*k) for k in by_agent], loc='lower center',
-             ncol=min(len(by_agent), 6), bbox_to_anchor=(0.5, 1.0))
-  fig.supxlabel('frames (millions)')
+  plotted = [k for k in by_agent if any(k in table[g] for g in games)]
+  handles = [plt.Line2D([], [], **styles[k]) for k in plotted]
+  fig.legend(handles, [_label(*k) for k in plotted], loc='lower center',
+             ncol=min(len(plotted), 6), bbox_to_anchor=(0.5, 1.0))
+  atari_games = [g for g in games if not run_data.is_minatar(g)]
+  x_label, y_label = _axis_labels(atari_games[0] if atari_games else games[0],
+                                  normalized)
+  if atari_games and len(atari_games) < len(games):
+    x_label = 'frames (Atari), training steps (MinAtar), millions'
+  fig.supxlabel(x_label)
   fig.supylabel(y_label)
   fig.tight_layout()
   written += _save(fig, os.path.join(output_dir, 'all_games'), formats)
 
+  if not atari_games:
+    return written  # No human scores, so no median over games.
   fig, ax = plt.subplots(figsize=(7, 4.5))
   for key, agent_runs in by_agent.items():
     runs_by_game = {}
     for run in agent_runs:
-      if run.game in games:
+      if run.game in atari_games:
         runs_by_game.setdefault(run.game, []).append(run)
     if not runs_by_game:
       continue

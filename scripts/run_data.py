@@ -23,6 +23,9 @@ REFERENCE_FILES = {
     'dqn_zoo': 'dqn_zoo_runs.csv.gz',
 }
 HUMAN_RANDOM_FILE = 'atari_human_random.csv'
+# MinAtar runs' environment_name starts with this (zoo.run_minatar's suite
+# csv_prefix): they have no human, random or published scores.
+MINATAR_PREFIX = 'minatar-'
 _KEY_COLUMNS = ('agent', 'environment_name', 'seed')
 _REQUIRED_COLUMNS = _KEY_COLUMNS + ('iteration', 'eval_episode_return')
 
@@ -56,6 +59,11 @@ class Run:
     """Return whether the run has every iteration 0..num_iterations."""
     present = set(int(i) for i in self.iteration)
     return all(i in present for i in range(num_iterations + 1))
+
+
+def is_minatar(game: str) -> bool:
+  """Return whether `game` (a CSV environment_name) is a MinAtar game."""
+  return game.startswith(MINATAR_PREFIX)
 
 
 def reference_path(filename: str) -> str:

@@ -3,6 +3,8 @@ r"""Run agents x games x seeds, locally in parallel or on a Ray cluster; resumab
   python -m scripts.sweep --agents=cr_dqn,qr_dqn --games=pong,breakout --seeds=1,2,3 \
       --root_dir=runs --parallel=2 --flags='--num_iterations=2 --num_train_frames=400'
   python -m scripts.sweep --status --root_dir=runs
+  python -m scripts.sweep --suite=minatar --agents=cr_dqn --games=all --seeds=1,2,3 \
+      --root_dir=runs/minatar --parallel=2
   python -m scripts.sweep --agents=cr_dqn --games=all --seeds=1,2,3 --root_dir=/nfs/runs \
       --ray_address=auto --cpus_per_run=4 --gpus_per_run=1
 
@@ -11,7 +13,9 @@ run.log (appended per attempt), run.pid (while running), exit.json (last exit
 status) and sweep.json (its command and num_iterations). It is executed as
   python -m <agent>.run_atari --environment_name=<game> --seed=<s>
       --results_csv_path=.../results.csv --checkpoint_dir=.../checkpoints <--flags>
-Relaunching the same sweep skips finished runs (CSV holds iterations
+(`<agent>.run_minatar` with --suite=minatar, whose games are MinAtar's five
+and whose complete runs have 50 iterations by default). Relaunching the same
+sweep skips finished runs (CSV holds iterations
 0..num_iterations), skips running ones (live run.pid), and restarts the others,
 which resume from their checkpoint directory. With --ray_address, each run is one
 Ray task declaring --cpus_per_run/--gpus_per_run, and --root_dir must be on a
@@ -30,7 +34,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from absl import app
 from absl import flags
@@ -42,6 +46,10 @@ DEFAULT_NUM_ITERATIONS = 200
 DEFAULT_COMMAND_TEMPLATE = (
     '{python} -m {agent}.run_atari --environment_name={game} --seed={seed} '
     '--results_csv_path={results_csv_path} --checkpoint_dir={checkpoint_dir}')
+MINATAR_COMMAND_TEMPLATE = DEFAULT_COMMAND_TEMPLATE.replace('.run_atari',
+                                                            '.run_minatar')
+MINATAR_NUM_ITERATIONS = 50  # zoo.run_minatar's default: 50 x 100k steps.
+SUITES = ('atari', 'minatar')
 RESULTS_FILE, CHECKPOINT_DIR, LOG_FILE = 'results.csv', 'checkpoints', 'run.log'
 PID_FILE, EXIT_FILE, SPEC_FILE = 'run.pid', 'exit.json', 'sweep.json'
 DONE, RUNNING, FAILED, PENDING = 'done', 'running', 'failed', 'pending'
@@ -56,20 +64,26 @@ def define_flags() -> None:
   entry points can be imported together (tests) without flag clashes.
   """
   flags.DEFINE_list('agents', None, f'Agents, from {", ".join(AGENTS)}.')
-  flags.DEFINE_list('games', None, "Games (DQN Zoo names), or 'all'.")
+  flags.DEFINE_enum('suite', 'atari', list(SUITES),
+                    "Family of games: 'atari' runs <agent>.run_atari, "
+                    "'minatar' <agent>.run_minatar.")
+  flags.DEFINE_list('games', None, "Games of the suite (Atari: DQN Zoo "
+                    "names), or 'all'.")
   flags.DEFINE_list('seeds', ['1'], 'Seeds (integers).')
   flags.DEFINE_string('root_dir', None, 'Where the runs live.')
   flags.DEFINE_string(
       'flags', '', "Extra flags for every run, e.g. '--num_iterations=2'.")
   flags.DEFINE_integer(
       'num_iterations', None, 'Iterations of a complete run (default: '
-      f'--num_iterations inside --flags, else {DEFAULT_NUM_ITERATIONS}).')
+      f'--num_iterations inside --flags, else {DEFAULT_NUM_ITERATIONS} for '
+      f'Atari, {MINATAR_NUM_ITERATIONS} for MinAtar).')
   flags.DEFINE_integer(
       'parallel', 1, 'Local mode: runs at the same time.')
   flags.DEFINE_string(
-      'command_template', DEFAULT_COMMAND_TEMPLATE,
+      'command_template', None,
       'Command of one run; fields {python} {agent} {game} {seed} '
-      '{results_csv_path} {checkpoint_dir} {run_dir}; --flags are appended.')
+      '{results_csv_path} {checkpoint_dir} {run_dir}; --flags are appended. '
+      f'Default: {DEFAULT_COMMAND_TEMPLATE!r} (run_minatar for MinAtar).')
   flags.DEFINE_string(
       'ray_address', None, "Run on this Ray cluster ('auto': the local one).")
   flags.DEFINE_float('cpus_per_run', 1.0, 'Ray: CPUs per run.')
@@ -125,10 +139,30 @@ def parse_num_iterations(extra_flags: Sequence[str]) -> Optional[int]:
   return None
 
 
+def suite_defaults(suite: str) -> Tuple[str, int]:
+  """Return (command template, iterations of a complete run) of a suite."""
+  if suite == 'atari':
+    return DEFAULT_COMMAND_TEMPLATE, DEFAULT_NUM_ITERATIONS
+  if suite == 'minatar':
+    return MINATAR_COMMAND_TEMPLATE, MINATAR_NUM_ITERATIONS
+  raise ValueError(f'Unknown suite {suite!r}; choose from {", ".join(SUITES)}.')
+
+
+def _suite_games(suite: str):
+  """Return (games, check_game) of a suite."""
+  # pylint: disable=g-import-not-at-top
+  if suite == 'minatar':
+    from zoo import minatar_env
+    return minatar_env.GAMES, minatar_env.check_game
+  from zoo import atari_data
+  return atari_data.GAMES, atari_data.check_game
+
+
 def validate(agents: Sequence[str], games: Sequence[str],
-             seeds: Sequence[str]) -> tuple:
+             seeds: Sequence[str], suite: str = 'atari') -> tuple:
   """Return (agents, games, seeds) checked; raise ValueError naming the fix."""
-  from zoo import atari_data  # pylint: disable=g-import-not-at-top
+  suite_defaults(suite)  # Unknown suite: error.
+  all_games, check_game = _suite_games(suite)
   if not agents:
     raise ValueError(f'--agents is required: some of {", ".join(AGENTS)}.')
   unknown = [a for a in agents if a not in AGENTS]
@@ -136,10 +170,10 @@ def validate(agents: Sequence[str], games: Sequence[str],
     raise ValueError(f'Unknown agent(s) {unknown}; choose from '
                      f'{", ".join(AGENTS)}.')
   if not games:
-    raise ValueError("--games is required: DQN Zoo game names, or 'all'.")
+    raise ValueError(f"--games is required: {suite} game names, or 'all'.")
   if list(games) == ['all']:
-    games = list(atari_data.GAMES)
-  games = [atari_data.check_game(g) for g in games]
+    games = list(all_games)
+  games = [check_game(g) for g in games]
   try:
     seed_values = [int(s) for s in seeds]
   except ValueError:
@@ -495,12 +529,17 @@ def main(argv):
   if not FLAGS.root_dir:
     raise app.UsageError('--root_dir is required.')
   extra_flags = shlex.split(FLAGS['flags'].value)
+  template, suite_iterations = suite_defaults(FLAGS.suite)
+  template = FLAGS.command_template or template
+  num_iterations = (FLAGS.num_iterations or parse_num_iterations(extra_flags)
+                    or suite_iterations)
   specs = []
   try:
     if FLAGS.agents or not FLAGS.status:
-      agents, games, seeds = validate(FLAGS.agents, FLAGS.games, FLAGS.seeds)
+      agents, games, seeds = validate(FLAGS.agents, FLAGS.games, FLAGS.seeds,
+                                      FLAGS.suite)
       specs = expand(agents, games, seeds, FLAGS.root_dir, extra_flags,
-                     FLAGS.command_template, FLAGS.num_iterations)
+                     template, num_iterations)
   except ValueError as e:
     raise app.UsageError(str(e))
   if FLAGS.ray_address and not FLAGS.status:
@@ -509,8 +548,6 @@ def main(argv):
     except ImportError as e:
       raise app.UsageError(str(e))
   if FLAGS.status:
-    num_iterations = (FLAGS.num_iterations or parse_num_iterations(extra_flags)
-                      or DEFAULT_NUM_ITERATIONS)
     print(format_status(sweep_status(FLAGS.root_dir, specs, num_iterations)))
     return
   todo = select_runs(specs, FLAGS.retry_failed)
@@ -527,9 +564,10 @@ def main(argv):
     try:
       results = run_local(todo, FLAGS.parallel)
     except KeyboardInterrupt:
-      print(format_status(sweep_status(FLAGS.root_dir, specs)))
+      print(format_status(sweep_status(FLAGS.root_dir, specs,
+                                       num_iterations)))
       sys.exit(130)
-  print(format_status(sweep_status(FLAGS.root_dir, specs)))
+  print(format_status(sweep_status(FLAGS.root_dir, specs, num_iterations)))
   failed = [name for name, code in results.items() if code not in (0, None)]
   if failed:
     print(f'{len(failed)} run(s) failed: {", ".join(failed)}', file=sys.stderr)

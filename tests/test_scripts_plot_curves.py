@@ -32,6 +32,8 @@ def test_smooth_is_a_trailing_moving_average():
   batch = np.array([[1.0, np.nan, 3.0], [2.0, 4.0, 6.0]])
   np.testing.assert_allclose(plot_curves.smooth(batch, 2),
                              [[1.0, 1.0, 3.0], [2.0, 3.0, 5.0]])
+  # A window longer than the run (a short MinAtar run) averages what exists.
+  np.testing.assert_allclose(plot_curves.smooth(values[:2], 5), [1.0, 1.5])
   with pytest.raises(ValueError):
     plot_curves.smooth(values, 0)
 
@@ -123,3 +125,25 @@ def test_cli_overlays_our_runs_on_references(tmp_path):
   assert result.returncode == 0, result.stderr
   for name in ('games/pong.png', 'all_games.png', 'aggregate_median.png'):
     _check_png(out / name)
+
+
+def test_minatar_runs_are_plotted_raw_and_stay_out_of_the_median(tmp_path):
+  runs = [make_run('minatar-breakout', s, [0.4, 3.0 * s, 6.0 * s],
+                   agent='cr_dqn', frames=[0, 1e5, 2e5]) for s in (1, 2)]
+  # Normalising would need human scores, which MinAtar lacks: raw values.
+  frames, mean, _, seeds = plot_curves.game_curve(runs, HUMAN_RANDOM, True, 1)
+  assert seeds == 2
+  np.testing.assert_allclose(frames, [0, 1e5, 2e5])
+  np.testing.assert_allclose(mean, [0.4, 4.5, 9.0])
+  written = plot_curves.plot_all(runs, str(tmp_path))
+  assert sorted(os.path.relpath(p, tmp_path) for p in written) == [
+      'all_games.png', 'games/minatar-breakout.png']
+  for path in written:
+    _check_png(path)
+  # Beside an Atari game, the median over games counts the Atari one only.
+  runs += [make_run('pong', 1, [-21, -10, 0], agent='cr_dqn')]
+  written = plot_curves.plot_all(runs, str(tmp_path / 'mixed'), per_game=False)
+  assert sorted(os.path.relpath(p, tmp_path / 'mixed') for p in written) == [
+      'aggregate_median.png', 'all_games.png']
+  assert plot_curves._axis_labels('minatar-breakout', True)[1].startswith(
+      'evaluation return (raw')

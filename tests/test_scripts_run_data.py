@@ -130,3 +130,10 @@ def test_load_paper_reference():
     run_data.load_reference('atari100k')
   with pytest.raises(ValueError, match='Unknown reference agent'):
     run_data.load_all_references(['CR-DQN', 'nope'])
+
+
+def test_minatar_prefix_is_the_minatar_suites():
+  from zoo import run_minatar  # pylint: disable=g-import-not-at-top
+  assert run_data.MINATAR_PREFIX == run_minatar.MINATAR.csv_prefix
+  assert run_data.is_minatar('minatar-breakout')
+  assert not run_data.is_minatar('breakout')

@@ -118,6 +118,41 @@ def test_expand_builds_the_run_atari_command(tmp_path):
                  command_template='{python} {nope}')
 
 
+def test_minatar_suite_validates_its_games_and_runs_run_minatar(tmp_path):
+  assert sweep.validate(['cr_dqn'], ['all'], ['1'], 'minatar')[1] == [
+      'asterix', 'breakout', 'freeway', 'seaquest', 'space_invaders']
+  with pytest.raises(ValueError, match="Unknown MinAtar game 'pong'"):
+    sweep.validate(['cr_dqn'], ['pong'], ['1'], 'minatar')
+  with pytest.raises(ValueError, match='Unknown suite'):
+    sweep.validate(['cr_dqn'], ['pong'], ['1'], 'procgen')
+  template, num_iterations = sweep.suite_defaults('minatar')
+  assert num_iterations == 50
+  spec, = sweep.expand(['qr_dqn'], ['seaquest'], [3], str(tmp_path), [],
+                       template, num_iterations)
+  assert spec.command[:4] == [sys.executable, '-m', 'qr_dqn.run_minatar',
+                              '--environment_name=seaquest']
+  assert spec.num_iterations == 50
+  # Atari stays the default.
+  assert sweep.suite_defaults('atari') == (sweep.DEFAULT_COMMAND_TEMPLATE, 200)
+
+
+def test_cli_minatar_dry_run(tmp_path):
+  result = subprocess.run(
+      [sys.executable, '-m', 'scripts.sweep', '--suite=minatar',
+       '--agents=nc_cr_dqn', '--games=breakout,freeway', '--seeds=1',
+       f'--root_dir={tmp_path}', '--dry_run'],
+      cwd=REPO, capture_output=True, text=True, timeout=60)
+  assert result.returncode == 0, result.stderr
+  commands = [line for line in result.stdout.splitlines() if ' -m ' in line]
+  assert len(commands) == 2
+  assert all('nc_cr_dqn.run_minatar' in line for line in commands)
+  bad = subprocess.run(
+      [sys.executable, '-m', 'scripts.sweep', '--suite=minatar',
+       '--agents=cr_dqn', '--games=pong', f'--root_dir={tmp_path}'],
+      cwd=REPO, capture_output=True, text=True, timeout=60)
+  assert bad.returncode != 0 and 'Unknown MinAtar game' in bad.stderr
+
+
 def test_parse_num_iterations():
   assert sweep.parse_num_iterations(['--num_iterations=7']) == 7
   assert sweep.parse_num_iterations(['--num_iterations', '8']) == 8
