@@ -1,13 +1,14 @@
 """Squared Cramér (l2) distance between uniform staircase distributions.
 
 cramer_loss computes the distance in one of two exact forms, the faster for
-the backend and the size (form='auto'):
-- 'sorted', O((N + M) log(N + M)): the sort-based algorithm below.
-- 'pairwise', O(N·M): the energy identity, with the gradient from the same
-  integer counts as the sorted form's (custom_vjp, no N·M residuals).
-The gradient is exact in both (integer counts, divided once); the pairwise
-value is a difference of sums of |x − y|, so for atoms far from zero its
-absolute error is float rounding of their spread rather than of the distance.
+the platform and the size (form='auto'):
+- 'sorted', O((N + M) log(N + M)): the sort-based algorithm below, exact up
+  to one rounding per atom.
+- 'pairwise', O(N·M): the energy identity E|X − Y| − ½E|X − X'| − ½E|Y − Y'|
+  (cramer_loss_pairwise), differentiated by autodiff. Its terms cancel, so
+  for atoms far from zero the value's error is float rounding of their
+  spread rather than of the distance; the gradient is a sum of ±1/(N·M),
+  equal to the sorted form's to float rounding.
 
 Where each form is the faster (jit(value_and_grad), batch 32; the README,
 "Losses", has the tables): on the CPU the pairwise form up to N·M = 32², the
@@ -36,7 +37,6 @@ import jax.numpy as jnp
 from losses import sorting
 from losses import validation
 
-
 FORMS = ('auto', 'sorted', 'pairwise')
 # form='auto' computes the pairwise form while N·M is at most this, per
 # platform, and the sorted form above (module docstring).
@@ -63,9 +63,9 @@ def cramer_loss(source, target, form='auto'):
   The sorted form: between consecutive sorted atoms, F_target − F_source is a
   running sum of the jumps (−1/N per source atom, +1/M per target atom),
   summed exactly as integers and divided once. The pairwise form: the energy
-  identity, O(N·M) (cramer_loss_pairwise's value). 'auto' picks the faster
-  for the platform the computation is compiled for and for N·M
-  (auto_form; jax.lax.platform_dependent when the platforms differ).
+  identity, O(N·M) (cramer_loss_pairwise). 'auto' picks the faster for the
+  platform the computation is compiled for and for N·M (auto_form;
+  jax.lax.platform_dependent when the CPU and accelerators differ).
 
   Args:
     source: [..., N] atoms of a uniform staircase, in any order.
@@ -78,12 +78,13 @@ def cramer_loss(source, target, form='auto'):
     [...] the squared distances, in the atoms' float dtype (float32 for 16-bit
     floats). NaN for a row holding a NaN or an infinite atom.
 
-  The gradient is computed directly, not through the sort, and is the same in
-  both forms: for an atom at z, ∂/∂source = 2 (F_target(z) − F_source(z)) / N
-  and ∂/∂target the opposite over M, with each CDF taken halfway through its
-  jump at z. Atoms that tie get the average of the left and right
-  derivatives, so tied atoms get equal, finite gradients, and equal
-  distributions get a zero gradient. Reverse mode only (jax.custom_vjp).
+  The gradient, the same in both forms (to rounding): for an atom at z,
+  ∂/∂source = 2 (F_target(z) − F_source(z)) / N and ∂/∂target the opposite
+  over M, with each CDF taken halfway through its jump at z. Atoms that tie
+  get the average of the left and right derivatives, so tied atoms get
+  equal, finite gradients, and equal distributions get a zero gradient. The
+  sorted form computes it directly from its integer counts, not through the
+  sort: reverse mode only (jax.custom_vjp).
   """
   if form not in FORMS:
     raise ValueError(f'cramer_loss: form must be one of {FORMS}, got '
@@ -189,30 +190,18 @@ def _cramer_sorted_bwd(residuals, cotangent):
 _cramer_sorted.defvjp(_cramer_sorted_fwd, _cramer_sorted_bwd)
 
 
-def _sign_sums(x, y):
-  """Return Σ_j sign(x_i − y_j) per x atom, as exact int32 counts."""
-  above = jnp.sum(x[..., :, None] > y[..., None, :], axis=-1, dtype=jnp.int32)
-  below = jnp.sum(x[..., :, None] < y[..., None, :], axis=-1, dtype=jnp.int32)
-  return above - below
+def _abs(u):
+  # Zero derivative at 0 (jnp.abs has 1 there): the average of the one-sided
+  # derivatives, which matches the sorted form's gradient on ties.
+  return u * jax.lax.stop_gradient(jnp.sign(u))
 
 
-def _gradient_numerators(x, other, int_type):
-  """Return 2·|x|·|other|·(F̄_other − F̄_x) at each x atom, from signs.
-
-  Σ_j sign(z − y_j) = #y<z + #y≤z − |y|, so this is the sorted form's
-  midpoint gap (_midpoint_gap), computed from pairs instead of sorted keys.
-  """
-  n, m = x.shape[-1], other.shape[-1]
-  return _integer_combination(n, _sign_sums(x, other), m, _sign_sums(x, x),
-                              int_type, x.dtype)
-
-
-def _energy(source, target, absolute=jnp.abs):
-  """Return E|X − Y| − ½E|X − X'| − ½E|Y − Y'| (the pairwise value)."""
+def _cramer_pairwise(source, target):
+  """Return E|X − Y| − ½E|X − X'| − ½E|Y − Y'| (autodiff gives the gradient)."""
   n, m = source.shape[-1], target.shape[-1]
-  cross = absolute(source[..., :, None] - target[..., None, :])
-  source_self = absolute(source[..., :, None] - source[..., None, :])
-  target_self = absolute(target[..., :, None] - target[..., None, :])
+  cross = _abs(source[..., :, None] - target[..., None, :])
+  source_self = _abs(source[..., :, None] - source[..., None, :])
+  target_self = _abs(target[..., :, None] - target[..., None, :])
   if n == m:
     # Term by term, so that equal distributions give exactly 0.
     return jnp.sum(cross - 0.5 * source_self - 0.5 * target_self,
@@ -222,35 +211,7 @@ def _energy(source, target, absolute=jnp.abs):
           0.5 * jnp.mean(target_self, axis=(-2, -1)))
 
 
-@jax.custom_vjp
-def _cramer_pairwise(source, target):
-  return _energy(source, target)
-
-
-def _cramer_pairwise_fwd(source, target):
-  return _energy(source, target), (source, target)
-
-
-def _cramer_pairwise_bwd(residuals, cotangent):
-  source, target = residuals
-  n, m = source.shape[-1], target.shape[-1]
-  int_type = _count_type(n, m)
-  source_grad = _gradient_numerators(source, target, int_type) / (
-      float(n)**2 * m)
-  target_grad = _gradient_numerators(target, source, int_type) / (
-      float(n) * float(m)**2)
-  return (cotangent[..., None] * source_grad,
-          cotangent[..., None] * target_grad)
-
-
-_cramer_pairwise.defvjp(_cramer_pairwise_fwd, _cramer_pairwise_bwd)
 _FORM_FUNCTIONS = {'sorted': _cramer_sorted, 'pairwise': _cramer_pairwise}
-
-
-def _abs(u):
-  # Zero derivative at 0 (jnp.abs has 1 there): the average of the one-sided
-  # derivatives, which matches cramer_loss's gradient on ties.
-  return u * jax.lax.stop_gradient(jnp.sign(u))
 
 
 def cramer_loss_pairwise(source, target):
@@ -260,11 +221,12 @@ def cramer_loss_pairwise(source, target):
   same value and gradient as cramer_loss (up to rounding: the terms cancel,
   so small distances between large atoms lose relative precision), with
   memory O(N·M + N² + M²) per row. Differentiated by autodiff (|·| with a zero
-  derivative at 0): the tests' independent check of cramer_loss's gradient.
-  Arguments and result as cramer_loss; gradients flow into target too.
+  derivative at 0). cramer_loss(form='pairwise') is this function; the tests
+  use it to check the sorted form's value and gradient. Arguments and result
+  as cramer_loss; gradients flow into target too.
   """
   source, target = validation.check_atoms('cramer_loss_pairwise', source,
                                           target)
   source, target = validation.nan_gradient_where_not_finite(source, target)
-  value = _energy(source, target, absolute=_abs)
+  value = _cramer_pairwise(source, target)
   return validation.nan_where_not_finite(value, source, target)
