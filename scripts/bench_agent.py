@@ -122,8 +122,8 @@ class ModeBench:
     self.agent, self.replay = experiment.build_agent(run_atari.ATARI, s,
                                                     self.env.num_actions)
     # Fill past the minimum, then compile the update (learning from then on,
-    # as in the middle of a run; a target copy compiles the single update).
-    warm_frames = 4 * (min_replay + 64 * num_envs * mode.num_fused_updates)
+    # as in the middle of a run).
+    warm_frames = 4 * (min_replay + 64 * num_envs)
     run_loop.run_phase(self.env, self.agent.step, warm_frames, 4)
     if self.agent.num_updates == 0:
       raise RuntimeError(f'{self.name}: no update during the warm-up.')
