@@ -157,7 +157,6 @@ def fused_update(update_fn, params, target_params, opt_state,
     transitions: U batches, every field [U, B, ...].
     rng_key: JAX key, threaded through the U updates as U calls would.
   """
-
   # A Python loop: straight-line code, as lax.scan fully unrolled. XLA's CPU
   # backend runs a while loop's body several times slower (the update inside
   # a one-trip lax.scan, which stays a loop, took 8-10x longer).
@@ -367,9 +366,12 @@ class QuantileAgent:
     the call samples them itself. Returns at once (a future, as learn_from).
 
     Args:
-      num_updates: U; None: the config's num_fused_updates.
+      num_updates: 1 or the config's num_fused_updates (None: the latter).
     """
     num_updates = num_updates or self._config.num_fused_updates
+    if num_updates not in (1, self._config.num_fused_updates):
+      raise ValueError(f'learn: num_updates must be 1 or num_fused_updates='
+                       f'{self._config.num_fused_updates}, got {num_updates}.')
     if self._on_device:
       if not self._num_updates:
         self._replay.check_sampleable()
