@@ -132,6 +132,7 @@ def test_fused_updates_equal_sequential_updates():
   optimizer = agent_lib.make_optimizer(1e-3, 1e-4, 10.0)
   update_fn = functools.partial(agent_lib.update, stacks_first, optimizer,
                                 losses.cramer_loss, 0.99, 1.0)
+  target_fn = functools.partial(agent_lib.td_target, stacks_first, 0.99)
   key = jax.random.PRNGKey(2)
   single = jax.jit(update_fn)
   p, o, k = params, optimizer.init(params), key
@@ -140,7 +141,8 @@ def test_fused_updates_equal_sequential_updates():
     batch_u = jax.tree.map(lambda x, u=u: x[u], transitions)
     p, o, k, loss = single(p, target_params, o, batch_u, k)
     sequential_losses.append(loss)
-  fused = jax.jit(functools.partial(agent_lib.fused_update, update_fn))(
+  fused = jax.jit(functools.partial(agent_lib.fused_update, update_fn,
+                                    target_fn))(
       params, target_params, optimizer.init(params), transitions, key)
   np.testing.assert_array_equal(fused[2], k)  # The same keys, in turn.
   for got, want in zip(jax.tree.leaves((fused[0], fused[1])),

@@ -24,8 +24,8 @@ parameters, so acting is never behind the learner (zero staleness).
 Two learner options (README, "Training throughput"), off by default:
 - Fused updates (`num_fused_updates` U > 1): updates that fall due are held
   until U are, then run as one dispatch (`fused_update`, U sequential Adam
-  steps on U batches sampled at once), which pays the launch overhead once
-  per U. The updates per frame are unchanged, and pending updates are run
+  steps on U batches sampled at once, the target network run once on all
+  U), which pays the launch overhead once per U. The updates per frame are unchanged, and pending updates are run
   before every target copy, so the target network copies the parameters of
   every update due so far, as with U = 1. The only change: acting lags the
   learner by at most U − 1 updates (16 (U − 1) frames). `last_loss` is the
@@ -109,20 +109,33 @@ def select_action(network: hk.Transformed, params, rng_key, observations,
   return rng_key, actions, jnp.max(q_values, axis=-1)
 
 
-def td_loss(network: hk.Transformed, loss_fn: LossFn,
-            additional_discount: float, params, target_params,
-            transitions: replay_lib.Transitions, rng_key):
-  """Return the batch mean of the distributional TD loss (SPEC §1)."""
-  online_key, target_key = jax.random.split(rng_key)
-  q_tm1 = network.apply(params, online_key, transitions.s_tm1).q_atoms
-  target_out = network.apply(target_params, target_key, transitions.s_t)
-  batch = jnp.arange(q_tm1.shape[0])
-  source = q_tm1[batch, transitions.a_tm1]                        # [B, N]
-  a_star = jnp.argmax(target_out.q_values, axis=-1)  # No double Q.
+def td_target(network: hk.Transformed, additional_discount: float,
+              target_params, transitions: replay_lib.Transitions, rng_key):
+  """Return the TD target atoms [B, N] (target network, no double Q)."""
+  target_out = network.apply(target_params, rng_key, transitions.s_t)
+  batch = jnp.arange(target_out.q_atoms.shape[0])
+  a_star = jnp.argmax(target_out.q_values, axis=-1)
   discount = additional_discount * transitions.discount_t
   target = (transitions.r_t[:, None] +
             discount[:, None] * target_out.q_atoms[batch, a_star])
-  target = jax.lax.stop_gradient(target)
+  return jax.lax.stop_gradient(target)
+
+
+def td_loss(network: hk.Transformed, loss_fn: LossFn,
+            additional_discount: float, params, target_params,
+            transitions: replay_lib.Transitions, rng_key, target=None):
+  """Return the batch mean of the distributional TD loss (SPEC §1).
+
+  `target`: the batch's TD target atoms [B, N] when already computed (fused
+  updates compute those of U batches in one pass); None: from target_params.
+  """
+  online_key, target_key = jax.random.split(rng_key)
+  q_tm1 = network.apply(params, online_key, transitions.s_tm1).q_atoms
+  if target is None:
+    target = td_target(network, additional_discount, target_params,
+                       transitions, target_key)
+  batch = jnp.arange(q_tm1.shape[0])
+  source = q_tm1[batch, transitions.a_tm1]                        # [B, N]
   chex.assert_equal_shape([source, target])
   per_transition = loss_fn(source, target)
   chex.assert_rank(per_transition, 1)
@@ -132,12 +145,15 @@ def td_loss(network: hk.Transformed, loss_fn: LossFn,
 def update(network: hk.Transformed, optimizer: optax.GradientTransformation,
            loss_fn: LossFn, additional_discount: float, grad_scale: float,
            params, target_params, opt_state,
-           transitions: replay_lib.Transitions, rng_key):
-  """Return (params, opt_state, rng_key, loss) after one Adam step."""
+           transitions: replay_lib.Transitions, rng_key, target=None):
+  """Return (params, opt_state, rng_key, loss) after one Adam step.
+
+  `target`: as td_loss's (None: computed here from target_params).
+  """
   rng_key, loss_key = jax.random.split(rng_key)
   loss, grads = jax.value_and_grad(td_loss, argnums=3)(
       network, loss_fn, additional_discount, params, target_params,
-      transitions, loss_key)
+      transitions, loss_key, target)
   if grad_scale != 1.0:  # NC-QR-DQN-0: QR gradient x 2/N, before clipping.
     grads = jax.tree.map(lambda g: g * grad_scale, grads)
   updates, opt_state = optimizer.update(grads, opt_state, params)
@@ -145,37 +161,50 @@ def update(network: hk.Transformed, optimizer: optax.GradientTransformation,
   return params, opt_state, rng_key, loss
 
 
-def fused_update(update_fn, params, target_params, opt_state,
+def fused_update(update_fn, target_fn, params, target_params, opt_state,
                  transitions: replay_lib.Transitions, rng_key):
   """Return (params, opt_state, rng_key, losses [U]) after U updates in turn.
 
+  The U updates share the target parameters, so the target network runs once
+  on the U batches together (one batch of U x B: fewer, larger kernels); the
+  online network, the gradients and Adam run U times in turn.
+
   Args:
     update_fn: `update` with its static arguments bound.
+    target_fn: `td_target` with its static arguments bound.
     params: online parameters.
     target_params: target parameters (the same for the U updates).
     opt_state: optimizer state.
     transitions: U batches, every field [U, B, ...].
-    rng_key: JAX key, threaded through the U updates as U calls would.
+    rng_key: JAX key, threaded through the U updates as U calls would (the
+      networks are deterministic: the target pass takes no key).
   """
+  num_updates, batch_size = transitions.a_tm1.shape
+  flat = jax.tree.map(
+      lambda x: x.reshape((num_updates * batch_size,) + x.shape[2:]),
+      transitions)
+  targets = target_fn(target_params, flat, None)
+  targets = targets.reshape((num_updates, batch_size) + targets.shape[1:])
   # A Python loop: straight-line code, as lax.scan fully unrolled. XLA's CPU
   # backend runs a while loop's body several times slower (the update inside
   # a one-trip lax.scan, which stays a loop, took 8-10x longer).
   losses_ = []
-  for u in range(jax.tree.leaves(transitions)[0].shape[0]):
+  for u in range(num_updates):
     batch = jax.tree.map(lambda x, u=u: x[u], transitions)
-    params, opt_state, rng_key, loss = update_fn(params, target_params,
-                                                 opt_state, batch, rng_key)
+    params, opt_state, rng_key, loss = update_fn(
+        params, target_params, opt_state, batch, rng_key, targets[u])
     losses_.append(loss)
   return params, opt_state, rng_key, jnp.stack(losses_)
 
 
-def sample_and_update(update_fn, sampler, num_updates: int, batch_size: int,
-                      params, target_params, opt_state,
+def sample_and_update(update_fn, target_fn, sampler, num_updates: int,
+                      batch_size: int, params, target_params, opt_state,
                       replay_arrays: device_replay.DeviceArrays, rng_key):
   """Sample U batches from the device replay, then run `fused_update`.
 
   Args:
     update_fn: `update` with its static arguments bound.
+    target_fn: `td_target` with its static arguments bound.
     sampler: fn(arrays, rng_key, batch_size) -> (rng_key, Transitions), the
       device replay's `sampler`.
     num_updates: U.
@@ -194,7 +223,7 @@ def sample_and_update(update_fn, sampler, num_updates: int, batch_size: int,
   transitions = jax.tree.map(
       lambda x: x.reshape((num_updates, batch_size) + x.shape[1:]),
       transitions)
-  return fused_update(update_fn, params, target_params, opt_state,
+  return fused_update(update_fn, target_fn, params, target_params, opt_state,
                       transitions, rng_key)
 
 
@@ -259,16 +288,20 @@ class QuantileAgent:
     # The one place where the pure functions are jitted. Donating params and
     # optimizer state lets XLA update them in place.
     self._select_action = jax.jit(functools.partial(select_action, network))
-    update_fn = functools.partial(update, _on_stacks_first(network), optimizer,
-                                  loss_fn, config.additional_discount,
+    learner_network = _on_stacks_first(network)
+    update_fn = functools.partial(update, learner_network, optimizer, loss_fn,
+                                  config.additional_discount,
                                   config.grad_scale)
+    target_fn = functools.partial(td_target, learner_network,
+                                  config.additional_discount)
     self._update = jax.jit(update_fn, donate_argnums=(0, 2))
-    self._fused_update = jax.jit(functools.partial(fused_update, update_fn),
-                                 donate_argnums=(0, 2))
+    self._fused_update = jax.jit(
+        functools.partial(fused_update, update_fn, target_fn),
+        donate_argnums=(0, 2))
     # Device replay: one jitted call per U (and per single update, which
     # flushes pending updates before a target copy).
     self._device_updates = {
-        u: jax.jit(functools.partial(sample_and_update, update_fn,
+        u: jax.jit(functools.partial(sample_and_update, update_fn, target_fn,
                                      replay.sampler, u, config.batch_size),
                    donate_argnums=(0, 2))
         for u in {1, config.num_fused_updates}} if self._on_device else {}
