@@ -150,7 +150,8 @@ def _interleaved_ms(calls, repeats, turn_ms=2.0):
   """Return the median ms of each (fn, args), timed in turns (round robin).
 
   Taking turns exposes every variant to the same load from other processes;
-  a turn runs a variant enough times to last about `turn_ms`.
+  a turn runs a variant enough times to last about `turn_ms`; the order
+  rotates from round to round.
   """
   calls_per_turn = []
   for fn, args in calls:
@@ -160,13 +161,16 @@ def _interleaved_ms(calls, repeats, turn_ms=2.0):
     once_ms = 1e3 * (time.perf_counter() - start)
     calls_per_turn.append(max(1, int(turn_ms / max(once_ms, 1e-3))))
   times = [[] for _ in calls]
-  for _ in range(repeats):
-    for (fn, args), count, samples in zip(calls, calls_per_turn, times):
+  for round_index in range(repeats):
+    # Each round starts at the next variant: the one timed after the largest
+    # (cache-evicting) variant changes from round to round.
+    for i in np.roll(np.arange(len(calls)), -round_index):
+      fn, args = calls[i]
       start = time.perf_counter()
-      for _ in range(count):
+      for _ in range(calls_per_turn[i]):
         out = fn(*args)
       jax.block_until_ready(out)
-      samples.append((time.perf_counter() - start) / count)
+      times[i].append((time.perf_counter() - start) / calls_per_turn[i])
   return [1e3 * float(np.median(samples)) for samples in times]
 
 
