@@ -1,6 +1,23 @@
 """Squared Cramér (l2) distance between uniform staircase distributions.
 
-How cramer_loss is computed, and why (measured on a 2-core CPU, batch 32,
+cramer_loss computes the distance in one of two exact forms, the faster for
+the platform and the size (form='auto'):
+- 'sorted', O((N + M) log(N + M)): the sort-based algorithm below, exact up
+  to one rounding per atom.
+- 'pairwise', O(N·M): the energy identity E|X − Y| − ½E|X − X'| − ½E|Y − Y'|
+  (cramer_loss_pairwise), differentiated by autodiff. Its terms cancel, so
+  for atoms far from zero the value's error is float rounding of their
+  spread rather than of the distance; the gradient is a sum of ±1/(N·M),
+  equal to the sorted form's to float rounding.
+
+Where each form is the faster (jit(value_and_grad), batch 32; the README,
+"Losses", has the tables): on the CPU the pairwise form up to N·M = 32², the
+sorted form above; on a GPU (NVIDIA H200, issue 10's figures) the pairwise
+form at N = 201 (0.084 ms against 0.133 ms; rlax's QR loss 0.095 ms) and the
+sorted form at N = 4000 (0.268 ms; rlax 1.157 ms). Between those two GPU sizes
+nothing was measured: the switch at N·M = 512² is an estimate.
+
+How the sorted form is computed, and why (measured on a 2-core CPU, batch 32,
 jit(value_and_grad); see scripts/bench_losses.py, which keeps the variants):
 - Source and target are sorted apart, as integer keys (losses.sorting): XLA's
   CPU sort of one integer operand is ~6x faster than of floats, and a
@@ -12,8 +29,6 @@ jit(value_and_grad); see scripts/bench_losses.py, which keeps the variants):
   integers: differentiating through the sort costs a second multi-operand
   sort, and in float32 the difference of squared running sums it forms loses
   ~1e-3 of the gradient at N = 4000.
-- No pairwise fallback for small N: the O(N·M) form is not faster at N = 12
-  (0.06 ms vs 0.06 ms) nor from N = 64 on, so one code path serves all sizes.
 """
 
 import jax
@@ -22,34 +37,71 @@ import jax.numpy as jnp
 from losses import sorting
 from losses import validation
 
+FORMS = ('auto', 'sorted', 'pairwise')
+# form='auto' computes the pairwise form while N·M is at most this, per
+# platform, and the sorted form above (module docstring).
+PAIRWISE_MAX_ATOM_PAIRS = {'cpu': 32 * 32, 'accelerator': 512 * 512}
 
-def cramer_loss(source, target):
+
+def auto_form(platform, n, m):
+  """Return the form cramer_loss(form='auto') computes on `platform`.
+
+  Args:
+    platform: 'cpu', or any other JAX platform ('cuda', 'rocm', 'tpu'), which
+      all take the accelerator threshold.
+    n: source atoms N.
+    m: target atoms M.
+  """
+  limit = PAIRWISE_MAX_ATOM_PAIRS['cpu' if platform == 'cpu' else
+                                  'accelerator']
+  return 'pairwise' if n * m <= limit else 'sorted'
+
+
+def cramer_loss(source, target, form='auto'):
   """Return the squared Cramér distance ∫(F_source − F_target)² dz.
 
-  The sort-based O((N + M) log(N + M)) algorithm: between consecutive sorted
-  atoms, F_target − F_source is a running sum of the jumps (−1/N per source
-  atom, +1/M per target atom), summed exactly as integers and divided once.
+  The sorted form: between consecutive sorted atoms, F_target − F_source is a
+  running sum of the jumps (−1/N per source atom, +1/M per target atom),
+  summed exactly as integers and divided once. The pairwise form: the energy
+  identity, O(N·M) (cramer_loss_pairwise). 'auto' picks the faster for the
+  platform the computation is compiled for and for N·M (auto_form;
+  jax.lax.platform_dependent when the CPU and accelerators differ).
 
   Args:
     source: [..., N] atoms of a uniform staircase, in any order.
     target: [..., M] atoms (M may differ from N). Leading dimensions broadcast.
       Gradients flow into target too: wrap it in jax.lax.stop_gradient for a
       TD target.
+    form: 'auto', 'sorted' or 'pairwise' (a Python string).
 
   Returns:
     [...] the squared distances, in the atoms' float dtype (float32 for 16-bit
     floats). NaN for a row holding a NaN or an infinite atom.
 
-  The gradient is computed directly, not through the sort: for an atom at z,
+  The gradient, the same in both forms (to rounding): for an atom at z,
   ∂/∂source = 2 (F_target(z) − F_source(z)) / N and ∂/∂target the opposite
   over M, with each CDF taken halfway through its jump at z. Atoms that tie
-  get the average of the left and right derivatives, so tied atoms get equal,
-  finite gradients, and equal distributions get a zero gradient. Reverse
-  mode only (jax.custom_vjp).
+  get the average of the left and right derivatives, so tied atoms get
+  equal, finite gradients, and equal distributions get a zero gradient. The
+  sorted form computes it directly from its integer counts, not through the
+  sort: reverse mode only (jax.custom_vjp).
   """
+  if form not in FORMS:
+    raise ValueError(f'cramer_loss: form must be one of {FORMS}, got '
+                     f'{form!r}.')
   source, target = validation.check_atoms('cramer_loss', source, target)
   source, target = validation.nan_gradient_where_not_finite(source, target)
-  value = _cramer_sorted(source, target)
+  n, m = source.shape[-1], target.shape[-1]
+  if form == 'auto':
+    on_cpu, elsewhere = auto_form('cpu', n, m), auto_form('accelerator', n, m)
+    if on_cpu == elsewhere:
+      value = _FORM_FUNCTIONS[on_cpu](source, target)
+    else:
+      value = jax.lax.platform_dependent(
+          source, target, cpu=_FORM_FUNCTIONS[on_cpu],
+          default=_FORM_FUNCTIONS[elsewhere])
+  else:
+    value = _FORM_FUNCTIONS[form](source, target)
   return validation.nan_where_not_finite(value, source, target)
 
 
@@ -140,8 +192,26 @@ _cramer_sorted.defvjp(_cramer_sorted_fwd, _cramer_sorted_bwd)
 
 def _abs(u):
   # Zero derivative at 0 (jnp.abs has 1 there): the average of the one-sided
-  # derivatives, which matches cramer_loss's gradient on ties.
+  # derivatives, which matches the sorted form's gradient on ties.
   return u * jax.lax.stop_gradient(jnp.sign(u))
+
+
+def _cramer_pairwise(source, target):
+  """Return E|X − Y| − ½E|X − X'| − ½E|Y − Y'| (autodiff gives the gradient)."""
+  n, m = source.shape[-1], target.shape[-1]
+  cross = _abs(source[..., :, None] - target[..., None, :])
+  source_self = _abs(source[..., :, None] - source[..., None, :])
+  target_self = _abs(target[..., :, None] - target[..., None, :])
+  if n == m:
+    # Term by term, so that equal distributions give exactly 0.
+    return jnp.sum(cross - 0.5 * source_self - 0.5 * target_self,
+                   axis=(-2, -1)) / n**2
+  return (jnp.mean(cross, axis=(-2, -1)) -
+          0.5 * jnp.mean(source_self, axis=(-2, -1)) -
+          0.5 * jnp.mean(target_self, axis=(-2, -1)))
+
+
+_FORM_FUNCTIONS = {'sorted': _cramer_sorted, 'pairwise': _cramer_pairwise}
 
 
 def cramer_loss_pairwise(source, target):
@@ -150,22 +220,13 @@ def cramer_loss_pairwise(source, target):
   ℓ2² = E|X − Y| − ½E|X − X'| − ½E|Y − Y'| for X ~ source, Y ~ target. The
   same value and gradient as cramer_loss (up to rounding: the terms cancel,
   so small distances between large atoms lose relative precision), with
-  memory O(N·M + N² + M²) per row. For tests, and fast for small N.
-  Arguments and result as cramer_loss; gradients flow into target too.
+  memory O(N·M + N² + M²) per row. Differentiated by autodiff (|·| with a zero
+  derivative at 0). cramer_loss(form='pairwise') is this function; the tests
+  use it to check the sorted form's value and gradient. Arguments and result
+  as cramer_loss; gradients flow into target too.
   """
   source, target = validation.check_atoms('cramer_loss_pairwise', source,
                                           target)
   source, target = validation.nan_gradient_where_not_finite(source, target)
-  n, m = source.shape[-1], target.shape[-1]
-  cross = _abs(source[..., :, None] - target[..., None, :])
-  source_self = _abs(source[..., :, None] - source[..., None, :])
-  target_self = _abs(target[..., :, None] - target[..., None, :])
-  if n == m:
-    # Term by term, so that equal distributions give exactly 0.
-    value = jnp.sum(cross - 0.5 * source_self - 0.5 * target_self,
-                    axis=(-2, -1)) / n**2
-  else:
-    value = (jnp.mean(cross, axis=(-2, -1)) -
-             0.5 * jnp.mean(source_self, axis=(-2, -1)) -
-             0.5 * jnp.mean(target_self, axis=(-2, -1)))
+  value = _cramer_pairwise(source, target)
   return validation.nan_where_not_finite(value, source, target)

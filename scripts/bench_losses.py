@@ -2,7 +2,8 @@ r"""Benchmark the losses: median time of a jitted value-and-gradient.
 
 For batch B and N = M atoms, times jax.jit(value_and_grad) of the batch mean
 of each loss (gradient with respect to the source, target under
-stop_gradient, as in a TD update), prints the median over repeats, the ratio
+stop_gradient, as in a TD update), prints the median over repeats (the
+variants of one N timed in turns, so that outside load hits them alike), the ratio
 to rlax.quantile_regression_loss, and the temporary memory of the compiled
 computation (XLA's memory_analysis). Also times the sort primitives that
 explain the choice of algorithm.
@@ -11,19 +12,25 @@ explain the choice of algorithm.
   python -m scripts.bench_losses --sizes=32,201 --repeats=50 --batch=32
 
 Variants (the alternatives measured to choose cramer_loss's formulation):
-  cramer_loss               library: integer-key sorts of source and target
-                            apart, counts by search, gradient by custom_vjp
+  cramer_loss               library, form='auto': the faster of the next two
+                            for this backend and N (losses.cramer.auto_form)
+  cramer_sorted_form        form='sorted': integer-key sorts of source and
+                            target apart, counts by search, gradient by
+                            custom_vjp
+  cramer_pairwise_form      form='pairwise': the O(N·M) energy identity, its
+                            gradient from the same counts (custom_vjp)
   cramer_binary_count       the same with the binary-search count at all sizes
   cramer_float_sort_vjp     one multi-operand float sort of the 2N atoms with
                             jumps and indices, gradient by custom_vjp
                             (running sums scattered back through the sort)
   cramer_sort_autodiff      one multi-operand float sort, autodiff through it
                             (the first cut)
-  cramer_loss_pairwise      O(N·M) energy identity
+  cramer_loss_pairwise      O(N·M) energy identity, autodiff (test oracle)
   qr_loss                   losses.quantile_regression_loss, κ = 0
   rlax_qr_loss              rlax.quantile_regression_loss, vmapped
 """
 
+import functools
 import time
 
 from absl import app
@@ -96,7 +103,7 @@ def _cramer_binary_count(source, target):
   saved = sorting._BLOCKED_COUNT_MAX_KEYS  # pylint: disable=protected-access
   sorting._BLOCKED_COUNT_MAX_KEYS = 0  # pylint: disable=protected-access
   try:
-    return losses.cramer_loss(source, target)
+    return losses.cramer_loss(source, target, form='sorted')
   finally:
     sorting._BLOCKED_COUNT_MAX_KEYS = saved  # pylint: disable=protected-access
 
@@ -110,6 +117,10 @@ def _rlax_qr_loss(source, target):
 
 VARIANTS = (
     ('cramer_loss', losses.cramer_loss, False),
+    ('cramer_sorted_form', functools.partial(losses.cramer_loss,
+                                             form='sorted'), False),
+    ('cramer_pairwise_form', functools.partial(losses.cramer_loss,
+                                               form='pairwise'), True),
     ('cramer_binary_count', _cramer_binary_count, False),
     ('cramer_float_sort_vjp', _cramer_float_sort_vjp, False),
     ('cramer_sort_autodiff', _cramer_sort_autodiff, False),
@@ -133,6 +144,34 @@ def _median_ms(fn, args, repeats):
     jax.block_until_ready(fn(*args))
     times.append(time.perf_counter() - start)
   return 1e3 * float(np.median(times))
+
+
+def _interleaved_ms(calls, repeats, turn_ms=2.0):
+  """Return the median ms of each (fn, args), timed in turns (round robin).
+
+  Taking turns exposes every variant to the same load from other processes;
+  a turn runs a variant enough times to last about `turn_ms`; the order
+  rotates from round to round.
+  """
+  calls_per_turn = []
+  for fn, args in calls:
+    jax.block_until_ready(fn(*args))
+    start = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    once_ms = 1e3 * (time.perf_counter() - start)
+    calls_per_turn.append(max(1, int(turn_ms / max(once_ms, 1e-3))))
+  times = [[] for _ in calls]
+  for round_index in range(repeats):
+    # Each round starts at the next variant: the one timed after the largest
+    # (cache-evicting) variant changes from round to round.
+    for i in np.roll(np.arange(len(calls)), -round_index):
+      fn, args = calls[i]
+      start = time.perf_counter()
+      for _ in range(calls_per_turn[i]):
+        out = fn(*args)
+      jax.block_until_ready(out)
+      times[i].append((time.perf_counter() - start) / calls_per_turn[i])
+  return [1e3 * float(np.median(samples)) for samples in times]
 
 
 def _temp_mb(fn, args):
@@ -183,7 +222,7 @@ def main(argv):
         f'{batch}, float32, median of {repeats}; jit(value_and_grad) of the '
         'batch mean, target under stop_gradient.')
   print('÷ rlax = time / rlax_qr_loss time; temp = XLA temporary buffers; '
-        'err = relative difference from cramer_loss (value, gradient).')
+        'err = relative difference from the sorted form (value, gradient).')
   rng = np.random.default_rng(0)
   for n in sizes:
     source = jnp.asarray(rng.normal(size=(batch, n)), jnp.float32)
@@ -191,8 +230,9 @@ def main(argv):
     args = (source, target)
     print(f'\nN = M = {n}')
     row_gb = 4 * n * n * 4 / 2**30  # Measured: ~4 float32 [N, N] per row.
-    reference = _value_and_grad(losses.cramer_loss)
-    rows = []
+    reference = _value_and_grad(functools.partial(losses.cramer_loss,
+                                                  form='sorted'))
+    prepared, skipped = [], []
     for name, loss, quadratic in VARIANTS:
       fn = _value_and_grad(loss)
       run_args, scale, note = args, 1.0, ''
@@ -200,18 +240,21 @@ def main(argv):
         # Time fewer rows and scale: the O(N²) work is linear in the batch.
         rows_fit = int(_MAX_PAIRWISE_GB.value // row_gb)
         if rows_fit < 1:
-          rows.append((name, None, 'skipped: O(N²) memory '
-                       f'{batch * row_gb:.1f} GB'))
+          skipped.append((name, None, 'skipped: O(N²) memory '
+                          f'{batch * row_gb:.1f} GB'))
           continue
         run_args = (source[:rows_fit], target[:rows_fit])
         scale = batch / rows_fit
         note = f'  (O(N²): timed on {rows_fit} rows, scaled ×{scale:g})'
-      ms = scale * _median_ms(fn, run_args, repeats)
       extra = f'{scale * _temp_mb(fn, run_args):>10.1f}'
       if name.startswith('cramer') and not note:
         err_value, err_grad = _check_against(reference, fn, args)
         extra += f'{err_value:>11.1e}{err_grad:>10.1e}'
-      rows.append((name, ms, extra + note))
+      prepared.append((name, fn, run_args, scale, extra + note))
+    times = _interleaved_ms([(fn, run_args) for _, fn, run_args, _, _ in
+                             prepared], repeats)
+    rows = [(name, scale * ms, extra) for (name, _, _, scale, extra), ms in
+            zip(prepared, times)] + skipped
     rlax_ms = dict((name, ms) for name, ms, _ in rows).get('rlax_qr_loss')
     print(f'{"variant":<24}{"ms":>10}{"÷ rlax":>9}{"temp MB":>10}'
           f'{"err value":>11}{"err grad":>10}')

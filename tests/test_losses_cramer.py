@@ -1,8 +1,11 @@
-"""Tests of losses.cramer: the sort-based Cramér loss and its pairwise form."""
+"""Tests of losses.cramer: the Cramér loss in its sorted and pairwise forms."""
+
+import functools
 
 import hypothesis
 from hypothesis import strategies as st
 import jax
+from jax import export
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -15,7 +18,12 @@ from tests import losses_oracles as oracles
 _SETTINGS = hypothesis.settings(max_examples=40, deadline=None,
                                 derandomize=True, database=None)
 _SIZES = st.sampled_from([1, 2, 3, 5, 8, 13])
-_cramer = jax.jit(cramer.cramer_loss)
+# The sorted form (exact up to one rounding per atom, at every size), the
+# pairwise form (the energy identity), and cramer_loss_pairwise (the same).
+_sorted_loss = functools.partial(cramer.cramer_loss, form='sorted')
+_pairwise_loss = functools.partial(cramer.cramer_loss, form='pairwise')
+_FORMS = [_sorted_loss, _pairwise_loss]
+_cramer = jax.jit(_sorted_loss)
 _pairwise = jax.jit(cramer.cramer_loss_pairwise)
 
 
@@ -91,14 +99,84 @@ def test_pairwise_equals_piecewise_for_unequal_sizes(n, m, seed, kind):
                              rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.parametrize('n,m', [(1, 3), (5, 5), (8, 13), (13, 2)])
+def test_pairwise_form_has_the_sorted_forms_gradient_and_value(n, m):
+  rng = np.random.default_rng(n * 100 + m)
+  rows = [(kind, oracles.random_atoms(rng, kind, n),
+           oracles.random_atoms(rng, kind, m))
+          for kind in oracles.KINDS for _ in range(3)]
+  with jax.enable_x64(True):
+    source = jnp.asarray(np.stack([s for _, s, _ in rows]))
+    target = jnp.asarray(np.stack([t for _, _, t in rows]))
+    total = lambda loss: jax.jit(jax.value_and_grad(
+        lambda s, t: loss(s, t).sum(), (0, 1)))
+    _, pairwise_grads = total(_pairwise_loss)(source, target)
+    _, exact_grads = total(_sorted_loss)(source, target)
+    pairwise = jax.jit(_pairwise_loss)(source, target)
+  # Sums of ±1/(N·M) against the exact counts: equal up to rounding.
+  for got, want in zip(pairwise_grads, exact_grads):
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+  # The value: the energy identity's terms cancel, up to rounding of the
+  # atoms' spread (the sorted form is checked against integration above).
+  for (kind, s, t), value in zip(rows, np.asarray(pairwise)):
+    scale = np.ptp(np.concatenate([s, t])) + np.abs(s).max() * 1e-16
+    np.testing.assert_allclose(value, oracles.cramer_piecewise(s, t),
+                               rtol=1e-9, atol=1e-13 * scale, err_msg=kind)
+
+
+def test_auto_form_thresholds():
+  assert cramer.auto_form('cpu', 32, 32) == 'pairwise'
+  assert cramer.auto_form('cpu', 33, 32) == 'sorted'
+  assert cramer.auto_form('cpu', 201, 201) == 'sorted'
+  for platform in ('cuda', 'rocm', 'tpu'):
+    assert cramer.auto_form(platform, 201, 201) == 'pairwise'
+    assert cramer.auto_form(platform, 512, 512) == 'pairwise'
+    assert cramer.auto_form(platform, 513, 512) == 'sorted'
+    assert cramer.auto_form(platform, 4000, 4000) == 'sorted'
+
+
+@pytest.mark.parametrize('n', [16, 201, 1000])
+def test_auto_compiles_the_chosen_form_for_each_platform(n):
+  """Only the platform's form is lowered: a GPU gets no sort at N = 201."""
+
+  def td_value_and_grad(s, t):
+    return jax.value_and_grad(lambda s: jnp.mean(
+        cramer.cramer_loss(s, jax.lax.stop_gradient(t))))(s)
+
+  atoms = jnp.zeros((32, n), jnp.float32)
+  for platform in ('cpu', 'cuda'):
+    module = export.export(jax.jit(td_value_and_grad), platforms=[platform])(
+        atoms, atoms).mlir_module()
+    sorted_form = cramer.auto_form(platform, n, n) == 'sorted'
+    assert ('stablehlo.sort' in module) == sorted_form, (platform, n)
+
+
+@pytest.mark.parametrize('n', [16, 201])
+def test_auto_equals_the_cpu_form_bit_for_bit(n):
+  rng = np.random.default_rng(n)
+  source = jnp.asarray(rng.normal(size=(8, n)), jnp.float32)
+  target = jnp.asarray(rng.normal(size=(8, n)), jnp.float32)
+  chosen = functools.partial(cramer.cramer_loss,
+                             form=cramer.auto_form('cpu', n, n))
+  results = [jax.jit(jax.value_and_grad(lambda s, t: loss(s, t).sum(), (0, 1)))(
+      source, target) for loss in (cramer.cramer_loss, chosen)]
+  for got, want in zip(jax.tree.leaves(results[0]), jax.tree.leaves(results[1])):
+    np.testing.assert_array_equal(got, want)
+
+
+def test_unknown_form_is_refused():
+  with pytest.raises(ValueError, match="form must be one of.*'fast'"):
+    cramer.cramer_loss(jnp.zeros(3), jnp.zeros(3), form='fast')
+
+
 def test_invariant_to_permuting_atoms_values_and_gradients():
   rng = np.random.default_rng(2)
   source = jnp.asarray(rng.integers(-4, 5, size=17), jnp.float32)  # With ties.
   target = jnp.asarray(rng.normal(size=11), jnp.float32)
   perm_s, perm_t = rng.permutation(17), rng.permutation(11)
   assert _cramer(source, target) == _cramer(source[perm_s], target[perm_t])
-  grads = _grad(cramer.cramer_loss, (0, 1))(source, target)
-  permuted = _grad(cramer.cramer_loss, (0, 1))(source[perm_s], target[perm_t])
+  grads = _grad(_sorted_loss, (0, 1))(source, target)
+  permuted = _grad(_sorted_loss, (0, 1))(source[perm_s], target[perm_t])
   np.testing.assert_array_equal(permuted[0], grads[0][perm_s])
   np.testing.assert_array_equal(permuted[1], grads[1][perm_t])
 
@@ -113,7 +191,7 @@ def _central_differences(fn, x, eps):
 
 
 @pytest.mark.parametrize('n,m', [(1, 1), (5, 5), (7, 4), (3, 12)])
-@pytest.mark.parametrize('loss', [cramer.cramer_loss, cramer.cramer_loss_pairwise])
+@pytest.mark.parametrize('loss', _FORMS)
 def test_gradients_match_finite_differences(loss, n, m):
   rng = np.random.default_rng(n * 100 + m)
   source, target = rng.normal(size=n), rng.normal(size=m)  # Distinct atoms.
@@ -128,19 +206,21 @@ def test_gradients_match_finite_differences(loss, n, m):
   assert np.any(np.asarray(grad_t) != 0)  # Gradients flow into the target.
 
 
-def test_stop_gradient_on_target_stops_only_the_target():
+@pytest.mark.parametrize('loss', _FORMS)
+def test_stop_gradient_on_target_stops_only_the_target(loss):
   source, target = jnp.array([0.0, 1.0, 3.0]), jnp.array([0.5, 2.0, 2.5])
-  stopped = lambda s, t: cramer.cramer_loss(s, jax.lax.stop_gradient(t))
+  stopped = lambda s, t: loss(s, jax.lax.stop_gradient(t))
   grad_s, grad_t = _grad(stopped, (0, 1))(source, target)
   np.testing.assert_array_equal(grad_t, 0.0)
-  np.testing.assert_array_equal(grad_s, _grad(cramer.cramer_loss)(source, target))
+  np.testing.assert_array_equal(grad_s, _grad(loss)(source, target))
 
 
-def test_gradients_on_ties_are_finite_symmetric_and_average_one_sided():
+@pytest.mark.parametrize('form', _FORMS)
+def test_gradients_on_ties_are_finite_symmetric_and_average_one_sided(form):
   with jax.enable_x64(True):
     source = jnp.array([0.0, 1.0, 1.0, 1.0, 2.0, 2.0])
     target = jnp.array([1.0, 1.0, 2.0, 4.0])
-    grad_s, grad_t = _grad(cramer.cramer_loss, (0, 1))(source, target)
+    grad_s, grad_t = _grad(form, (0, 1))(source, target)
     assert np.all(np.isfinite(grad_s)) and np.all(np.isfinite(grad_t))
     assert grad_s[1] == grad_s[2] == grad_s[3] and grad_s[4] == grad_s[5]
     assert grad_t[0] == grad_t[1]
@@ -157,21 +237,29 @@ def test_gradients_on_ties_are_finite_symmetric_and_average_one_sided():
     np.testing.assert_allclose(np.dot(grad_s, group), (left + right) / 2, rtol=1e-6)
 
 
-def test_equal_distributions_have_zero_loss_and_gradient():
+@pytest.mark.parametrize('form', _FORMS)
+def test_equal_distributions_have_zero_loss_and_gradient(form):
   rng = np.random.default_rng(3)
   atoms = jnp.asarray(rng.normal(size=(4, 201)), jnp.float32)
   shuffled = atoms[:, ::-1]
-  np.testing.assert_array_equal(_cramer(atoms, shuffled), 0.0)
-  grads = _grad(lambda s, t: cramer.cramer_loss(s, t).sum(), (0, 1))(atoms, shuffled)
-  np.testing.assert_array_equal(grads[0], 0.0)
-  np.testing.assert_array_equal(grads[1], 0.0)
+  value = jax.jit(form)(atoms, shuffled)
+  grads = _grad(lambda s, t: form(s, t).sum(), (0, 1))(atoms, shuffled)
+  if form is _sorted_loss:  # Integer counts: exactly zero.
+    np.testing.assert_array_equal(value, 0.0)
+    np.testing.assert_array_equal(grads[0], 0.0)
+    np.testing.assert_array_equal(grads[1], 0.0)
+  else:  # Float sums in another order: zero up to their rounding.
+    np.testing.assert_allclose(value, 0.0, atol=1e-6)
+    # Against gradients of order 1/N = 5e-3.
+    np.testing.assert_allclose(grads[0], 0.0, atol=1e-8)
+    np.testing.assert_allclose(grads[1], 0.0, atol=1e-8)
 
 
 def test_batch_shapes_jit_and_vmap_agree_with_unbatched():
   rng = np.random.default_rng(4)
   source = jnp.asarray(rng.normal(size=(3, 1, 9)), jnp.float32)
   target = jnp.asarray(rng.normal(size=(4, 6)), jnp.float32)
-  for loss, rtol in ((_cramer, 1e-6), (_pairwise, 2e-5)):
+  for loss, rtol in ((_cramer, 1e-6), (jax.jit(_pairwise_loss), 2e-5)):
     batched = loss(source, target)
     assert batched.shape == (3, 4)
     unbatched = np.array([[loss(source[i, 0], target[j]) for j in range(4)]
@@ -196,14 +284,14 @@ def test_large_sizes_use_the_binary_count_and_stay_exact():
   target = rng.normal(scale=30, size=1100)
   with jax.enable_x64(True):
     got = float(_cramer(jnp.asarray(source), jnp.asarray(target)))
-    grad = _grad(cramer.cramer_loss)(jnp.asarray(source), jnp.asarray(target))
+    grad = _grad(_sorted_loss)(jnp.asarray(source), jnp.asarray(target))
     pairwise = _grad(cramer.cramer_loss_pairwise)(jnp.asarray(source), jnp.asarray(target))
   np.testing.assert_allclose(got, oracles.cramer_piecewise(source, target), rtol=1e-12)
   np.testing.assert_allclose(grad, pairwise, atol=1e-15)
 
 
 @pytest.mark.parametrize('bad', [np.nan, np.inf, -np.inf])
-@pytest.mark.parametrize('loss', [cramer.cramer_loss, cramer.cramer_loss_pairwise])
+@pytest.mark.parametrize('loss', _FORMS + [cramer.cramer_loss_pairwise])
 def test_non_finite_atoms_give_nan_values_and_gradients(loss, bad):
   source = jnp.array([[0.0, 1.0, 2.0], [0.0, bad, 2.0], [bad, bad, 1.0]])
   target = jnp.array([[0.5, 1.5, bad], [0.5, 1.5, 2.5], [bad, 0.0, 1.0]])
@@ -313,7 +401,7 @@ def test_float32_gradient_is_exact_up_to_rounding_at_large_n():
   rng = np.random.default_rng(8)
   source = rng.normal(size=(2, 3000)).astype(np.float32)
   target = rng.normal(size=(2, 3000)).astype(np.float32)
-  loss = lambda s, t: cramer.cramer_loss(s, t).sum()
+  loss = lambda s, t: _sorted_loss(s, t).sum()
   grad32 = np.asarray(_grad(loss)(source, target))
   with jax.enable_x64(True):
     grad64 = np.asarray(_grad(loss)(source.astype(np.float64), target.astype(np.float64)))

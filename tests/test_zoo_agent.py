@@ -107,6 +107,51 @@ def test_update_scales_gradient_and_returns_key():
   np.testing.assert_allclose(deltas[1], 0.25 * deltas[0], atol=1e-7)
 
 
+def _mlp_network(num_actions=3, num_quantiles=5):
+  return hk.transform(networks.quantile_network(
+      networks.mlp_torso([16]),
+      networks.fc_quantile_head(num_actions, num_quantiles, 1, 16)))
+
+
+def test_fused_updates_equal_sequential_updates():
+  """U updates in one dispatch = U dispatches on the same batches."""
+  num_updates, batch = 3, 8
+  network = _mlp_network()
+  rng = np.random.default_rng(0)
+  observations = rng.integers(0, 255, (num_updates, batch, 1, 4, 4, 1))
+  transitions = replay_lib.Transitions(
+      s_tm1=observations.astype(np.uint8),
+      a_tm1=rng.integers(0, 3, (num_updates, batch)).astype(np.int32),
+      r_t=rng.normal(size=(num_updates, batch)).astype(np.float32),
+      discount_t=np.ones((num_updates, batch), np.float32),
+      s_t=np.roll(observations, 1, axis=1).astype(np.uint8))
+  stacks_first = agent_lib._on_stacks_first(network)
+  params = stacks_first.init(jax.random.PRNGKey(0), transitions.s_tm1[0])
+  target_params = stacks_first.init(jax.random.PRNGKey(1),
+                                    transitions.s_tm1[0])
+  optimizer = agent_lib.make_optimizer(1e-3, 1e-4, 10.0)
+  update_fn = functools.partial(agent_lib.update, stacks_first, optimizer,
+                                losses.cramer_loss, 0.99, 1.0)
+  target_fn = functools.partial(agent_lib.td_target, stacks_first, 0.99)
+  key = jax.random.PRNGKey(2)
+  single = jax.jit(update_fn)
+  p, o, k = params, optimizer.init(params), key
+  sequential_losses = []
+  for u in range(num_updates):
+    batch_u = jax.tree.map(lambda x, u=u: x[u], transitions)
+    p, o, k, loss = single(p, target_params, o, batch_u, k)
+    sequential_losses.append(loss)
+  fused = jax.jit(functools.partial(agent_lib.fused_update, update_fn,
+                                    target_fn))(
+      params, target_params, optimizer.init(params), transitions, key)
+  np.testing.assert_array_equal(fused[2], k)  # The same keys, in turn.
+  for got, want in zip(jax.tree.leaves((fused[0], fused[1])),
+                       jax.tree.leaves((p, o))):
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+  np.testing.assert_allclose(fused[3], sequential_losses, rtol=1e-5)
+  assert not np.allclose(jax.tree.leaves(p)[0], jax.tree.leaves(params)[0])
+
+
 def test_default_optimizer_epsilon_follows_spec_table():
   base = 0.01 / 32
   assert agent_lib.default_optimizer_epsilon('qr', 201, False) == base
@@ -212,6 +257,8 @@ def _run_catch(agent_name, **overrides):
     ('qr_dqn', {'huber_param': 0.0}),
     ('cr_dqn', {}),
     ('cr_dqn', {'num_envs': 8}),  # Vectorized: same frames, same result.
+    ('cr_dqn', {'num_envs': 2, 'num_fused_updates': 4,
+                'replay_on_device': True}),
     ('nc_cr_dqn', {'num_envs': 2}),
     ('nc_qr_dqn', {}),
     ('nc_qr_dqn', {'huber_param': 0.0, 'scale_grad': True, 'num_envs': 2}),
@@ -305,19 +352,35 @@ class _TaggedStreamsEnv(environment.BatchedEnvironment):
     return self._timestep(step_type)
 
 
-def test_vectorized_streams_map_onto_the_dqn_zoo_protocol():
+@pytest.mark.parametrize('k,num_fused_updates,replay_on_device', [
+    (4, 1, False), (4, 4, False), (4, 3, True), (1, 3, False)])
+def test_vectorized_streams_map_onto_the_dqn_zoo_protocol(
+    k, num_fused_updates, replay_on_device, monkeypatch):
   """K streams = K DQN Zoo actors sharing one agent, counted in total frames.
 
   One batched action selection per vector step; every stream's step is in
   the replay, transitions never cross streams or episode starts; ε, the
   learn period and the target period run on frames summed over streams.
+  With U fused updates (host or device replay) the updates due and the
+  target copies fall on the same frames as with U = 1.
   """
-  k = 4
   s = _settings('cr_dqn', num_action_repeats=4, num_envs=k, learn_period=16,
                 replay_capacity=800, min_replay_capacity_fraction=0.1,
                 target_network_update_period=160,
-                exploration_epsilon_decay_frame_fraction=0.5)
+                exploration_epsilon_decay_frame_fraction=0.5,
+                num_fused_updates=num_fused_updates,
+                replay_on_device=replay_on_device)
   agent, replay = _catch_agent(s)
+  assert agent._on_device == replay_on_device
+  copies = []  # (frame, updates run) at each target copy.
+  copy = agent_lib._copy
+
+  def recording_copy(params):
+    copies.append((agent.frame_t, agent.num_updates,
+                   agent.num_pending_updates))
+    return copy(params)
+
+  monkeypatch.setattr(agent_lib, '_copy', recording_copy)
   calls = []
   select = agent._select_action
 
@@ -329,7 +392,7 @@ def test_vectorized_streams_map_onto_the_dqn_zoo_protocol():
   env = _TaggedStreamsEnv(k)
   actions_taken = {}  # (stream, count) -> action
   timestep = env.reset()
-  num_steps = 60
+  num_steps = 60 * 4 // k
   for _ in range(num_steps):
     actions = agent.step(timestep)
     for stream in range(k):
@@ -343,9 +406,14 @@ def test_vectorized_streams_map_onto_the_dqn_zoo_protocol():
   schedule = agent_lib.LinearSchedule(1.0, 0.05, 80 * 4, 3 * 1000 // 2)
   for step, (_, epsilon) in enumerate(calls):
     assert math.isclose(epsilon, schedule(step * 4 * k), abs_tol=1e-6)
-  # Learning starts once 80 steps are held (at the 20th step, frames
-  # 304 -> 320), then one update per 16 total frames: 41 steps x 16 frames.
-  assert agent.num_updates == (frames - 19 * 4 * k) // 16 == 41
+  # Learning starts once 80 transitions are held (frames 304 -> 320 at K=4,
+  # 316 -> 320 at K=1), then one update per 16 total frames: 41 in all.
+  assert frames // 16 - 304 // 16 == 41
+  assert agent.num_updates + agent.num_pending_updates == 41
+  assert agent.num_pending_updates < num_fused_updates
+  # Target copies every 160 frames once learning runs, each after every
+  # update due so far (updates due at frame f: (f - 304) // 16).
+  assert copies == [(f, (f - 304) // 16, 0) for f in (320, 480, 640, 800, 960)]
   assert replay.size == num_steps * k
 
   batch = replay.sample(64)
@@ -358,3 +426,31 @@ def test_vectorized_streams_map_onto_the_dqn_zoo_protocol():
   for stream, count, action in zip(stream_tm1, count_tm1, batch.a_tm1):
     assert actions_taken[(stream, count)] == action
   np.testing.assert_array_equal(batch.r_t, 0.5)
+
+
+def test_state_round_trip_keeps_pending_updates_and_the_device_replay():
+  """Saving mid-run (pending fused updates) and restoring continues exactly."""
+  s = _settings('cr_dqn', num_action_repeats=4, num_envs=2, learn_period=16,
+                replay_capacity=400, min_replay_capacity_fraction=0.1,
+                target_network_update_period=160, num_fused_updates=3,
+                replay_on_device=True)
+  env = _TaggedStreamsEnv(2)
+  agent, replay = _catch_agent(s)
+  timestep = env.reset()
+  for _ in range(25):  # Frames 0 -> 200: 3 updates due from frame 160.
+    timestep = env.step(agent.step(timestep))
+  assert agent.num_pending_updates == 2  # One ran before the target copy.
+  restored, restored_replay = _catch_agent(dict(s, seed=5))
+  restored.set_state(agent.get_state())
+  restored_replay.set_state(replay.get_state())
+  for first, arrays in replay.steps(0, replay.num_steps):  # All held.
+    restored_replay.put_steps(first, arrays)
+  assert restored.num_pending_updates == agent.num_pending_updates
+  for _ in range(15):
+    actions = agent.step(timestep)
+    np.testing.assert_array_equal(restored.step(timestep), actions)
+    timestep = env.step(actions)
+  assert restored.num_updates == agent.num_updates > 0
+  for got, want in zip(jax.tree.leaves(restored.get_state()),
+                       jax.tree.leaves(agent.get_state())):
+    np.testing.assert_array_equal(got, want)

@@ -266,3 +266,13 @@ def test_frames_of_any_rank_unstacked_come_back_exactly(padding):
     assert any((observations[a_tm1, k] == s_tm1).all() and
                (observations[a_tm1 + 1, k] == s_t).all()
                for k in range(num_streams))
+
+
+@pytest.mark.parametrize('padding', replay_lib.STACK_PADDINGS)
+def test_valid_indices_gather_exactly_the_emitted_valid_transitions(padding):
+  replay = replay_lib.FrameReplay(120, 3, (H, W), S, stack_padding=padding)
+  history = _fill(replay, FakeStackingEnv(3, padding, seed=4), 2 * 40 + 17)
+  stream, logical = replay.valid_indices()
+  keys = _keys(replay.gather(stream, logical))
+  assert len(keys) == len(set(keys))  # Each transition once.
+  assert set(keys) == set(_valid_transitions(history, 40, S))

@@ -45,6 +45,7 @@ def _settings(**overrides):
     ({'min_replay_capacity_fraction': 1.5},
      '--min_replay_capacity_fraction must lie in'),
     ({'additional_discount': 1.5}, '--additional_discount must lie in'),
+    ({'num_fused_updates': 0}, '--num_fused_updates must be positive'),
 ])
 def test_bad_settings_are_refused_before_any_work(overrides, message):
   with pytest.raises(experiment.ConfigError, match=message):
@@ -54,6 +55,26 @@ def test_bad_settings_are_refused_before_any_work(overrides, message):
 
 def _no_environment(*unused_args):
   raise AssertionError('validation must fail before building environments')
+
+
+class _SmallDevice:
+  def memory_stats(self):
+    return {'bytes_limit': 4 * 10**9}
+
+  def __str__(self):
+    return 'cuda:0'
+
+
+def test_replay_on_device_must_fit_the_devices_memory(monkeypatch):
+  monkeypatch.setattr(experiment.jax, 'devices', lambda: [_SmallDevice()])
+  with pytest.raises(experiment.ConfigError,
+                     match=r'needs 7\.1 GB, more than 80% of the 4\.0 GB of '
+                     r'cuda:0; lower --replay_capacity'):
+    experiment.run(run_atari.ATARI, 'cr_dqn', _settings(replay_on_device=True),
+                   make_environment=_no_environment)
+  s = experiment.resolve_settings(run_atari.ATARI, 'cr_dqn', _settings(
+      replay_on_device=True, replay_capacity=300_000))
+  experiment.validate_settings(run_atari.ATARI, s)  # 2.1 GB fits.
 
 
 def test_unwritable_paths_are_refused(tmp_path):
@@ -132,6 +153,8 @@ def test_agent_end_to_end_on_a_real_rom(agent, tmp_path):
                                   f'--checkpoint_dir={tmp_path / "ckpt"}']
   if agent == 'nc_qr_dqn':
     argv += ['--huber_param=0', '--scale_grad']
+  if agent == 'qr_dqn':  # Issue 10's learner: fused updates, device replay.
+    argv += ['--num_fused_updates=3', '--replay_on_device']
   if agent == 'nc_cr_dqn':
     argv += ['--num_envs=2', '--environment_mode=reference']
   if agent == 'cr_dqn':

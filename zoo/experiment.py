@@ -25,6 +25,7 @@ import networks
 from zoo import agent as agent_lib
 from zoo import checkpoint
 from zoo import count_flags
+from zoo import device_replay
 from zoo import environment
 from zoo import files
 from zoo import interrupts
@@ -130,6 +131,20 @@ flags.DEFINE_float('progress_interval_seconds', 30.0,
                    'Seconds between progress lines within a phase (<= 0: '
                    'none).')
 
+# Issue 10: learner options for fast accelerators (README, "Training
+# throughput"); the defaults are the CPU's best, today's learner exactly.
+flags.DEFINE_integer(
+    'num_fused_updates', 1,
+    'U: updates that fall due are held until U are, then run as one jitted '
+    'dispatch (U sequential Adam steps on U batches sampled at once). Same '
+    'updates and target copies per frame; acting lags the learner by at '
+    'most U - 1 updates. 1: no fusion (DQN Zoo).')
+flags.DEFINE_bool(
+    'replay_on_device', False,
+    'Mirror the replay on the JAX device: each step uploads its new frames, '
+    'and the update samples and assembles its batches itself. Doubles the '
+    "replay's memory (host copy kept for checkpoints); for accelerators.")
+
 # Flags that name where a run writes, not what it computes.
 _PATH_FLAGS = ('results_csv_path', 'checkpoint_dir', 'tensorboard_dir')
 # Flags that change what a run shows, not what it computes.
@@ -148,7 +163,8 @@ SETTINGS = tuple(
         'results_csv_path', 'checkpoint_dir', 'head', 'loss', 'scale_grad',
         'nc_scale_activation', 'num_hidden_layers', 'hidden_size', 'num_envs',
         'environment_mode', 'tensorboard_dir', 'tensorboard_loss_period',
-        'progress_interval_seconds'))
+        'progress_interval_seconds', 'num_fused_updates',
+        'replay_on_device'))
 
 
 class ConfigError(ValueError):
@@ -255,7 +271,7 @@ def validate_settings(suite: Suite, s: Dict[str, Any]) -> None:
                'num_stacked_frames', 'target_network_update_period',
                'num_train_frames', 'num_eval_frames', 'learn_period',
                'num_quantiles', 'num_hidden_layers', 'hidden_size',
-               'num_envs'):
+               'num_envs', 'num_fused_updates'):
     if s[name] <= 0:
       raise ConfigError(f'--{name} must be positive, got {s[name]}.')
   if s['num_iterations'] < 0:
@@ -286,6 +302,8 @@ def validate_settings(suite: Suite, s: Dict[str, Any]) -> None:
   if s['replay_capacity'] // s['num_envs'] < s['num_stacked_frames'] + 1:
     raise ConfigError('--replay_capacity must hold at least '
                       f'{s["num_stacked_frames"] + 1} steps per stream.')
+  if s['replay_on_device']:
+    _check_replay_fits_on_device(suite, s)
   suite.validate(s)
   if s['results_csv_path']:
     if os.path.isdir(s['results_csv_path']):
@@ -341,6 +359,21 @@ def check_checkpoint_disk(suite: Suite, s: Dict[str, Any]) -> None:
         "--checkpoint_dir='' (no checkpoints: the run cannot resume).")
 
 
+def _check_replay_fits_on_device(suite: Suite, s: Dict[str, Any]) -> None:
+  """Raise ConfigError if the device reports too little memory for the replay."""
+  stats = jax.devices()[0].memory_stats() or {}
+  limit = stats.get('bytes_limit')
+  if not limit:  # The CPU reports none.
+    return
+  frame_shape = tuple(suite.observation_shape(s))[:-1]
+  needed = replay_lib.replay_bytes(s['replay_capacity'], frame_shape)
+  if needed > 0.8 * limit:
+    raise ConfigError(
+        f'--replay_on_device: the replay needs {needed / 1e9:.1f} GB, more '
+        f'than 80% of the {limit / 1e9:.1f} GB of {jax.devices()[0]}; lower '
+        '--replay_capacity or drop --replay_on_device.')
+
+
 def min_replay_size(s: Dict[str, Any]) -> int:
   return int(s['min_replay_capacity_fraction'] * s['replay_capacity'])
 
@@ -387,7 +420,9 @@ def build_agent(suite: Suite, s: Dict[str, Any], num_actions: int,
   observation_shape = tuple(suite.observation_shape(s))
   frame_shape = observation_shape[:-1]
   rng = np.random.RandomState(s['seed'])
-  replay = replay_lib.FrameReplay(
+  replay_class = (device_replay.DeviceFrameReplay if s['replay_on_device']
+                  else replay_lib.FrameReplay)
+  replay = replay_class(
       s['replay_capacity'], s['num_envs'], frame_shape,
       s['num_stacked_frames'], stack_padding=stack_padding,
       seed=int(rng.randint(2**31 - 1)))
@@ -403,7 +438,8 @@ def build_agent(suite: Suite, s: Dict[str, Any], num_actions: int,
       num_action_repeats=s['num_action_repeats'],
       additional_discount=s['additional_discount'],
       max_abs_reward=s['max_abs_reward'], grad_scale=grad_scale,
-      eval_exploration_epsilon=s['eval_exploration_epsilon'])
+      eval_exploration_epsilon=s['eval_exploration_epsilon'],
+      num_fused_updates=s['num_fused_updates'])
   sample_observation = np.zeros(observation_shape, np.uint8)
   agent = agent_lib.QuantileAgent(
       network=hk.transform(network_fn),

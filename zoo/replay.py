@@ -43,6 +43,36 @@ def newest_frame(observation: np.ndarray, episode_step: np.ndarray,
   return observation[np.arange(observation.shape[0]), ..., index]
 
 
+def stack_indices(logical, episode_step, num_stacked: int,
+                  stack_padding: str, xp=np):
+  """Return logical frame indices [B, S] of the stacks at `logical` [B].
+
+  Also returns which of the S positions hold a frame (the others are padding
+  zeros near an episode start). `episode_step` [B] is the episode step of the
+  stack's newest frame; `xp` is numpy, or jax.numpy inside jitted code, so
+  that the host and the device replay assemble the same stacks.
+  """
+  offsets = xp.arange(num_stacked)
+  count = xp.minimum(episode_step, num_stacked - 1)[:, None] + 1
+  if stack_padding == 'trailing':
+    index = logical[:, None] - (count - 1) + offsets
+    valid = offsets < count
+  else:
+    index = logical[:, None] - (num_stacked - 1) + offsets
+    valid = offsets >= num_stacked - count
+  return index, valid
+
+
+def is_valid_transition(logical, episode_step, oldest, num_stacked: int, xp=np):
+  """Return whether slot `logical` gives a transition whose frames are held.
+
+  `episode_step` is the slot's, `oldest` the oldest logical index its stream
+  still holds: not an episode start, and both stacks' frames not overwritten.
+  """
+  first_needed = logical - 1 - xp.minimum(episode_step - 1, num_stacked - 1)
+  return (episode_step >= 1) & (first_needed >= oldest)
+
+
 class FrameReplay:
   """Uniform transition replay for K streams, one stored frame per step."""
 
@@ -149,19 +179,6 @@ class FrameReplay:
     self._episode_steps[streams, slot] = self._episode_step
     self._num_added += 1
 
-  def _stack_indices(self, logical: np.ndarray, episode_step: np.ndarray):
-    """Return logical frame indices [B, S] and validity of a stack at each."""
-    num_stacked = self._num_stacked
-    offsets = np.arange(num_stacked)
-    count = np.minimum(episode_step, num_stacked - 1)[:, None] + 1
-    if self._stack_padding == 'trailing':
-      index = logical[:, None] - (count - 1) + offsets
-      valid = offsets < count
-    else:
-      index = logical[:, None] - (num_stacked - 1) + offsets
-      valid = offsets >= num_stacked - count
-    return index, valid
-
   def _draw_valid(self, batch_size: int):
     """Draw (stream, logical index) of valid transitions, uniformly."""
     held = np.minimum(self._num_added, self._stream_capacity)
@@ -175,8 +192,8 @@ class FrameReplay:
       stream = np.searchsorted(starts, u, side='right') - 1
       logical = oldest[stream] + (u - starts[stream])
       step = self._episode_steps[stream, logical % self._stream_capacity]
-      first_needed = logical - 1 - np.minimum(step - 1, self._num_stacked - 1)
-      valid = (step >= 1) & (first_needed >= oldest[stream])
+      valid = is_valid_transition(logical, step, oldest[stream],
+                                  self._num_stacked)
       streams_out.append(stream[valid])
       logical_out.append(logical[valid])
       num_found += int(valid.sum())
@@ -199,13 +216,23 @@ class FrameReplay:
     if self.size == 0:
       raise ValueError('Cannot sample from an empty replay.')
     stream, logical = self._draw_valid(batch_size)
+    return self.gather(stream, logical, stacks_last)
+
+  def gather(self, stream: np.ndarray, logical: np.ndarray,
+             stacks_last: bool = True) -> Transitions:
+    """Return the transitions at (stream, logical index) pairs [B].
+
+    A logical index counts a stream's steps since its first (slot = logical
+    mod stream capacity); `valid_indices` lists those that give transitions.
+    """
     cap = self._stream_capacity
     slot_t = logical % cap
     slot_tm1 = (logical - 1) % cap
     step_t = self._episode_steps[stream, slot_t]
     stacks = []
     for logical_s, step_s in ((logical - 1, step_t - 1), (logical, step_t)):
-      index, valid = self._stack_indices(logical_s, step_s)
+      index, valid = stack_indices(logical_s, step_s, self._num_stacked,
+                                   self._stack_padding)
       frames = self._frames[stream[:, None], index % cap]  # [B, S, H, W]
       frames[~valid] = 0  # Padding of stacks near an episode start.
       if stacks_last:
@@ -269,6 +296,18 @@ class FrameReplay:
       count = min(end - begin, cap - begin % cap)
       yield begin, begin % cap, count
       begin += count
+  def valid_indices(self):
+    """Return (stream [V], logical [V]) of every transition held (O(capacity))."""
+    streams, logicals = [], []
+    for k in range(self._num_streams):
+      held = int(min(self._num_added[k], self._stream_capacity))
+      logical = np.arange(self._num_added[k] - held, self._num_added[k])
+      step = self._episode_steps[k, logical % self._stream_capacity]
+      valid = is_valid_transition(logical, step, self._num_added[k] - held,
+                                  self._num_stacked)
+      streams.append(np.full(int(valid.sum()), k))
+      logicals.append(logical[valid])
+    return np.concatenate(streams), np.concatenate(logicals)
 
   def get_state(self) -> Dict[str, Any]:
     """Return the counters and the RNG state (JSON-able; steps excluded)."""

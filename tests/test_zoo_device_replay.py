@@ -1,0 +1,148 @@
+"""Tests for zoo.device_replay: the same valid transitions as the host replay,
+drawn uniformly, and bit-identical stacks for the same indices."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from tests.test_zoo_replay import FakeStackingEnv, H, S, W, _fill
+from zoo import device_replay
+from zoo import replay as replay_lib
+
+_gather = jax.jit(device_replay.gather, static_argnums=(3, 4))
+_sample_indices = jax.jit(device_replay.sample_indices, static_argnums=(2, 3))
+
+
+def _filled(padding, num_streams, num_steps, stream_capacity=40, seed=0):
+  replay = device_replay.DeviceFrameReplay(
+      stream_capacity * num_streams, num_streams, (H, W), S,
+      stack_padding=padding, seed=seed)
+  _fill(replay, FakeStackingEnv(num_streams, padding, seed=seed + 1),
+        num_steps)
+  return replay
+
+
+def _assert_device_mirrors_host(replay):
+  host = replay._arrays()  # pylint: disable=protected-access
+  device = replay.device_arrays
+  for name in ('frames', 'actions', 'rewards', 'discounts', 'episode_steps'):
+    got = np.asarray(getattr(device, name))
+    assert got.dtype == host[name].dtype, name
+    np.testing.assert_array_equal(got, host[name], err_msg=name)
+  np.testing.assert_array_equal(device.num_added,
+                                replay.get_state()['num_added'])
+
+
+@pytest.mark.parametrize('padding', replay_lib.STACK_PADDINGS)
+@pytest.mark.parametrize('num_streams', [1, 3])
+def test_stacks_are_bit_identical_to_the_host_replay(padding, num_streams):
+  # Wrap around the circular regions twice: stacks cross the slot boundary.
+  replay = _filled(padding, num_streams, 2 * 40 + 17)
+  _assert_device_mirrors_host(replay)
+  stream, logical = replay.valid_indices()
+  host = replay.gather(stream, logical, stacks_last=False)
+  device = _gather(replay.device_arrays, jnp.asarray(stream, jnp.int32),
+                   jnp.asarray(logical, jnp.int32), S, padding)
+  for name, want, got in zip(replay_lib.Transitions._fields, host, device):
+    assert got.dtype == want.dtype and got.shape == want.shape, name
+    np.testing.assert_array_equal(got, want, err_msg=name)
+  # Stacks near episode starts are padded (some zero frames), both rules.
+  assert (np.asarray(device.s_tm1) == 0).all(axis=(2, 3)).any()
+
+
+@pytest.mark.parametrize('padding', replay_lib.STACK_PADDINGS)
+def test_samples_uniformly_over_the_host_replays_valid_transitions(padding):
+  replay = _filled(padding, 3, 2 * 40 + 17)
+  stream, logical = replay.valid_indices()
+  valid = {pair: i for i, pair in enumerate(zip(stream.tolist(),
+                                                logical.tolist()))}
+  # The host sampler draws from that same set.
+  host_stream, host_logical = replay._draw_valid(2000)  # pylint: disable=protected-access
+  assert set(zip(host_stream.tolist(), host_logical.tolist())) == set(valid)
+  counts = np.zeros(len(valid))
+  key = jax.random.PRNGKey(0)
+  for _ in range(100):
+    key, draws_stream, draws_logical = _sample_indices(
+        replay.device_arrays, key, 256, S)
+    for pair in zip(np.asarray(draws_stream).tolist(),
+                    np.asarray(draws_logical).tolist()):
+      assert pair in valid, f'drew {pair}, not a valid held transition'
+      counts[valid[pair]] += 1
+  assert counts.min() > 0  # Every valid transition is drawn.
+  # Uniform: chi-square goodness of fit over the valid transitions.
+  _, p_value = stats.chisquare(counts)
+  assert p_value > 1e-3, (p_value, counts.min(), counts.max())
+
+
+def test_sample_is_gather_of_sample_indices_with_the_same_key():
+  replay = _filled('trailing', 2, 50)
+  key = jax.random.PRNGKey(3)
+  key_a, transitions = jax.jit(replay.sampler, static_argnums=2)(
+      replay.device_arrays, key, 16)
+  key_b, stream, logical = _sample_indices(replay.device_arrays, key, 16, S)
+  np.testing.assert_array_equal(key_a, key_b)
+  assert not np.array_equal(key_a, key)
+  expected = replay.gather(np.asarray(stream), np.asarray(logical),
+                           stacks_last=False)
+  assert transitions.s_t.shape == (16, S, H, W)
+  for got, want in zip(transitions, expected):
+    np.testing.assert_array_equal(got, want)
+
+
+def test_add_writes_only_the_new_step_in_place():
+  replay = _filled('trailing', 2, 10)
+  before = replay.device_arrays
+  _fill(replay, FakeStackingEnv(2, 'trailing', seed=9), 1)
+  # The previous buffers were donated to the write: updated in place.
+  assert before.frames.is_deleted()
+  _assert_device_mirrors_host(replay)
+
+
+def test_a_restore_uploads_the_restored_host_replay():
+  replay = _filled('leading', 3, 55)
+  restored = device_replay.DeviceFrameReplay(120, 3, (H, W), S,
+                                             stack_padding='leading')
+  # As run_loop restores a checkpoint: the counters, then the held steps.
+  restored.set_state(replay.get_state())
+  held_from = replay.num_steps - 120 // 3
+  for first, arrays in replay.steps(held_from, replay.num_steps):
+    restored.put_steps(first, arrays)
+  _assert_device_mirrors_host(restored)
+  key = jax.random.PRNGKey(1)
+  a = jax.jit(replay.sampler, static_argnums=2)(replay.device_arrays, key, 8)
+  b = jax.jit(restored.sampler, static_argnums=2)(restored.device_arrays, key,
+                                                  8)
+  for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+    np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize('padding', replay_lib.STACK_PADDINGS)
+def test_frames_of_any_rank_unstacked(padding):
+  # MinAtar's layout: frames [10, 10, C], a stack of one.
+  rng = np.random.default_rng(0)
+  replay = device_replay.DeviceFrameReplay(40, 2, (10, 10, 3), 1,
+                                           stack_padding=padding)
+  for t in range(15):
+    observation = rng.integers(0, 2, (2, 10, 10, 3, 1)).astype(np.uint8)
+    replay.add(np.full(2, 0 if t == 0 else 1, np.int8), observation,
+               np.full(2, t), np.zeros(2, np.float32), np.ones(2, np.float32))
+  _assert_device_mirrors_host(replay)
+  stream, logical = replay.valid_indices()
+  device = _gather(replay.device_arrays, jnp.asarray(stream, jnp.int32),
+                   jnp.asarray(logical, jnp.int32), 1, padding)
+  host = replay.gather(stream, logical, stacks_last=False)
+  assert device.s_t.shape == (len(stream), 1, 10, 10, 3)
+  for got, want in zip(device, host):
+    np.testing.assert_array_equal(got, want)
+
+
+def test_nothing_to_sample_is_a_clear_error():
+  replay = device_replay.DeviceFrameReplay(10, 1, (H, W), S)
+  with pytest.raises(ValueError, match='empty replay'):
+    replay.check_sampleable()
+  replay.add(np.zeros(1, np.int8), np.zeros((1, H, W, S), np.uint8),
+             np.zeros(1), np.zeros(1), np.ones(1))
+  with pytest.raises(ValueError, match='no valid transition'):
+    replay.check_sampleable()
