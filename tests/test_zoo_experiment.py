@@ -210,6 +210,23 @@ class _Run:
         self.stderr += line
     assert text in self.stderr, self.stderr[-3000:]
 
+  def wait_until_handling_signals(self, timeout=60):
+    """Wait until the process has installed its SIGINT/SIGTERM handlers.
+
+    Linux lists a process's caught signals in /proc; SIGTERM is caught only
+    once `interrupts.install()` ran (Python catches SIGINT from the start).
+    Sleeping a fixed time instead failed on a loaded CI machine.
+    """
+    mask = 1 << (signal.SIGTERM - 1)
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+      with open(f'/proc/{self.process.pid}/status') as f:
+        caught = [l for l in f if l.startswith('SigCgt:')][0]
+      if int(caught.split()[1], 16) & mask:
+        return
+      time.sleep(0.01)
+    raise AssertionError('the handlers were never installed')
+
   def stop(self, signum):
     self.process.send_signal(signum)
     _, rest = self.process.communicate(timeout=240)
@@ -226,7 +243,7 @@ def test_sigint_and_sigterm_stop_cleanly_at_any_moment_and_resume(tmp_path):
   # During the imports (JAX), then just before compiling (SIGTERM), each
   # recorded and acted on at the next safe point.
   run = _Run(command)
-  time.sleep(0.5)
+  run.wait_until_handling_signals()
   assert run.stop(signal.SIGINT)[0] == 130
   assert run.stderr.strip().splitlines() == [resume_0.format('SIGINT')]
   run = _Run(command)
@@ -247,7 +264,7 @@ def test_sigint_and_sigterm_stop_cleanly_at_any_moment_and_resume(tmp_path):
   assert len(results_csv.read_rows(f'{tmp_path}/results.csv')) == 1
   # A second signal exits at once.
   run = _Run(command)
-  time.sleep(0.5)
+  run.wait_until_handling_signals()
   run.process.send_signal(signal.SIGINT)
   time.sleep(0.2)
   code, stderr = run.stop(signal.SIGINT)
