@@ -449,13 +449,16 @@ def select_runs(specs: Sequence[RunSpec], retry_failed: bool = True
 def _report(spec: RunSpec, returncode: Optional[int], started: float,
             finished: int, total: int) -> None:
   outcome = 'skipped' if returncode is None else f'exit {returncode}'
-  print(f'[{finished}/{total}] {spec.name}: {outcome} after '
-        f'{time.time() - started:.1f} s (log: {spec.run_dir}/{LOG_FILE})',
-        flush=True)
+  print(f'[{finished}/{total}] {spec.name}: {outcome}, '
+        f'{(time.time() - started) / 60:.1f} min into the sweep (log: '
+        f'{spec.run_dir}/{LOG_FILE})', flush=True)
 
 
 def run_local(specs: Sequence[RunSpec], parallel: int) -> Dict[str, Optional[int]]:
-  """Execute specs with at most `parallel` at once; return {name: exit code}."""
+  """Execute specs with at most `parallel` at once; return {run_dir: exit code}.
+
+  Keyed by run directory: two configurations of one agent share a name.
+  """
   if parallel < 1:
     raise ValueError(f'--parallel must be >= 1, got {parallel}.')
   _stopping.clear()
@@ -466,8 +469,8 @@ def run_local(specs: Sequence[RunSpec], parallel: int) -> Dict[str, Optional[int
     futures = {executor.submit(execute_run, spec): spec for spec in specs}
     for future in concurrent.futures.as_completed(futures):
       spec = futures[future]
-      results[spec.name] = future.result()
-      _report(spec, results[spec.name], started, len(results), len(specs))
+      results[spec.run_dir] = future.result()
+      _report(spec, results[spec.run_dir], started, len(results), len(specs))
   except KeyboardInterrupt:
     print('Interrupted: stopping the runs (they resume on relaunch).',
           file=sys.stderr)
@@ -492,7 +495,7 @@ def _import_ray():
 
 def run_ray(specs: Sequence[RunSpec], address: str, cpus_per_run: float,
             gpus_per_run: float) -> Dict[str, Optional[int]]:
-  """Execute one Ray task per spec on the cluster at `address`."""
+  """Execute one Ray task per spec at `address`; return {run_dir: exit code}."""
   ray = _import_ray()
   ray.init(address=address)
   # Refer to this module by its import name, so workers import it rather than
@@ -507,12 +510,12 @@ def run_ray(specs: Sequence[RunSpec], address: str, cpus_per_run: float,
     for ref in ready:
       spec = pending.pop(ref)
       try:
-        results[spec.name] = ray.get(ref)
+        results[spec.run_dir] = ray.get(ref)
       except Exception as e:  # pylint: disable=broad-except
         # The task itself died (node lost): report, the run stays resumable.
         print(f'{spec.name}: Ray task failed: {e}', file=sys.stderr)
-        results[spec.name] = -1
-      _report(spec, results[spec.name], started, len(results), len(specs))
+        results[spec.run_dir] = -1
+      _report(spec, results[spec.run_dir], started, len(results), len(specs))
   return results
 
 

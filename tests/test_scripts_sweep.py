@@ -167,7 +167,7 @@ def test_local_sweep_runs_in_parallel_then_skips_finished_runs(
                      extra=['--num_iterations=2', '--sleep=1.0',
                             f'--trace={trace}'])
   results = sweep.run_local(specs, parallel=2)
-  assert results == {s.name: 0 for s in specs}
+  assert results == {s.run_dir: 0 for s in specs}
   assert max_concurrency(trace) == 2
   statuses = sweep.sweep_status(str(tmp_path / 'runs'))
   assert [(s.state, s.last_iteration) for s in statuses] == [('done', 2)] * 4
@@ -180,6 +180,21 @@ def test_local_sweep_runs_in_parallel_then_skips_finished_runs(
   starts = open(trace).read().count('start')
   assert set(sweep.run_local(specs, parallel=2).values()) == {None}
   assert open(trace).read().count('start') == starts == 4
+
+
+def test_two_configurations_of_one_agent_are_two_runs(tmp_path, fake_template,
+                                                     capsys):
+  # As minatar_study's QR-DQN-1 and QR-DQN-0: one agent, two root dirs.
+  specs = (make_specs(tmp_path / 'kappa_1', fake_template, seeds=(1,),
+                      extra=['--num_iterations=1']) +
+           make_specs(tmp_path / 'kappa_0', fake_template, seeds=(1,),
+                      extra=['--num_iterations=1']))
+  assert specs[0].name == specs[1].name
+  results = sweep.run_local(specs, parallel=2)
+  assert results == {specs[0].run_dir: 0, specs[1].run_dir: 0}
+  counters = [line.split()[0] for line in capsys.readouterr().out.splitlines()
+              if line.startswith('[')]
+  assert counters == ['[1/2]', '[2/2]']
 
 
 def test_parallel_one_runs_one_at_a_time(tmp_path, fake_template):
@@ -198,7 +213,7 @@ def test_failure_is_recorded_and_the_retry_resumes(tmp_path, fake_template):
   failing = make_specs(root, fake_template,
                        extra=['--num_iterations=3', '--fail_seed=2'])
   results = sweep.run_local(failing, parallel=2)
-  assert results == {'cr_dqn/pong/seed_1': 0, 'cr_dqn/pong/seed_2': 3}
+  assert results == {failing[0].run_dir: 0, failing[1].run_dir: 3}
   by_seed = {s.seed: s for s in sweep.sweep_status(str(root))}
   assert by_seed[1].state == 'done'
   assert by_seed[2].state == 'failed'
@@ -213,7 +228,7 @@ def test_failure_is_recorded_and_the_retry_resumes(tmp_path, fake_template):
                      extra=['--num_iterations=3', f'--trace={trace}'])
   assert [s.seed for s in sweep.select_runs(fixed)] == [2]
   assert sweep.run_local(sweep.select_runs(fixed), parallel=1) == {
-      'cr_dqn/pong/seed_2': 0}
+      fixed[1].run_dir: 0}
   assert open(trace).read().split()[2] == '1'  # resumed with 1 row done
   assert {s.state for s in sweep.sweep_status(str(root))} == {'done'}
 
@@ -321,7 +336,7 @@ def test_ray_mode_declares_resources_per_run(tmp_path, fake_template,
                      extra=['--num_iterations=1'])
   results = sweep.run_ray(specs, 'ray://head:10001', cpus_per_run=4,
                           gpus_per_run=1)
-  assert results == {s.name: 0 for s in specs}
+  assert results == {s.run_dir: 0 for s in specs}
   assert fake_ray.address == 'ray://head:10001'
   assert fake_ray.resources == {'num_cpus': 4, 'num_gpus': 1}
   assert {s.state for s in sweep.sweep_status(str(tmp_path / 'runs'))} == {
@@ -400,7 +415,7 @@ def test_ray_mode_on_a_local_ray_instance(tmp_path, fake_template):
     results = sweep.run_ray(specs, 'local', cpus_per_run=1, gpus_per_run=0)
   finally:
     ray.shutdown()
-  assert results == {s.name: 0 for s in specs}
+  assert results == {s.run_dir: 0 for s in specs}
   statuses = sweep.sweep_status(str(tmp_path / 'runs'))
   assert {s.state for s in statuses} == {'done'}
   assert sorted(s.last_iteration for s in statuses) == [2, 2]
