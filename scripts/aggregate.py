@@ -3,7 +3,7 @@ r"""Summarise Atari-57 results: best-agent median, and median/IQM/mean with 95% 
   python -m scripts.aggregate --reference
   python -m scripts.aggregate --runs=runs/ --output_dir=results/
 
-For every agent (ours, and the shipped references of SPEC §6):
+For every agent (ours, and the shipped paper references):
 - the best score of a run is the max over iterations 0..num_iterations of its
   human-normalised evaluation return;
 - best-agent summary: per seed, the median over games of the best scores, then

@@ -16,7 +16,7 @@ Aggregate = Callable[[np.ndarray], np.ndarray]
 
 
 def best_agent_summary(scores: np.ndarray) -> np.ndarray:
-  """Return the mean over runs (seeds) of the median over games: SPEC §6's summary."""
+  """Return the mean over runs (seeds) of the median over games (the paper's summary)."""
   return np.mean(np.median(scores, axis=-1), axis=-1)
 
 

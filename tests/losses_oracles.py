@@ -36,7 +36,7 @@ def wasserstein1_piecewise(source, target):
 
 
 def cramer_sorted_closed_form(source, target):
-  """Return SPEC §1's closed form; needs sorted source and target, N = M."""
+  """Return the paper's closed form; needs sorted source and target, N = M."""
   theta = np.asarray(source, np.float64)
   theta_bar = np.asarray(target, np.float64)
   n = theta.size
@@ -54,7 +54,7 @@ def cramer_sorted_closed_form(source, target):
 
 
 def quantile_regression_numpy(source, target, huber_param=0.0):
-  """Return the QR loss of SPEC §1 (sum over source, mean over target)."""
+  """Return the paper's QR loss (sum over source, mean over target)."""
   source = np.asarray(source, np.float64)
   target = np.asarray(target, np.float64)
   n = source.size

@@ -1,4 +1,4 @@
-"""Tests for scripts.aggregate: the SPEC §6 summary, on synthetic and reference runs."""
+"""Tests for scripts.aggregate: the paper's summary, on synthetic and reference runs."""
 
 import collections
 import csv
@@ -84,7 +84,7 @@ def test_fewer_games_than_the_full_set_is_a_subset():
 
 
 def _independent_best_agent_summaries(path, columns_ok=True):
-  """Recompute SPEC §6's summary with plain csv + numpy, for the test only."""
+  """Recompute the paper's summary with plain csv + numpy, for the test only."""
   with open(run_data.reference_path('atari_human_random.csv')) as f:
     human_random = {r['environment_name']: (float(r['random']), float(r['human']))
                     for r in csv.DictReader(f)}

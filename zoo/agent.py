@@ -1,9 +1,9 @@
 """One quantile agent (QR-DQN, CR-DQN, NC-CR-DQN, NC-QR-DQN).
 
-The agents differ only by network head and loss (SPEC §3). The agent acts on
-K environment streams at once, stores each step in a `zoo.replay.FrameReplay`
-and learns every `learn_period` frames once the replay holds its minimum.
-`select_action` and `update` are pure module-level functions, jitted in the
+The agents differ only by network head and loss (README, "Training agents on
+Atari"). The agent acts on K environment streams at once, stores each step
+in a `zoo.replay.FrameReplay` and learns every `learn_period` frames once
+the replay holds its minimum. `select_action` and `update` are pure module-level functions, jitted in the
 agent's constructor.
 
 How K streams map onto the DQN Zoo protocol (K = 1 is DQN Zoo exactly): the
@@ -79,7 +79,7 @@ def make_loss_fn(loss: str, huber_param: float = 1.0) -> LossFn:
 
 def default_optimizer_epsilon(loss: str, num_quantiles: int,
                               scale_grad: bool) -> float:
-  """Return Adam's ε of SPEC §3: 0.01/32, times 2/N for Cramér or scale_grad."""
+  """Return Adam's ε: 0.01/32, times 2/N for Cramér or scale_grad."""
   if loss == 'cramer' or scale_grad:
     return BASE_OPTIMIZER_EPSILON * 2 / num_quantiles
   return BASE_OPTIMIZER_EPSILON
@@ -124,7 +124,7 @@ def td_target(network: hk.Transformed, additional_discount: float,
 def td_loss(network: hk.Transformed, loss_fn: LossFn,
             additional_discount: float, params, target_params,
             transitions: replay_lib.Transitions, rng_key, target=None):
-  """Return the batch mean of the distributional TD loss (SPEC §1).
+  """Return the batch mean of the distributional TD loss.
 
   `target`: the batch's TD target atoms [B, N] when already computed (fused
   updates compute those of U batches in one pass); None: from target_params.
@@ -275,9 +275,11 @@ class QuantileAgent:
     self._config = config
     self._on_device = isinstance(replay, device_replay.DeviceFrameReplay)
     init_key, self._rng_key, self._eval_rng_key = jax.random.split(rng_key, 3)
-    self._params = network.init(init_key, sample_observation[None])
+    # Jitted: Haiku's init run op by op compiles each of its ~80 ops apart
+    # (tens of seconds on a loaded CPU); one jitted init compiles once.
+    self._params = jax.jit(network.init)(init_key, sample_observation[None])
     self._target_params = _copy(self._params)
-    self._opt_state = optimizer.init(self._params)
+    self._opt_state = jax.jit(optimizer.init)(self._params)
     self._frame_t = 0
     self._num_updates = 0
     self._state_value_sum = 0.0
