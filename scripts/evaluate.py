@@ -168,14 +168,18 @@ def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
         suite.render if video_path else None, video_max_steps)
   finally:
     env.close()
+  # MinAtar has no human reference scores: its normalised scores are NaN.
+  normalized = not np.isnan([e.normalized_return for e in episodes]).any()
   for i, episode in enumerate(episodes):
-    log(f'episode {i + 1}: return {episode.episode_return:g}, '
+    log(f'episode {i + 1}: return {episode.episode_return:g}, ' + (
         f'human-normalised {episode.normalized_return:.3f}, '
-        f'{episode.num_frames} frames')
+        if normalized else '') + f'{episode.num_frames} frames')
   returns = np.array([e.episode_return for e in episodes])
   log(f'mean return {returns.mean():g} ± {returns.std():g} (std over '
-      f'{len(episodes)} episodes), human-normalised '
-      f'{np.mean([e.normalized_return for e in episodes]):.3f}')
+      f'{len(episodes)} episodes)' + (
+          ', human-normalised '
+          f'{np.mean([e.normalized_return for e in episodes]):.3f}'
+          if normalized else ''))
   if video_path:
     write_video(video_path, screens)
     log(f'video: {video_path} ({len(screens)} screens of the first episode, '

@@ -11,6 +11,7 @@ import pytest
 from scripts import evaluate
 from zoo import experiment
 from zoo import run_atari
+from zoo import run_minatar
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -65,3 +66,25 @@ def test_bad_requests_are_refused_before_playing(checkpoint_dir, tmp_path,
     evaluate.evaluate(str(tmp_path), 1)
   with pytest.raises(ValueError, match='--num_episodes must be positive'):
     evaluate.evaluate(checkpoint_dir, 0)
+
+
+def test_minatar_checkpoint_prints_returns_without_normalised_scores(
+    tmp_path):
+  # MinAtar has no human reference scores: nothing normalised (no NaN).
+  settings = dict(
+      experiment.default_settings(run_minatar.MINATAR),
+      environment_name='breakout', replay_capacity=400,
+      min_replay_capacity_fraction=0.1, batch_size=8, num_iterations=0,
+      num_eval_frames=40, num_quantiles=11, hidden_size=16,
+      results_csv_path='', tensorboard_dir='',
+      checkpoint_dir=str(tmp_path / 'checkpoints'))
+  experiment.run(run_minatar.MINATAR, 'cr_dqn', settings)
+  lines = []
+  episodes = evaluate.evaluate(str(tmp_path / 'checkpoints'), 2,
+                               log=lines.append)
+  assert len(episodes) == 2 and len(lines) == 4, lines
+  for i, episode in zip((1, 2), episodes):
+    assert lines[i] == (f'episode {i}: return {episode.episode_return:g}, '
+                        f'{episode.num_frames} frames')
+  assert lines[3].startswith('mean return ')
+  assert lines[3].endswith(' (std over 2 episodes)')
