@@ -51,6 +51,19 @@ def test_format_duration():
   assert progress.format_duration(math.nan) == '?'
 
 
+def test_no_normalised_score_without_reference_scores():
+  # MinAtar rows carry NaN: the line leaves the score out.
+  clock, lines = _Clock(), []
+  p = _progress(clock, lines)
+  p.begin_iteration(0)
+  _phase(p, clock, 0, 'eval', 500, 5.0)
+  p.end_iteration(0, dict(_ROW, normalized_return=math.nan))
+  assert lines[-1] == (
+      'iteration 0/3, frame 0: eval return 1.50 (2 episodes), train return '
+      'nan, epsilon nan, train nan frames/s, eval 100 frames/s, updates 7, '
+      'run ETA ?')
+
+
 def test_a_line_every_interval_with_phase_and_run_etas():
   clock, lines = _Clock(), []
   p = _progress(clock, lines)

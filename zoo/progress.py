@@ -123,13 +123,16 @@ class Progress(run_loop.RunHooks):
         max(self._clock() - self._iteration_start - self._phase_seconds, 0.0))
     eta = self.run_eta(next_iteration=iteration + 1)
     agent = self._agent
+    # Suites without human reference scores (MinAtar) write NaN: say nothing.
+    normalized = ('human-normalised %.3f, ' % row['normalized_return']
+                  if not math.isnan(row['normalized_return']) else '')
     self._log(
         'iteration %d/%d, frame %d: eval return %.2f (%d episodes), train '
-        'return %.2f, human-normalised %.3f, epsilon %.3f, train %.0f '
-        'frames/s, eval %.0f frames/s, updates %s, run ETA %s',
+        'return %.2f, %sepsilon %.3f, train %.0f frames/s, eval %.0f '
+        'frames/s, updates %s, run ETA %s',
         iteration, self._num_iterations, row['frame'],
         row['eval_episode_return'], row['eval_num_episodes'],
-        row['train_episode_return'], row['normalized_return'],
+        row['train_episode_return'], normalized,
         row['train_exploration_epsilon'], row['train_frame_rate'],
         row['eval_frame_rate'],
         agent.num_updates if agent is not None else '?', format_duration(eta))
