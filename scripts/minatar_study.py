@@ -69,16 +69,16 @@ def config_settings(config: Config) -> Dict[str, Any]:
                       else True)
   return settings
 
-# `python -m scripts.bench_minatar` on the project's 2-core CPU (AMD EPYC,
+# `python -m scripts.bench_minatar` on the project's idle 2-core CPU (AMD EPYC,
 # AVX-512), XLA single-threaded as a study run: the mean over the five K = 1
 # configurations of the ms per training step (act, env, replay, one update per
-# 4 steps; 4.5 to 6.6) and per evaluation step (0.5 to 1.9), medians of 3
-# rounds. Measured while this study ran 2 runs on the 2 cores beside other
-# jobs (load average 9.5 to 12): its runs trained at 133 to 253 steps/s then,
-# i.e. 4 to 7.5 ms per step. Rerun the benchmark to calibrate an idle or
-# another machine and pass --train_step_ms / --eval_step_ms.
-DEFAULT_TRAIN_STEP_MS = 5.3
-DEFAULT_EVAL_STEP_MS = 1.2
+# 4 steps; 1.1 to 2.1) and per evaluation step (0.28 to 0.36), medians of 3
+# rounds. Two study runs on two cores get about a core each; runs that share
+# the machine with other work are slower (the study's own runs trained at 133
+# to 485 steps/s under load, i.e. 2 to 7.5 ms per step). Rerun the benchmark
+# to calibrate another machine and pass --train_step_ms / --eval_step_ms.
+DEFAULT_TRAIN_STEP_MS = 1.55
+DEFAULT_EVAL_STEP_MS = 0.32
 
 
 def define_flags() -> None:
