@@ -22,9 +22,7 @@ evaluation return of each run, mean over seeds with a bootstrap CI over
 seeds, and the last evaluation return), never mixed into the Atari rows.
 """
 
-import csv
 import dataclasses
-import io
 import math
 import os
 import sys
@@ -332,14 +330,6 @@ def to_markdown(summaries: Sequence[AgentSummary], confidence: float = 0.95,
   return text
 
 
-def _csv_text(columns: Sequence[str], rows: Sequence[Dict]) -> str:
-  buffer = io.StringIO()
-  writer = csv.DictWriter(buffer, fieldnames=list(columns))
-  writer.writeheader()
-  writer.writerows(rows)
-  return buffer.getvalue()
-
-
 def write_outputs(summaries: Sequence[AgentSummary], output_dir: str,
                   markdown: str, minatar: Sequence[RawSummary] = ()
                   ) -> Tuple[str, ...]:
@@ -347,14 +337,13 @@ def write_outputs(summaries: Sequence[AgentSummary], output_dir: str,
   os.makedirs(output_dir, exist_ok=True)
   csv_path = os.path.join(output_dir, 'summary.csv')
   md_path = os.path.join(output_dir, 'summary.md')
-  files.write_atomically(csv_path,
-                         _csv_text(CSV_COLUMNS, to_csv_rows(summaries)))
+  files.write_csv_atomically(csv_path, CSV_COLUMNS, to_csv_rows(summaries))
   files.write_atomically(md_path, markdown)
   if not minatar:
     return csv_path, md_path
   minatar_path = os.path.join(output_dir, 'minatar_summary.csv')
-  files.write_atomically(minatar_path, _csv_text(MINATAR_CSV_COLUMNS,
-                                                 minatar_csv_rows(minatar)))
+  files.write_csv_atomically(minatar_path, MINATAR_CSV_COLUMNS,
+                             minatar_csv_rows(minatar))
   return csv_path, md_path, minatar_path
 
 

@@ -41,6 +41,7 @@ from absl import flags
 import jax
 import numpy as np
 
+from scripts import timing
 from zoo import experiment
 from zoo import run_atari
 from zoo import run_loop
@@ -56,15 +57,6 @@ _DQN_ZOO = {  # DeepMind's DQN Zoo QR-DQN on a comparable CPU (issue text).
 def _rss_bytes() -> int:
   with open('/proc/self/statm') as f:
     return int(f.read().split()[1]) * resource.getpagesize()
-
-
-def _median_ms(fn, repeats):
-  times = []
-  for _ in range(repeats):
-    start = time.perf_counter()
-    jax.block_until_ready(fn())
-    times.append(1e3 * (time.perf_counter() - start))
-  return statistics.median(times)
 
 
 class Mode(NamedTuple):
@@ -154,14 +146,14 @@ class ModeBench:
     """Return (update ms, act ms/frame, env ms/frame, sample ms)."""
     agent = self.agent
     num_updates = self.mode.num_fused_updates
-    update_ms = _median_ms(agent.learn, repeats) / num_updates
+    update_ms = timing.median_ms(agent.learn, repeats) / num_updates
     select = agent._select_action  # pylint: disable=protected-access
     observation = self.replay.sample(self.num_envs).s_t
     key = jax.random.PRNGKey(0)
-    act_ms = _median_ms(
+    act_ms = timing.median_ms(
         lambda: select(agent.online_params, key, observation, 0.01),
         2 * repeats) / (self.repeats * self.num_envs)
-    sample_ms = _median_ms(lambda: self.replay.sample(32, stacks_last=False),
+    sample_ms = timing.median_ms(lambda: self.replay.sample(32, stacks_last=False),
                            2 * repeats)
     actions = np.zeros(self.num_envs, np.int32)
     num_steps = max(64 // self.num_envs, 8)

@@ -35,6 +35,7 @@ import numpy as np
 
 from scripts import minatar_report
 from scripts import minatar_study
+from scripts import timing
 from zoo import environment
 from zoo import experiment
 from zoo import replay as replay_lib
@@ -62,15 +63,6 @@ def define_flags() -> None:
                        'Timed calls per part per round (median).')
   flags.DEFINE_bool('single_threaded', True,
                     'Run XLA on one thread, as a study run does.')
-
-
-def _median_ms(fn, repeats: int) -> float:
-  times = []
-  for _ in range(repeats):
-    start = time.perf_counter()
-    jax.block_until_ready(fn())
-    times.append(1e3 * (time.perf_counter() - start))
-  return statistics.median(times)
 
 
 def machine() -> str:
@@ -124,13 +116,13 @@ class ConfigBench:
   def _part_times(self, repeats: int) -> Dict[str, float]:
     agent, k = self.agent, self.num_envs
     batch = self.replay.sample(32, stacks_last=False)
-    times = {'update': _median_ms(lambda: agent.learn_from(batch), repeats)}
+    times = {'update': timing.median_ms(lambda: agent.learn_from(batch), repeats)}
     select = agent._select_action  # pylint: disable=protected-access
     observation = self.replay.sample(k).s_t
     key = jax.random.PRNGKey(0)
-    times['act'] = _median_ms(
+    times['act'] = timing.median_ms(
         lambda: select(agent.online_params, key, observation, 0.01), repeats)
-    times['sample'] = _median_ms(
+    times['sample'] = timing.median_ms(
         lambda: self.replay.sample(32, stacks_last=False), repeats)
     # A scratch replay of the same shape, so that the agent's stays intact.
     scratch = replay_lib.FrameReplay(
@@ -138,12 +130,12 @@ class ConfigBench:
     step_type = np.full(k, environment.MID)
     actions = np.zeros(k, np.int32)
     rewards, discounts = np.zeros(k, np.float32), np.ones(k, np.float32)
-    times['add'] = _median_ms(
+    times['add'] = timing.median_ms(
         lambda: scratch.add(step_type, observation, actions, rewards,
                             discounts), repeats)
     rng = np.random.default_rng(0)
     self.env.reset()
-    times['env'] = _median_ms(
+    times['env'] = timing.median_ms(
         lambda: self.env.step(rng.integers(0, self.env.num_actions, k)),
         repeats)
     return times

@@ -14,6 +14,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
+from scripts import timing
 from zoo import replay as replay_lib
 
 FLAGS = flags.FLAGS
@@ -22,15 +23,6 @@ FLAGS = flags.FLAGS
 def _rss_gb() -> float:
   with open('/proc/self/statm') as f:
     return int(f.read().split()[1]) * resource.getpagesize() / 1e9
-
-
-def _median_ms(fn, repeats: int) -> float:
-  times = []
-  for _ in range(repeats):
-    start = time.perf_counter()
-    fn()
-    times.append(time.perf_counter() - start)
-  return 1e3 * float(np.median(times))
 
 
 def main(argv):
@@ -52,7 +44,7 @@ def main(argv):
   print(f'filled {replay.size} transitions in '
         f'{time.perf_counter() - start:.1f} s: resident {_rss_gb():.2f} GB')
   for stacks_last in (True, False):
-    ms = _median_ms(lambda: replay.sample(32, stacks_last=stacks_last), 200)
+    ms = timing.median_ms(lambda: replay.sample(32, stacks_last=stacks_last), 200)
     print(f'sample(32, stacks_last={stacks_last}): {ms:.3f} ms (median of 200)')
 
 

@@ -23,9 +23,7 @@ the output directory:
 Incomplete and missing runs are listed, never averaged in.
 """
 
-import csv
 import datetime
-import io
 import math
 import os
 import platform
@@ -253,14 +251,6 @@ def _final_csv_row(row: Dict) -> Dict[str, str]:
   return out
 
 
-def _csv_text(columns: Sequence[str], rows: Sequence[Dict]) -> str:
-  buffer = io.StringIO()
-  writer = csv.DictWriter(buffer, fieldnames=list(columns))
-  writer.writeheader()
-  writer.writerows(rows)
-  return buffer.getvalue()
-
-
 RUN_COLUMNS = ('configuration', 'game', 'seed', 'state', 'last_iteration',
                'final_eval_return', 'mean_eval_return_over_iterations',
                'final_train_return', 'phase_hours', 'path')
@@ -481,10 +471,12 @@ def write_report(planned: Sequence[Tuple[str, str, int, str]],
     if path:
       figures.append('k_streams.png')
       written.append(path)
+  for name, columns, rows in (
+      ('final_scores.csv', FINAL_COLUMNS, [_final_csv_row(r) for r in final]),
+      ('runs.csv', RUN_COLUMNS, table)):
+    files.write_csv_atomically(os.path.join(output_dir, name), columns, rows)
+    written.append(os.path.join(output_dir, name))
   outputs = {
-      'final_scores.csv': _csv_text(FINAL_COLUMNS,
-                                    [_final_csv_row(r) for r in final]),
-      'runs.csv': _csv_text(RUN_COLUMNS, table),
       'report.md': markdown(final, k_rows, k_stream[1] if k_stream else '',
                             k_stream[0] if k_stream else '', table,
                             random_results, num_iterations, num_train_frames,

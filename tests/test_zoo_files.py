@@ -1,5 +1,6 @@
 """Tests of the atomic file writes."""
 
+import csv
 import os
 import stat
 
@@ -47,3 +48,12 @@ def test_make_writable_directory_creates_and_probes(tmp_path):
   blocker.write_text('x')
   with pytest.raises(OSError):
     files.make_writable_directory(str(blocker / 'c'))
+
+
+def test_csv_rows_with_commas_and_quotes_parse_back(tmp_path):
+  path = str(tmp_path / 'table.csv')
+  rows = [{'label': 'FC, QR κ=1', 'value': '1.5'},
+          {'label': 'say "hi"', 'value': ''}]
+  files.write_csv_atomically(path, ['label', 'value'], rows)
+  with open(path, newline='', encoding='utf-8') as f:
+    assert list(csv.DictReader(f)) == rows

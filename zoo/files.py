@@ -1,9 +1,11 @@
 """Atomic file writes: a crash or a kill never leaves a half-written file."""
 
 import contextlib
+import csv
+import io
 import os
 import tempfile
-from typing import Iterator, Union
+from typing import Any, Dict, Iterator, Sequence, Union
 
 
 def make_writable_directory(directory: str) -> None:
@@ -48,3 +50,13 @@ def write_atomically(path: str, data: Union[str, bytes]) -> None:
       f.write(data)
       f.flush()
       os.fsync(f.fileno())
+
+
+def write_csv_atomically(path: str, columns: Sequence[str],
+                         rows: Sequence[Dict[str, Any]]) -> None:
+  """Write a header and rows (dicts keyed by `columns`) as CSV, atomically."""
+  buffer = io.StringIO()
+  writer = csv.DictWriter(buffer, fieldnames=list(columns))
+  writer.writeheader()
+  writer.writerows(rows)
+  write_atomically(path, buffer.getvalue())
