@@ -160,3 +160,31 @@ def test_checkpoints_of_the_previous_format_load(tmp_path):
                                 np.ones((2, 5, 3)))
   with pytest.raises(ValueError, match='predates named arrays'):
     checkpoint.load_params(str(tmp_path))
+
+
+@pytest.mark.parametrize('named', [True, False])
+def test_state_keys_added_later_are_optional(tmp_path, named):
+  # A checkpoint written before the state gained 'pending': it loads
+  # without it when the key is optional, and is refused otherwise.
+  older = _tree(3)
+  if named:
+    checkpoint.save(str(tmp_path), 0, {'iteration': 1}, older)
+  else:  # The previous format: leaves arr_i, the structure as a string.
+    path = tmp_path / 'iteration_000000'
+    path.mkdir()
+    leaves, treedef = __import__('jax').tree.flatten(older)
+    np.savez(path / 'tree.npz', *leaves)
+    (path / 'meta.json').write_text(json.dumps({
+        'iteration': 1, 'tree_structure': str(treedef), 'config': {}}))
+  path = checkpoint.latest(str(tmp_path))
+  template = dict(_tree(0), pending=np.int64(0))
+  saved = checkpoint.load(path, template, optional=('pending',))
+  assert 'pending' not in saved.tree and int(saved.tree['count']) == 3
+  with pytest.raises(ValueError, match='differently structured'):
+    checkpoint.load(path, template)
+  # A checkpoint that holds the key loads it.
+  checkpoint.save(str(tmp_path / 'newer'), 0, {}, dict(older,
+                                                       pending=np.int64(2)))
+  saved = checkpoint.load(checkpoint.latest(str(tmp_path / 'newer')), template,
+                          optional=('pending',))
+  assert int(saved.tree['pending']) == 2

@@ -192,9 +192,19 @@ def test_environment_seeds_differ_by_iteration_and_phase():
 def test_config_differences_name_the_flags():
   diffs = run_loop.config_differences({'a': 1, 'b': 2}, {'a': 1, 'b': 3})
   assert diffs == ["--b=2 in the checkpoint, 3 now"]
+  # A setting added later: a checkpoint without it holds the implied value.
+  assert run_loop.config_differences({'a': 1}, {'a': 1, 'u': 1},
+                                     implied={'u': 1}) == []
+  assert run_loop.config_differences({'a': 1}, {'a': 1, 'u': 4},
+                                     implied={'u': 1}) == [
+                                         '--u=1 in the checkpoint, 4 now']
+  assert run_loop.config_differences({'a': 1, 'u': 4}, {'a': 1, 'u': 1},
+                                     implied={'u': 1}) == [
+                                         '--u=4 in the checkpoint, 1 now']
 
 
-def _catch_run(num_iterations, checkpoint_dir, config=None, hooks=()):
+def _catch_run(num_iterations, checkpoint_dir, config=None, hooks=(),
+               **kwargs):
   # 120 slots per stream, 150 steps per iteration: the replay wraps, so
   # checkpoints drop and add chunks.
   s = test_zoo_agent._settings('cr_dqn', num_iterations=3,
@@ -208,7 +218,7 @@ def _catch_run(num_iterations, checkpoint_dir, config=None, hooks=()):
       num_iterations=num_iterations, num_train_frames=300, num_eval_frames=50,
       num_action_repeats=1, agent_name='cr_dqn', environment_name='catch',
       seed=5, normalize=lambda x: x / 2, config=config or {'x': 1},
-      checkpoint_dir=checkpoint_dir, hooks=hooks)
+      checkpoint_dir=checkpoint_dir, hooks=hooks, **kwargs)
   return rows, agent
 
 
@@ -238,6 +248,33 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path):
   assert sorted(os.listdir(tmp_path / 'resumed' / 'replay')) == [
       'steps_000000000330_000000000450']
   assert len(os.listdir(tmp_path / 'resumed')) == 2
+
+
+def test_a_checkpoint_older_than_a_setting_and_a_state_key_resumes(tmp_path):
+  """A run checkpointed before fused updates existed resumes exactly."""
+  full_rows, full_agent = _catch_run(3, str(tmp_path / 'full'))
+  _catch_run(1, str(tmp_path / 'older'))
+  path = checkpoint.latest(str(tmp_path / 'older'))
+  # Make it as older code wrote it: no num_pending_updates leaf (the config
+  # {'x': 1} lacks the later setting 'u' already).
+  with np.load(os.path.join(path, 'tree.npz')) as f:
+    leaves = {name: f[name] for name in f.files
+              if name != 'num_pending_updates'}
+  np.savez(os.path.join(path, 'tree.npz'), **leaves)
+  with open(os.path.join(path, 'meta.json')) as f:
+    meta = json.load(f)
+  meta['tree_paths'] = [p for p in meta['tree_paths']
+                        if p != ['num_pending_updates']]
+  with open(os.path.join(path, 'meta.json'), 'w') as f:
+    json.dump(meta, f)
+  with pytest.raises(ValueError, match="--u=None in the checkpoint, 1 now"):
+    _catch_run(3, str(tmp_path / 'older'), config={'x': 1, 'u': 1})
+  rows, agent = _catch_run(3, str(tmp_path / 'older'), config={'x': 1, 'u': 1},
+                           implied_settings={'u': 1})
+  assert _deterministic(rows)[1:] == _deterministic(full_rows)[1:]
+  for x, y in zip(jax.tree.leaves(full_agent.get_state()),
+                  jax.tree.leaves(agent.get_state())):
+    np.testing.assert_array_equal(x, y)
 
 
 def test_checkpoint_of_another_configuration_is_refused(tmp_path):

@@ -202,9 +202,27 @@ def load_meta(path: str) -> Dict[str, Any]:
     return json.load(f)
 
 
-def load(path: str, template: Any) -> Checkpoint:
-  """Return the checkpoint at `path`, its tree shaped like `template`."""
+def _holds_key(meta: Dict[str, Any], key: str) -> bool:
+  """Return whether a checkpoint's tree has the top-level dict key `key`."""
+  if 'tree_paths' in meta:
+    return any(tree_path[0] == key for tree_path in meta['tree_paths'])
+  return repr(key) + ':' in meta['tree_structure']  # PyTreeDef({'key': *..
+
+
+def load(path: str, template: Any, optional: Sequence[str] = ()) -> Checkpoint:
+  """Return the checkpoint at `path`, its tree shaped like `template`.
+
+  Args:
+    path: a checkpoint directory (iteration_NNNNNN).
+    template: the state's pytree (a dict at the top).
+    optional: top-level keys of `template` added to the state after older
+      checkpoints were written; a checkpoint without one loads without it
+      (the tree then lacks the key: its owner fills in the old behaviour).
+  """
   meta = load_meta(path)
+  absent = [key for key in optional if not _holds_key(meta, key)]
+  if absent:
+    template = {k: v for k, v in template.items() if k not in absent}
   leaves, treedef = jax.tree.flatten(template)
   if 'tree_paths' in meta:
     _, names, _ = _named_leaves(template)

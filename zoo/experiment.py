@@ -145,6 +145,11 @@ flags.DEFINE_bool(
     'and the update samples and assembles its batches itself. Doubles the '
     "replay's memory (host copy kept for checkpoints); for accelerators.")
 
+# Settings added after checkpoints were first written, with the value that
+# reproduces the behaviour before them: a checkpoint without one resumes when
+# the run keeps that value (zoo.run_loop.config_differences).
+IMPLIED_SETTINGS = {'suite': 'atari', 'num_fused_updates': 1,
+                    'replay_on_device': False}
 # Flags that name where a run writes, not what it computes.
 _PATH_FLAGS = ('results_csv_path', 'checkpoint_dir', 'tensorboard_dir')
 # Flags that change what a run shows, not what it computes.
@@ -488,7 +493,8 @@ def check_resume(s: Dict[str, Any], config: Dict[str, Any]
     return None
   meta = checkpoint.load_meta(path)
   saved = meta['config']
-  differences = run_loop.config_differences(saved, config, ignore=EXTENDABLE)
+  differences = run_loop.config_differences(saved, config, EXTENDABLE,
+                                            IMPLIED_SETTINGS)
   if differences:
     raise ConfigError(
         f'The checkpoint {path} was written by another agent or '
@@ -645,7 +651,7 @@ def run(suite: Suite, agent_name: str, settings: Dict[str, Any],
       config=config,
       results_csv_path=s['results_csv_path'] or None,
       checkpoint_dir=s['checkpoint_dir'] or None,
-      hooks=hooks, extendable=EXTENDABLE)
+      hooks=hooks, extendable=EXTENDABLE, implied_settings=IMPLIED_SETTINGS)
 
 
 def suite_by_name(name: str) -> Suite:

@@ -144,8 +144,15 @@ class RunHooks:
 
 
 def config_differences(saved: Dict[str, Any], current: Dict[str, Any],
-                       ignore: Sequence[str] = ()) -> List[str]:
-  """Return '--name: saved vs current' for every differing setting."""
+                       ignore: Sequence[str] = (),
+                       implied: Optional[Dict[str, Any]] = None) -> List[str]:
+  """Return '--name: saved vs current' for every differing setting.
+
+  `implied`: settings added after older checkpoints were written, with the
+  value that reproduces the behaviour before them; a checkpoint without one
+  counts as holding that value.
+  """
+  saved = dict(implied or {}, **saved)
   out = []
   for name in sorted(set(saved) | set(current)):
     if name not in ignore and saved.get(name) != current.get(name):
@@ -156,19 +163,22 @@ def config_differences(saved: Dict[str, Any], current: Dict[str, Any],
 
 def check_checkpoint_config(checkpoint_dir: Optional[str],
                             config: Dict[str, Any],
-                            ignore: Sequence[str] = ()) -> Optional[str]:
+                            ignore: Sequence[str] = (),
+                            implied: Optional[Dict[str, Any]] = None
+                            ) -> Optional[str]:
   """Return the checkpoint to resume, or raise if it has another config.
 
   Args:
     checkpoint_dir: the run's checkpoint directory (None: no checkpoints).
     config: the settings a resumable checkpoint must have.
     ignore: settings that may differ (the caller checked them).
+    implied: see config_differences.
   """
   path = checkpoint.latest(checkpoint_dir) if checkpoint_dir else None
   if path is None:
     return None
   saved = checkpoint.load_meta(path)['config']
-  differences = config_differences(saved, config, ignore)
+  differences = config_differences(saved, config, ignore, implied)
   if differences:
     raise ValueError(
         f'The checkpoint {path} was written by another agent or '
@@ -200,7 +210,9 @@ def _save(checkpoint_dir: str, iteration: int, config, rows, agent, replay,
 
 def _restore(path: str, agent, replay) -> Tuple[int, List[Dict], int]:
   """Restore agent and replay; return (next iteration, rows, steps saved)."""
-  saved = checkpoint.load(path, agent.get_state())
+  # Keys the agent's state gained after older checkpoints were written.
+  optional = getattr(agent, 'STATE_KEYS_ADDED_LATER', ())
+  saved = checkpoint.load(path, agent.get_state(), optional)
   agent.set_state(saved.tree)
   replay.set_state(saved.meta['replay'])
   held_from = max(replay.num_steps - replay.capacity // replay.num_streams, 0)
@@ -264,6 +276,7 @@ def run_experiment(
     checkpoint_dir: Optional[str] = None,
     hooks: Sequence[RunHooks] = (),
     extendable: Sequence[str] = (),
+    implied_settings: Optional[Dict[str, Any]] = None,
 ) -> List[Dict[str, Any]]:
   """Run (or resume) iterations 0..num_iterations; return the CSV rows.
 
@@ -285,11 +298,14 @@ def run_experiment(
     hooks: RunHooks told of the run's progress (in this order).
     extendable: settings that may differ from the checkpoint's (the caller
       checked that the iterations already run stay valid).
+    implied_settings: settings an older checkpoint may lack, with the value
+      it implies (config_differences).
   """
   rows: List[Dict[str, Any]] = []
   start_iteration = 0
   saved_until = 0
-  path = check_checkpoint_config(checkpoint_dir, config, extendable)
+  path = check_checkpoint_config(checkpoint_dir, config, extendable,
+                                implied_settings)
   if path is not None:
     start_iteration, rows, saved_until = _restore(path, agent, replay)
     rows = rows[:start_iteration]
