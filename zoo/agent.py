@@ -3,8 +3,8 @@
 The agents differ only by network head and loss (README, "Training agents on
 Atari"). The agent acts on K environment streams at once, stores each step
 in a `zoo.replay.FrameReplay` and learns every `learn_period` frames once
-the replay holds its minimum. `select_action` and `update` are pure module-level functions, jitted in the
-agent's constructor.
+the replay holds its minimum. `select_action` and `update` are pure
+module-level functions, jitted in the agent's constructor.
 
 How K streams map onto the DQN Zoo protocol (K = 1 is DQN Zoo exactly): the
 K streams are K actors sharing one agent. Each agent step selects the K
@@ -25,9 +25,10 @@ Two learner options (README, "Training throughput"), off by default:
 - Fused updates (`num_fused_updates` U > 1): updates that fall due are held
   until U are, then run as one dispatch (`fused_update`, U sequential Adam
   steps on U batches sampled at once, the target network run once on all
-  U), which pays the launch overhead once per U. The updates per frame are unchanged, and pending updates are run
-  before every target copy, so the target network copies the parameters of
-  every update due so far, as with U = 1. The only change: acting lags the
+  U), which pays the launch overhead once per U. The updates per frame are
+  unchanged, and pending updates are run before every target copy, so the
+  target network copies the parameters of every update due so far, as with
+  U = 1. The only change: acting lags the
   learner by at most U − 1 updates (16 (U − 1) frames). `last_loss` is the
   loss of the last of the U updates.
 - A replay on the device (`zoo.device_replay.DeviceFrameReplay`): the
