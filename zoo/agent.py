@@ -28,9 +28,8 @@ Two learner options (README, "Training throughput"), off by default:
   U), which pays the launch overhead once per U. The updates per frame are
   unchanged, and pending updates are run before every target copy, so the
   target network copies the parameters of every update due so far, as with
-  U = 1. The only change: acting lags the
-  learner by at most U − 1 updates (16 (U − 1) frames). `last_loss` is the
-  loss of the last of the U updates.
+  U = 1. The only change: acting lags the learner by at most U − 1 updates
+  (16 (U − 1) frames). `last_loss` is the loss of the last of the U updates.
 - A replay on the device (`zoo.device_replay.DeviceFrameReplay`): the
   learner samples and assembles its batches inside its own jitted call
   (`sample_and_update`), for U = 1 as for U > 1.
