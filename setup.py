@@ -37,7 +37,7 @@ setuptools.setup(
     python_requires='>=3.10',
     packages=setuptools.find_packages(include=[
         'losses*', 'networks*', 'zoo*', 'qr_dqn*', 'cr_dqn*', 'nc_cr_dqn*',
-        'nc_qr_dqn*', 'scripts*',
+        'nc_qr_dqn*', 'analysis*', 'experiments*', 'benchmarks*',
     ]),
     package_data={'zoo': ['reference/*.csv', 'reference/*.csv.gz']},
     install_requires=INSTALL_REQUIRES,

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from scripts import minatar_random
+from experiments import minatar_random
 from zoo import experiment
 from zoo import results_csv
 from zoo import run_atari
