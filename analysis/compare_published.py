@@ -1,7 +1,7 @@
 r"""Check runs against the published curves, iteration by iteration.
 
-  python -m scripts.compare_published --runs=runs/cr_dqn/pong
-  python -m scripts.compare_published --runs=QR-DQN-0=runs_k0 --plot=/tmp/check.png
+  python -m analysis.compare_published --runs=runs/cr_dqn/pong
+  python -m analysis.compare_published --runs=QR-DQN-0=runs_k0 --plot=/tmp/check.png
 
 For each of our runs and each of its iterations, prints our evaluation return
 next to the published seeds of the same agent and game at the same frame (min,

@@ -1,6 +1,6 @@
 """Evaluate a run's latest checkpoint: episode returns and a video of play.
 
-  python -m scripts.evaluate --checkpoint_dir=runs/cr_dqn/pong/seed_1/checkpoints
+  python -m analysis.evaluate --checkpoint_dir=runs/cr_dqn/pong/seed_1/checkpoints
       [--num_episodes=10] [--video_path=pong.gif|pong.mp4] [--seed=1]
 
 Rebuilds the network from the checkpoint's saved settings (its agent, suite,

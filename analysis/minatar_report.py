@@ -1,23 +1,23 @@
 """The MinAtar study's report: curves, final scores with CIs, K = 8 vs K = 1.
 
-`write_report` reads the runs scripts.minatar_study planned (each run's
+`write_report` reads the runs experiments.minatar_study planned (each run's
 results.csv under ROOT/<label>/<agent>/<game>/seed_<s>/) and writes, into
 the output directory:
 
 - final_scores.csv and report.md: per game and configuration, over the
   complete seeds, the mean of two statistics of each run with a 95%
-  percentile bootstrap CI over seeds (scripts.bootstrap; with 3 seeds the
+  percentile bootstrap CI over seeds (analysis.bootstrap; with 3 seeds the
   interval is coarse): the evaluation return of the last iteration ("final")
   and the mean evaluation return over iterations 1..T ("mean over
   iterations", which also rewards learning early). The random policy's
-  return (scripts.minatar_random, measured here) stands beside them.
+  return (experiments.minatar_random, measured here) stands beside them.
 - runs.csv: one row per planned run (complete, incomplete or missing).
 - curves.png: per game, the evaluation return against training steps, mean
   over complete seeds (line) and min..max over seeds (band), the random
   policy dashed; k_streams.png: the same for CR-DQN K = 1 and K = 8.
 - wall time: the hours the runs spent in their phases (from the CSVs' frame
   rates; start-up, compilation before a phase and checkpoints not counted),
-  and the study's span, from the first run's start (scripts.sweep's run.log)
+  and the study's span, from the first run's start (experiments.sweep's run.log)
   to the last CSV write.
 
 Incomplete and missing runs are listed, never averaged in.
@@ -122,7 +122,7 @@ def study_span(csv_paths: Sequence[str]
                ) -> Optional[Tuple[datetime.datetime, datetime.datetime]]:
   """Return (first run.log start, last CSV write) of the runs, if known.
 
-  scripts.sweep starts each attempt's block of run.log (beside the CSV) with
+  experiments.sweep starts each attempt's block of run.log (beside the CSV) with
   '=== YYYY-mm-dd HH:MM:SS on HOST: COMMAND'.
   """
   starts, ends = [], []

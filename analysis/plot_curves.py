@@ -1,7 +1,7 @@
 r"""Plot Atari learning curves: per game, a grid of all games, and the median over games.
 
-  python -m scripts.plot_curves --runs=runs/ --output_dir=results/plots
-  python -m scripts.plot_curves --reference_agents=CR-DQN,qrdqn --games=pong,breakout \
+  python -m analysis.plot_curves --runs=runs/ --output_dir=results/plots
+  python -m analysis.plot_curves --reference_agents=CR-DQN,qrdqn --games=pong,breakout \
       --output_dir=/tmp/plots --format=png,pdf
 
 Each curve is the mean +- std over seeds of the evaluation return (human-normalised

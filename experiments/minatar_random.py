@@ -1,6 +1,6 @@
 r"""Measure a uniformly random policy's return on MinAtar games.
 
-  python -m scripts.minatar_random [--games=asterix,breakout,seaquest]
+  python -m experiments.minatar_random [--games=asterix,breakout,seaquest]
       [--seeds=1,2,3] [--num_steps=25000] [--output_csv=PATH]
 
 The random policy picks each stream's action uniformly from the game's

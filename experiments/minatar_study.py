@@ -1,8 +1,8 @@
 r"""The MinAtar study: the paper's five agents x games x seeds, on the sweep.
 
-  python -m scripts.minatar_study --root_dir=runs/minatar_study --dry_run
-  python -m scripts.minatar_study --root_dir=runs/minatar_study --parallel=2
-  python -m scripts.minatar_study --root_dir=runs/minatar_study --report \
+  python -m experiments.minatar_study --root_dir=runs/minatar_study --dry_run
+  python -m experiments.minatar_study --root_dir=runs/minatar_study --parallel=2
+  python -m experiments.minatar_study --root_dir=runs/minatar_study --report \
       --output_dir=docs/minatar
 
 Configurations (README, "MinAtar"): QR-DQN-1, QR-DQN-0, CR-DQN, NC-CR-DQN and
@@ -11,10 +11,10 @@ with MinAtar's defaults except the length (--num_iterations x
 --num_train_frames steps; ε still decays over the first 100k steps after the
 learning start), plus the K-stream check: CR-DQN with --num_envs=8 on
 --k_stream_game (the same seeds), to compare with its K = 1 runs. Runs of a
-configuration live in ROOT/<label>/<agent>/<game>/seed_<s>/ (scripts.sweep's
+configuration live in ROOT/<label>/<agent>/<game>/seed_<s>/ (experiments.sweep's
 layout), so relaunching skips finished runs and resumes the others. Runs are
 ordered seed by seed, so that a study stopped early holds whole seeds.
---report writes the report of the planned runs (scripts.minatar_report: the
+--report writes the report of the planned runs (analysis.minatar_report: the
 same flags name the same runs) and runs nothing.
 """
 
@@ -69,7 +69,7 @@ def config_settings(config: Config) -> Dict[str, Any]:
                       else True)
   return settings
 
-# `python -m scripts.bench_minatar` on the project's idle 2-core CPU (AMD EPYC,
+# `python -m benchmarks.bench_minatar` on the project's idle 2-core CPU (AMD EPYC,
 # AVX-512), XLA single-threaded as a study run: the mean over the five K = 1
 # configurations of the ms per training step (act, env, replay, one update per
 # 4 steps; 1.1 to 2.1) and per evaluation step (0.28 to 0.36), medians of 3
@@ -228,7 +228,7 @@ def main(argv):
   print(f'Estimated time: {seconds / 3600:.1f} h at {FLAGS.train_step_ms} ms '
         f'per training step and {FLAGS.eval_step_ms} ms per evaluation step '
         'per run (--train_step_ms, --eval_step_ms; measure with '
-        'python -m scripts.bench_minatar).', flush=True)
+        'python -m benchmarks.bench_minatar).', flush=True)
   if FLAGS.dry_run:
     for label, spec in runs:
       print(f'{label}: {shlex.join(spec.command)}')

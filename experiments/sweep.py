@@ -1,11 +1,11 @@
 r"""Run agents x games x seeds, locally in parallel or on a Ray cluster; resumable.
 
-  python -m scripts.sweep --agents=cr_dqn,qr_dqn --games=pong,breakout --seeds=1,2,3 \
+  python -m experiments.sweep --agents=cr_dqn,qr_dqn --games=pong,breakout --seeds=1,2,3 \
       --root_dir=runs --parallel=2 --flags='--num_iterations=2 --num_train_frames=400'
-  python -m scripts.sweep --status --root_dir=runs
-  python -m scripts.sweep --suite=minatar --agents=cr_dqn --games=all --seeds=1,2,3 \
+  python -m experiments.sweep --status --root_dir=runs
+  python -m experiments.sweep --suite=minatar --agents=cr_dqn --games=all --seeds=1,2,3 \
       --root_dir=runs/minatar --parallel=2
-  python -m scripts.sweep --agents=cr_dqn --games=all --seeds=1,2,3 --root_dir=/nfs/runs \
+  python -m experiments.sweep --agents=cr_dqn --games=all --seeds=1,2,3 --root_dir=/nfs/runs \
       --ray_address=auto --cpus_per_run=4 --gpus_per_run=1
 
 Each run lives in --root_dir/<agent>/<game>/seed_<s>/: results.csv, checkpoints/,

@@ -13,8 +13,8 @@ epsilon acts alike on both.
 Trials of one configuration run as one jitted program: `lax.scan` over the
 steps inside, `vmap` over the trials.
 
-  python -m scripts.synthetic                 # writes runs/synthetic/
-  python -m scripts.synthetic --output_dir=docs/synthetic   # the README's copy
+  python -m experiments.synthetic                 # writes runs/synthetic/
+  python -m experiments.synthetic --output_dir=docs/synthetic   # the README's copy
 """
 
 import csv

@@ -1,4 +1,4 @@
-"""Tests for scripts.aggregate: the paper's summary, on synthetic and reference runs."""
+"""Tests for analysis.aggregate: the paper's summary, on synthetic and reference runs."""
 
 import collections
 import csv

@@ -1,4 +1,4 @@
-"""Tests for scripts.bootstrap: aggregates and the stratified bootstrap."""
+"""Tests for analysis.bootstrap: aggregates and the stratified bootstrap."""
 
 import itertools
 

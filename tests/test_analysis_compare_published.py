@@ -1,4 +1,4 @@
-"""Tests for scripts.compare_published: variants, rows, text, plot, CLI."""
+"""Tests for analysis.compare_published: variants, rows, text, plot, CLI."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""Tests for scripts.evaluate: a tiny real checkpoint played, a GIF written."""
+"""Tests for analysis.evaluate: a tiny real checkpoint played, a GIF written."""
 
 import os
 import re

@@ -1,4 +1,4 @@
-"""Tests for scripts.minatar_report with small fake run CSVs."""
+"""Tests for analysis.minatar_report with small fake run CSVs."""
 
 import csv
 import datetime

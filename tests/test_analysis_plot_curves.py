@@ -1,4 +1,4 @@
-"""Tests for scripts.plot_curves: smoothing, curves and the written plots."""
+"""Tests for analysis.plot_curves: smoothing, curves and the written plots."""
 
 import os
 import subprocess

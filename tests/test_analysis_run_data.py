@@ -1,4 +1,4 @@
-"""Tests for scripts.run_data: loading runs by their content."""
+"""Tests for analysis.run_data: loading runs by their content."""
 
 import csv
 import os

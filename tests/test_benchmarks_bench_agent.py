@@ -1,4 +1,4 @@
-"""Tests for scripts.bench_agent's mode parsing (the benchmark itself prints
+"""Tests for benchmarks.bench_agent's mode parsing (the benchmark itself prints
 measured numbers and is not a test)."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""Tests for scripts.timing: the median of repeated calls, results awaited."""
+"""Tests for benchmarks.timing: the median of repeated calls, results awaited."""
 
 import jax.numpy as jnp
 import pytest

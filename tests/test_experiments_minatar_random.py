@@ -1,4 +1,4 @@
-"""Tests for scripts.minatar_random: the random policy's return."""
+"""Tests for experiments.minatar_random: the random policy's return."""
 
 import csv
 import os

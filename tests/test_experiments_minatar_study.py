@@ -1,4 +1,4 @@
-"""Tests for scripts.minatar_study: plan, estimate, --dry_run and --report."""
+"""Tests for experiments.minatar_study: plan, estimate, --dry_run and --report."""
 
 import csv
 import os

@@ -1,4 +1,4 @@
-"""Tests for scripts.sweep with a fake run command (and, if present, a real one)."""
+"""Tests for experiments.sweep with a fake run command (and, if present, a real one)."""
 
 import json
 import os

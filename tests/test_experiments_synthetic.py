@@ -1,4 +1,4 @@
-"""Tests for scripts.synthetic and scripts.synthetic_plot (tiny budgets)."""
+"""Tests for experiments.synthetic and experiments.synthetic_plot (tiny budgets)."""
 
 import os
 
