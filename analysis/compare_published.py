@@ -14,7 +14,6 @@ else the package default (QR-DQN-1, NC-QR-DQN-1), which the output says.
 """
 
 import dataclasses
-import json
 import math
 import os
 import sys
@@ -25,6 +24,7 @@ from absl import flags
 import numpy as np
 
 from analysis import run_data
+from zoo import run_json
 
 FLAGS = flags.FLAGS
 
@@ -62,7 +62,7 @@ PACKAGE_DEFAULTS = {'cr_dqn': 'CR-DQN', 'nc_cr_dqn': 'NC-CR-DQN',
 # Settings that do not change what is compared with the published runs.
 _NOT_PROTOCOL = ('results_csv_path', 'checkpoint_dir', 'environment_name',
                  'seed', 'num_iterations')
-RUN_JSON = 'run.json'
+RUN_JSON = run_json.FILE_NAME
 
 IN_RANGE, BELOW, ABOVE = 'in range', 'BELOW', 'ABOVE'
 NO_COUNTERPART = 'no published eval at this frame'
@@ -88,22 +88,6 @@ class Resolution:
   settings: Optional[Dict[str, Any]] = None  # From run.json, if any.
 
 
-def read_run_json(csv_path: str) -> Tuple[Optional[Dict[str, Any]], str]:
-  """Return (run.json's object or None, a note) for the run CSV at csv_path."""
-  path = os.path.join(os.path.dirname(os.path.abspath(csv_path)), RUN_JSON)
-  if not os.path.exists(path):
-    return None, ''
-  try:
-    with open(path) as f:
-      data = json.load(f)
-    if not isinstance(data, dict) or not isinstance(data.get('settings'),
-                                                    dict):
-      raise ValueError('no "settings" object')
-  except (OSError, ValueError) as e:
-    return None, f'{path} ignored ({e})'
-  return data, ''
-
-
 def _setting_matches(value, wanted) -> bool:
   if isinstance(wanted, float):
     try:
@@ -117,7 +101,11 @@ def resolve_variant(run: run_data.Run, label: Optional[str]) -> Resolution:
   """Return the published variant to compare `run` with (None: there is none)."""
   if run.game.startswith('minatar-'):
     return Resolution(None, 'a MinAtar run: no published Atari curves')
-  data, note = read_run_json(run.path)
+  json_path = run_json.path_next_to(run.path)
+  try:
+    data, note = run_json.read(json_path), ''
+  except (OSError, ValueError) as e:
+    data, note = None, f'{RUN_JSON} ignored: {e}'
   if data is not None and (
       data.get('agent') != run.agent or
       data['settings'].get('seed', run.seed) != run.seed or
