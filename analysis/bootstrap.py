@@ -99,3 +99,24 @@ def confidence_interval(scores: np.ndarray, aggregate: Aggregate,
   alpha = 100.0 * (1.0 - confidence) / 2.0
   lower, upper = np.percentile(values, [alpha, 100.0 - alpha])
   return Interval(point, float(lower), float(upper))
+
+
+def difference_interval(a, b, reps: int = 50_000, confidence: float = 0.95,
+                        seed: int = 0) -> Interval:
+  """Return mean(a) - mean(b) and its percentile bootstrap CI.
+
+  The groups are independent (e.g. the seeds of two configurations): each
+  resample draws a's values with replacement from a and b's from b.
+  """
+  if not 0.0 < confidence < 1.0:
+    raise ValueError(f'confidence must be in (0, 1), got {confidence}.')
+  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  if a.ndim != 1 or b.ndim != 1 or not a.size or not b.size:
+    raise ValueError(f'a and b must be non-empty vectors, got shapes '
+                     f'{a.shape} and {b.shape}.')
+  rng = np.random.default_rng(seed)
+  values = (a[rng.integers(0, a.size, (reps, a.size))].mean(-1) -
+            b[rng.integers(0, b.size, (reps, b.size))].mean(-1))
+  alpha = 100.0 * (1.0 - confidence) / 2.0
+  lower, upper = np.percentile(values, [alpha, 100.0 - alpha])
+  return Interval(float(a.mean() - b.mean()), float(lower), float(upper))

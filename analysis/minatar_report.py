@@ -170,17 +170,13 @@ def mean_with_ci(values: Sequence[float], reps: int = 50_000,
 
 def difference_ci(a: Sequence[float], b: Sequence[float], reps: int = 50_000,
                   confidence: float = 0.95, seed: int = 0) -> Cell:
-  """Return mean(a) - mean(b) and a CI resampling each group's seeds."""
+  """Return mean(a) - mean(b) and its bootstrap CI over each group's seeds."""
   a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
   if a.size < 2 or b.size < 2:
     point = float(a.mean() - b.mean()) if a.size and b.size else math.nan
     return Cell(point, math.nan, math.nan, min(a.size, b.size))
-  rng = np.random.default_rng(seed)
-  diffs = (a[rng.integers(0, a.size, (reps, a.size))].mean(-1) -
-           b[rng.integers(0, b.size, (reps, b.size))].mean(-1))
-  alpha = 100 * (1 - confidence) / 2
-  lower, upper = np.percentile(diffs, [alpha, 100 - alpha])
-  return Cell(float(a.mean() - b.mean()), float(lower), float(upper),
+  interval = bootstrap.difference_interval(a, b, reps, confidence, seed)
+  return Cell(interval.point, interval.lower, interval.upper,
               min(a.size, b.size))
 
 

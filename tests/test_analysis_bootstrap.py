@@ -112,3 +112,27 @@ def test_single_run_gives_degenerate_interval():
 def test_bad_scores_are_rejected(bad):
   with pytest.raises(ValueError):
     bootstrap.stratified_bootstrap(bad, bootstrap.mean_of_means, reps=10)
+
+
+def test_difference_interval_resamples_each_group_apart():
+  a, b = [5.0, 6.0, 7.0], [1.0, 2.0, 3.0]
+  interval = bootstrap.difference_interval(a, b, reps=4000, seed=3)
+  assert interval.point == pytest.approx(4.0)
+  assert 2.0 <= interval.lower < 4.0 < interval.upper <= 6.0
+  # A shift common to both groups changes nothing; the draws depend on the seed.
+  shifted = bootstrap.difference_interval(np.add(a, 100.0), np.add(b, 100.0),
+                                          reps=4000, seed=3)
+  np.testing.assert_allclose(shifted, interval)
+  # A constant b leaves only a's spread: the interval of a's mean, shifted.
+  rng = np.random.default_rng(3)
+  a_means = np.asarray(a)[rng.integers(0, 3, (4000, 3))].mean(-1)
+  expected = np.percentile(a_means, [2.5, 97.5]) - 2.0
+  alone = bootstrap.difference_interval(a, [2.0, 2.0], reps=4000, seed=3)
+  np.testing.assert_allclose([alone.lower, alone.upper], expected)
+
+
+def test_difference_interval_refuses_empty_groups_and_bad_confidence():
+  with pytest.raises(ValueError, match='non-empty'):
+    bootstrap.difference_interval([], [1.0])
+  with pytest.raises(ValueError, match='confidence'):
+    bootstrap.difference_interval([1.0], [2.0], confidence=1.5)
