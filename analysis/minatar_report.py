@@ -10,7 +10,7 @@ the output directory:
   interval is coarse): the evaluation return of the last iteration ("final")
   and the mean evaluation return over iterations 1..T ("mean over
   iterations", which also rewards learning early). The random policy's
-  return (experiments.minatar_random, measured here) stands beside them.
+  return (measured by experiments.minatar_random) stands beside them.
 - runs.csv: one row per planned run (complete, incomplete or missing).
 - curves.png: per game, the evaluation return against training steps, mean
   over complete seeds (line) and min..max over seeds (band), the random
@@ -35,12 +35,35 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from analysis import bootstrap
-from experiments import minatar_random
 from analysis import plot_curves
 from zoo import files
 from zoo import results_csv
 
 K_ONE_LABEL = 'CR-DQN'  # The K = 1 runs the K-stream check compares with.
+
+
+class RandomReturn(NamedTuple):
+  """A uniformly random policy's return on one game, per seed."""
+  game: str
+  seeds: List[int]
+  returns: List[float]    # Per seed: mean over its complete episodes.
+  episodes: List[int]     # Per seed: complete episodes.
+  num_steps: int
+
+  @property
+  def mean(self) -> float:
+    return float(np.mean(self.returns))
+
+
+def random_markdown(results: Sequence[RandomReturn]) -> str:
+  """Return the random policy's returns as a markdown table."""
+  lines = ['| game | random policy return (mean over seeds) | per seed | '
+           'episodes | steps per seed |', '|---|---:|---|---:|---:|']
+  for r in results:
+    lines.append(f'| {r.game} | {r.mean:.2f} | '
+                 + ', '.join(f'{x:.2f}' for x in r.returns)
+                 + f' | {sum(r.episodes)} | {r.num_steps:,} |')
+  return '\n'.join(lines)
 
 
 def cpu_description() -> str:
@@ -348,7 +371,7 @@ def plot_curves_figure(results: Sequence[RunResult], labels: Sequence[str],
 
 def markdown(final: Sequence[Dict], k_rows: Sequence[Dict], k_game: str,
              k_label: str, runs_table: Sequence[Dict[str, str]],
-             random_results: Sequence[minatar_random.RandomReturn],
+             random_results: Sequence[RandomReturn],
              num_iterations: int, num_train_frames: int, machine: str,
              confidence: float, figures: Sequence[str],
              span: Optional[Tuple[datetime.datetime, datetime.datetime]] = None
@@ -386,7 +409,7 @@ def markdown(final: Sequence[Dict], k_rows: Sequence[Dict], k_game: str,
                    f'{_cell_text(row["k1"])} | {_cell_text(row["k8"])} | '
                    f'{_cell_text(row["difference"])} |')
   lines += ['', '## Random policy', '',
-            minatar_random.to_markdown(random_results), '']
+            random_markdown(random_results), '']
   lines += ['## Wall time', '',
             f'{hours:.2f} h of phases summed over the runs (from the CSVs\' '
             'frame rates; start-up and checkpoints not counted); machine: '
@@ -416,8 +439,7 @@ def write_report(planned: Sequence[Tuple[str, str, int, str]],
                  k_stream: Optional[Tuple[str, str]], output_dir: str, *,
                  num_iterations: int, num_train_frames: int,
                  num_eval_frames: int, machine: str,
-                 random_seeds: Sequence[int] = (1, 2, 3),
-                 random_steps: int = minatar_random.DEFAULT_NUM_STEPS,
+                 random_results: Sequence[RandomReturn],
                  reps: int = 50_000, confidence: float = 0.95,
                  seed: int = 0) -> List[str]:
   """Write the report files for the planned runs; return their paths.
@@ -432,8 +454,8 @@ def write_report(planned: Sequence[Tuple[str, str, int, str]],
     num_train_frames: training steps per iteration.
     num_eval_frames: evaluation steps per iteration (for the wall time).
     machine: where the runs ran, for the report.
-    random_seeds: seeds of the random policy's measurement.
-    random_steps: steps per seed of that measurement.
+    random_results: the random policy's return on every game (of `games`
+      and of the K-stream check), e.g. from experiments.minatar_random.
     reps: bootstrap resamples.
     confidence: CI coverage.
     seed: the bootstrap's seed.
@@ -444,9 +466,12 @@ def write_report(planned: Sequence[Tuple[str, str, int, str]],
   present = [r for r in results.values() if r is not None]
   all_games = list(dict.fromkeys(list(games) +
                                  ([k_stream[1]] if k_stream else [])))
-  random_results = [minatar_random.measure(g, random_seeds, random_steps)
-                    for g in all_games]
   random_returns = {r.game: r.mean for r in random_results}
+  missing = [g for g in all_games if g not in random_returns]
+  if missing:
+    raise ValueError(f'No random policy return for {", ".join(missing)}: '
+                     'measure it (experiments.minatar_random) and pass it in '
+                     'random_results.')
   main = [r for r in present if r.label in labels]
   final = final_rows(main, random_returns, reps, confidence, seed)
   k_rows = (k_stream_rows(present, k_stream[1], k_stream[0], reps, confidence,

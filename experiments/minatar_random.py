@@ -16,12 +16,13 @@ import csv
 import io
 import os
 import sys
-from typing import Dict, List, NamedTuple, Sequence
+from typing import Dict, List, Sequence
 
 from absl import app
 from absl import flags
 import numpy as np
 
+from analysis import minatar_report
 from zoo import files
 from zoo import minatar_env
 from zoo import run_loop
@@ -38,18 +39,6 @@ def define_flags() -> None:
   flags.DEFINE_integer('num_steps', DEFAULT_NUM_STEPS,
                        'Steps per seed (one evaluation phase).')
   flags.DEFINE_string('output_csv', None, 'Also write the table here.')
-
-
-class RandomReturn(NamedTuple):
-  game: str
-  seeds: List[int]
-  returns: List[float]    # Per seed: mean over its complete episodes.
-  episodes: List[int]     # Per seed: complete episodes.
-  num_steps: int
-
-  @property
-  def mean(self) -> float:
-    return float(np.mean(self.returns))
 
 
 def random_policy_return(game: str, seed: int,
@@ -69,29 +58,22 @@ def random_policy_return(game: str, seed: int,
 
 
 def measure(game: str, seeds: Sequence[int],
-            num_steps: int = DEFAULT_NUM_STEPS) -> RandomReturn:
+            num_steps: int = DEFAULT_NUM_STEPS
+            ) -> minatar_report.RandomReturn:
   """Return the random policy's return on `game` for every seed."""
   stats = [random_policy_return(game, seed, num_steps) for seed in seeds]
-  return RandomReturn(game, list(seeds), [s.episode_return for s in stats],
-                      [s.num_episodes for s in stats], num_steps)
+  return minatar_report.RandomReturn(
+      game, list(seeds), [s.episode_return for s in stats],
+      [s.num_episodes for s in stats], num_steps)
 
 
-def to_rows(results: Sequence[RandomReturn]) -> List[Dict[str, str]]:
+def to_rows(results: Sequence[minatar_report.RandomReturn]
+            ) -> List[Dict[str, str]]:
   return [{'game': r.game, 'num_steps_per_seed': str(r.num_steps),
            'seeds': ' '.join(str(s) for s in r.seeds),
            'episodes': str(sum(r.episodes)),
            'return_per_seed': ' '.join(f'{x:.4f}' for x in r.returns),
            'mean_return': f'{r.mean:.4f}'} for r in results]
-
-
-def to_markdown(results: Sequence[RandomReturn]) -> str:
-  lines = ['| game | random policy return (mean over seeds) | per seed | '
-           'episodes | steps per seed |', '|---|---:|---|---:|---:|']
-  for r in results:
-    lines.append(f'| {r.game} | {r.mean:.2f} | '
-                 + ', '.join(f'{x:.2f}' for x in r.returns)
-                 + f' | {sum(r.episodes)} | {r.num_steps:,} |')
-  return '\n'.join(lines)
 
 
 def main(argv):
@@ -111,7 +93,7 @@ def main(argv):
     except OSError as e:
       raise app.UsageError(f'--output_csv: cannot write there ({e}).')
   results = [measure(game, seeds, FLAGS.num_steps) for game in games]
-  print(to_markdown(results))
+  print(minatar_report.random_markdown(results))
   if FLAGS.output_csv:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(to_rows(results)[0]))

@@ -79,6 +79,7 @@ def config_settings(config: Config) -> Dict[str, Any]:
 # to calibrate another machine and pass --train_step_ms / --eval_step_ms.
 DEFAULT_TRAIN_STEP_MS = 1.55
 DEFAULT_EVAL_STEP_MS = 0.32
+RANDOM_SEEDS = (1, 2, 3)  # The random policy's seeds in the report.
 
 
 def define_flags() -> None:
@@ -177,7 +178,10 @@ def _validate() -> Tuple[List[Config], List[str], List[int]]:
 
 def _report(runs, configs: Sequence[Config], games: Sequence[str]) -> None:
   # Imported here: plotting is not needed to plan or run the study.
-  from analysis import minatar_report  # pylint: disable=g-import-not-at-top
+  # pylint: disable=g-import-not-at-top
+  from analysis import minatar_report
+  from experiments import minatar_random
+  # pylint: enable=g-import-not-at-top
   try:
     files.make_writable_directory(FLAGS.output_dir)
   except OSError as e:
@@ -187,13 +191,17 @@ def _report(runs, configs: Sequence[Config], games: Sequence[str]) -> None:
              for label, spec in runs]
   k_stream = ((K_STREAM_CONFIG.label, FLAGS.k_stream_game)
               if FLAGS.k_stream_game else None)
+  random_games = list(games) + ([FLAGS.k_stream_game]
+                                 if FLAGS.k_stream_game else [])
+  random_results = [minatar_random.measure(g, RANDOM_SEEDS, FLAGS.random_steps)
+                    for g in dict.fromkeys(random_games)]
   written = minatar_report.write_report(
       planned, [c.label for c in configs], games, k_stream, FLAGS.output_dir,
       num_iterations=FLAGS.num_iterations,
       num_train_frames=FLAGS.num_train_frames,
       num_eval_frames=FLAGS.num_eval_frames,
       machine=FLAGS.machine or minatar_report.cpu_description(),
-      random_steps=FLAGS.random_steps, reps=FLAGS.bootstrap_reps)
+      random_results=random_results, reps=FLAGS.bootstrap_reps)
   for path in written:
     print(path)
 

@@ -86,7 +86,9 @@ def test_write_report_tables_figures_and_missing_runs(tmp_path):
   written = minatar_report.write_report(
       planned, ['QR-DQN-1', 'CR-DQN'], ['breakout'], ('CR-DQN-K8', 'breakout'),
       str(out), num_iterations=2, num_train_frames=1000, num_eval_frames=200,
-      machine='fake', random_seeds=(1,), random_steps=500, reps=500)
+      machine='fake', reps=500,
+      random_results=[minatar_report.RandomReturn('breakout', [1, 2],
+                                                  [0.5, 0.9], [7, 6], 500)])
   assert sorted(os.path.basename(p) for p in written) == [
       'curves.png', 'final_scores.csv', 'k_streams.png', 'report.md',
       'runs.csv']
@@ -102,8 +104,7 @@ def test_write_report_tables_figures_and_missing_runs(tmp_path):
   assert float(rows['CR-DQN']['final_mean']) == pytest.approx(4.05)
   assert float(rows['CR-DQN']['final_ci_low']) == pytest.approx(0.1)
   assert rows['CR-DQN']['above_random'] == 'false'
-  random_return = float(rows['CR-DQN']['random_policy'])
-  assert 0.0 < random_return < 2.0
+  assert float(rows['CR-DQN']['random_policy']) == pytest.approx(0.7)
   with open(out / 'runs.csv') as f:
     states = [(r['configuration'], r['seed'], r['state'])
               for r in csv.DictReader(f)]
@@ -120,9 +121,19 @@ def test_write_report_tables_figures_and_missing_runs(tmp_path):
   assert '| final | 4.05 [0.10, 8.00] | 7.00 | 2.95 |' in report
   assert '| CR-DQN | breakout | 3 | incomplete | 1 |' in report
   assert '![curves](curves.png)' in report
+  assert '| breakout | 0.70 | 0.50, 0.90 | 13 | 500 |' in report
   # Phases: 5 complete runs of 3 x 0.5 s eval + 2 x 10 s training, and the
   # incomplete one's 2 x 0.5 + 10 s: 118.5 s.
   assert '0.03 h of phases' in report and 'machine: fake' in report
+
+
+def test_write_report_needs_the_random_return_of_every_game(tmp_path):
+  with pytest.raises(ValueError, match='No random policy return for seaquest'):
+    minatar_report.write_report(
+        [], ['CR-DQN'], ['breakout', 'seaquest'], None, str(tmp_path),
+        num_iterations=2, num_train_frames=1000, num_eval_frames=200,
+        machine='fake', random_results=[
+            minatar_report.RandomReturn('breakout', [1], [0.5], [7], 500)])
 
 
 def test_study_span_from_run_logs_and_csv_writes(tmp_path):

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 
+from analysis import minatar_report
 from experiments import minatar_random
 from zoo import minatar_env
 
@@ -37,7 +38,7 @@ def test_measure_and_table():
   assert result.seeds == [1, 2] and len(result.returns) == 2
   assert result.returns[0] != result.returns[1]
   assert result.mean == np.mean(result.returns)
-  table = minatar_random.to_markdown([result])
+  table = minatar_report.random_markdown([result])
   assert f'| asterix | {result.mean:.2f} |' in table
 
 
