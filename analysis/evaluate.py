@@ -32,6 +32,7 @@ from zoo import checkpoint
 from zoo import environment
 from zoo import experiment
 from zoo import files
+from zoo import minatar_env
 
 VIDEO_FORMATS = ('.gif', '.mp4')
 FRAMES_PER_SECOND = 15  # 60 Hz emulator, one screen per 4-frame step.
@@ -199,7 +200,8 @@ def main(argv):
     evaluate(checkpoint_dir, flags.FLAGS.num_episodes,
              flags.FLAGS.seed, flags.FLAGS.video_path,
              flags.FLAGS.video_max_steps)
-  except (ValueError, experiment.ConfigError) as e:
+  except (ValueError, experiment.ConfigError,
+          minatar_env.NotInstalledError) as e:
     sys.exit(f'Error: {e}')
 
 

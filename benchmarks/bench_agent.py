@@ -33,6 +33,7 @@ allocated lazily; the device replay holds it twice). The last line reads
 
 import resource
 import statistics
+import sys
 import time
 from typing import NamedTuple
 
@@ -43,6 +44,7 @@ import numpy as np
 
 from benchmarks import timing
 from zoo import experiment
+from zoo import minatar_env
 from zoo import run_atari
 from zoo import run_loop
 from zoo import run_minatar
@@ -189,6 +191,11 @@ def main(argv):
   f = flags.FLAGS
   modes = parse_modes(f.modes)
   suite = SUITES[f.suite]
+  if suite is run_minatar.MINATAR:
+    try:
+      minatar_env.check_installed()
+    except minatar_env.NotInstalledError as e:
+      sys.exit(f'Error: {e}')
   game = (f.environment_name if f['environment_name'].present else
           experiment.default_settings(suite)['environment_name'])
   benches = []

@@ -25,6 +25,7 @@ experiments.minatar_study's estimate uses (--train_step_ms, --eval_step_ms).
 
 import os
 import statistics
+import sys
 import time
 from typing import Dict, List
 
@@ -38,6 +39,7 @@ from experiments import minatar_study
 from benchmarks import timing
 from zoo import environment
 from zoo import experiment
+from zoo import minatar_env
 from zoo import replay as replay_lib
 from zoo import run_loop
 from zoo import run_minatar
@@ -176,6 +178,10 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   configs = _configs(FLAGS.configs)
+  try:
+    minatar_env.check_installed()
+  except minatar_env.NotInstalledError as e:
+    sys.exit(f'Error: {e}')
   for name in ('num_steps', 'repeats', 'timing_repeats'):
     if FLAGS[name].value < 1:
       raise app.UsageError(f'--{name} must be >= 1, got {FLAGS[name].value}.')

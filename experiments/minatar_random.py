@@ -84,6 +84,10 @@ def main(argv):
     seeds = [int(s) for s in FLAGS.seeds]
   except ValueError as e:
     raise app.UsageError(str(e))
+  try:
+    minatar_env.check_installed()
+  except minatar_env.NotInstalledError as e:
+    sys.exit(f'Error: {e}')
   if FLAGS.num_steps < 1:
     raise app.UsageError(f'--num_steps must be >= 1, got {FLAGS.num_steps}.')
   if FLAGS.output_csv:

@@ -219,6 +219,11 @@ def main(argv):
     raise app.UsageError(str(e))
   runs = plan(FLAGS.root_dir, configs, games, seeds, FLAGS.k_stream_game,
               common)
+  if FLAGS.report or not FLAGS.dry_run:  # Both run MinAtar games.
+    try:
+      minatar_env.check_installed()
+    except minatar_env.NotInstalledError as e:
+      sys.exit(f'Error: {e}')
   if FLAGS.report:
     _report(runs, configs, games)
     return

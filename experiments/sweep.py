@@ -560,6 +560,13 @@ def main(argv):
     for spec in todo:
       print(shlex.join(spec.command))
     return
+  if FLAGS.suite == 'minatar' and not FLAGS.ray_address:
+    # Here rather than in every run's log (Ray's nodes have their own).
+    from zoo import minatar_env  # pylint: disable=g-import-not-at-top
+    try:
+      minatar_env.check_installed()
+    except minatar_env.NotInstalledError as e:
+      sys.exit(f'Error: {e}')
   if FLAGS.ray_address:
     results = run_ray(todo, FLAGS.ray_address, FLAGS.cpus_per_run,
                       FLAGS.gpus_per_run)

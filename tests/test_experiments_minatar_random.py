@@ -9,6 +9,7 @@ import numpy as np
 
 from analysis import minatar_report
 from experiments import minatar_random
+from tests import without_minatar
 from zoo import minatar_env
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -57,3 +58,11 @@ def test_cli_prints_and_writes_the_table(tmp_path):
       [sys.executable, '-m', 'experiments.minatar_random', '--games=pong'],
       cwd=REPO, capture_output=True, text=True, timeout=60)
   assert bad.returncode != 0 and "Unknown MinAtar game 'pong'" in bad.stderr
+
+
+def test_cli_without_minatar_says_how_to_install_it(tmp_path):
+  result = subprocess.run(
+      [sys.executable, '-m', 'experiments.minatar_random', '--games=seaquest'],
+      cwd=REPO, capture_output=True, text=True, timeout=60,
+      env=without_minatar.environment(tmp_path, REPO))
+  without_minatar.assert_refused(result)

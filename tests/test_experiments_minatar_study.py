@@ -10,6 +10,7 @@ import pytest
 
 from experiments import minatar_study
 from experiments import sweep
+from tests import without_minatar
 from tests.test_analysis_minatar_report import write_fake_run
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -121,3 +122,15 @@ def test_report_of_a_partial_study(tmp_path):
   assert '| CR-DQN-K8 | breakout | 1 | missing |  |' in report
   assert 'machine: test machine' in report
   assert os.path.getsize(out / 'curves.png') > 5000
+
+
+def test_running_or_reporting_without_minatar_says_how_to_install_it(tmp_path):
+  for mode in ('--report', '--parallel=1'):
+    result = subprocess.run(
+        [sys.executable, '-m', 'experiments.minatar_study',
+         f'--root_dir={tmp_path / "study"}', '--games=breakout', '--seeds=1',
+         '--configs=CR-DQN', mode, f'--output_dir={tmp_path / "out"}'],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+        env=without_minatar.environment(tmp_path, REPO))
+    without_minatar.assert_refused(result)
+    assert not (tmp_path / 'study').exists() and not (tmp_path / 'out').exists()
