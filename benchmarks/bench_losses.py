@@ -31,6 +31,7 @@ Variants (the alternatives measured to choose cramer_loss's formulation):
 """
 
 import functools
+import sys
 import time
 
 from absl import app
@@ -38,10 +39,16 @@ from absl import flags
 import jax
 import jax.numpy as jnp
 import numpy as np
-import rlax
 
 import losses
 from losses import sorting
+import zoo  # pylint: disable=unused-import  (drops JAX's absent-libtpu note)
+
+try:
+  import rlax  # pylint: disable=g-import-not-at-top
+except ImportError:
+  sys.exit("Error: rlax, the reference this benchmark compares with, is not "
+           "installed: pip install -e '.[bench]'")
 
 _SIZES = flags.DEFINE_list('sizes', ['32', '201', '1000', '4000', '16000'],
                            'Atom counts N = M.')
