@@ -3,8 +3,6 @@
 import setuptools
 
 # Ranges known to work together (measured on Python 3.11, CPU, 2026-11).
-# rlax pulls distrax, which pulls an unpinned tfp-nightly: pin it so that
-# an install made next month resolves to the same, working stack.
 INSTALL_REQUIRES = [
     'absl-py>=2.1,<3',
     'numpy>=2.0,<3',
@@ -13,17 +11,32 @@ INSTALL_REQUIRES = [
     'dm-haiku==0.0.17',
     'optax==0.2.8',
     'chex>=0.1.90,<0.2',
-    'rlax==0.1.9',
-    'distrax==0.1.9',
-    'tfp-nightly==0.26.0.dev20261027',
     'dm-env>=1.6,<1.7',
     'gymnasium>=1.4,<1.5',
     'ale-py==0.12.1',
-    'minatar==1.0.15',  # MinAtar suite (zoo.run_minatar).
     'matplotlib>=3.8,<4',
     'pillow>=10',
     # TensorBoard event files without TensorFlow (numpy, protobuf, packaging).
     'tensorboardX>=2.6,<3',
+]
+
+# The reference implementations the loss benchmark and the loss tests compare
+# with (benchmarks.bench_losses). rlax pulls distrax, which pulls an unpinned
+# tfp-nightly: pinned, so that an install made next month resolves to the same,
+# working stack.
+BENCH_REQUIRES = [
+    'rlax==0.1.9',
+    'distrax==0.1.9',
+    'tfp-nightly==0.26.0.dev20261027',
+]
+
+# The MinAtar suite (zoo.run_minatar, experiments.minatar_*): MinAtar and its
+# JAX port pgx-minatar are GPL-3.0 (pgx itself is Apache-2.0), so they stay
+# out of this Apache-2.0 project's core install.
+MINATAR_REQUIRES = [
+    'minatar==1.0.15',
+    'pgx==2.6.0',
+    'pgx-minatar==0.5.1',
 ]
 
 setuptools.setup(
@@ -37,14 +50,16 @@ setuptools.setup(
     python_requires='>=3.10',
     packages=setuptools.find_packages(include=[
         'losses*', 'networks*', 'zoo*', 'qr_dqn*', 'cr_dqn*', 'nc_cr_dqn*',
-        'nc_qr_dqn*', 'scripts*',
+        'nc_qr_dqn*', 'analysis*', 'experiments*', 'benchmarks*',
     ]),
     package_data={'zoo': ['reference/*.csv', 'reference/*.csv.gz']},
     install_requires=INSTALL_REQUIRES,
     extras_require={
+        'bench': BENCH_REQUIRES,
+        'minatar': MINATAR_REQUIRES,
         # Ray is in 'test' so that the sweep's Ray path is tested on a local Ray instance.
         'test': ['pytest>=8', 'hypothesis>=6.100', 'pytest-timeout>=2.3', 'scipy>=1.13',
-                 'ray>=2.40,<3'],
+                 'ray>=2.40,<3'] + BENCH_REQUIRES + MINATAR_REQUIRES,
         'cuda': ['jax[cuda12]>=0.10,<0.11'],
         'sweep': ['ray>=2.40,<3'],
     },

@@ -18,7 +18,7 @@ sorted form at N = 4000 (0.268 ms; rlax 1.157 ms). Between those two GPU sizes
 nothing was measured: the switch at N·M = 512² is an estimate.
 
 How the sorted form is computed, and why (measured on a 2-core CPU, batch 32,
-jit(value_and_grad); see scripts/bench_losses.py, which keeps the variants):
+jit(value_and_grad); see benchmarks/bench_losses.py, which keeps the variants):
 - Source and target are sorted apart, as integer keys (losses.sorting): XLA's
   CPU sort of one integer operand is ~6x faster than of floats, and a
   multi-operand sort (atoms with their jumps) is slower still.

@@ -225,14 +225,6 @@ def test_rejects_bad_arguments():
     atari_env.make_atari_environment('pong', 0, mode='fast')
 
 
-def test_stream_seeds_keep_the_run_seed_for_stream_zero():
-  seeds = atari_env.stream_seeds(7, 4)
-  assert seeds[0] == 7 and len(set(seeds.tolist())) == 4
-  np.testing.assert_array_equal(seeds, atari_env.stream_seeds(7, 4))
-  with pytest.raises(ValueError, match='int32'):
-    atari_env.stream_seeds(2**31, 1)
-
-
 class TestReferenceBatchedEnvironment:
 
   def make_batched(self, game_over_frames=(41, 61)):

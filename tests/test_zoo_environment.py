@@ -66,3 +66,11 @@ def test_context_manager_closes_the_environment():
   with Recorder() as env:
     assert not env.closed
   assert env.closed
+
+
+def test_stream_seeds_keep_the_run_seed_for_stream_zero():
+  seeds = environment.stream_seeds(7, 4)
+  assert seeds[0] == 7 and len(set(seeds.tolist())) == 4
+  np.testing.assert_array_equal(seeds, environment.stream_seeds(7, 4))
+  with pytest.raises(ValueError, match='int32'):
+    environment.stream_seeds(2**31, 1)

@@ -1,5 +1,7 @@
 """Tests for zoo.minatar_env: dm_env semantics, seeding, minimal actions, cap."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -93,3 +95,12 @@ def test_bad_actions_are_refused():
     env.step(np.array([0, 3]))
   with pytest.raises(ValueError, match='one per stream'):
     env.step(np.array([0]))
+
+
+def test_without_minatar_the_error_names_the_install_command(monkeypatch):
+  monkeypatch.setitem(sys.modules, 'minatar', None)  # `import minatar` fails.
+  with pytest.raises(minatar_env.NotInstalledError,
+                     match=r"pip install -e '\.\[minatar\]'$"):
+    minatar_env.check_installed()
+  with pytest.raises(minatar_env.NotInstalledError):
+    minatar_env.MinAtarEnvironment('breakout', seed=0)

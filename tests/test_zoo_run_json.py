@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from zoo import run_json
 
 
@@ -22,3 +24,13 @@ def test_written_beside_the_csv_and_read_back(tmp_path):
 def test_runs_without_one_read_as_none(tmp_path):
   assert run_json.read(str(tmp_path)) is None
   assert run_json.read(str(tmp_path / 'run.json')) is None
+
+
+def test_a_file_that_is_not_a_run_json_is_refused_by_name(tmp_path):
+  path = tmp_path / 'run.json'
+  path.write_text('{not json')
+  with pytest.raises(ValueError, match=r'run\.json is not JSON'):
+    run_json.read(str(path))
+  path.write_text('{"agent": "cr_dqn"}')
+  with pytest.raises(ValueError, match='no "settings" object'):
+    run_json.read(str(tmp_path))

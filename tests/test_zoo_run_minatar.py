@@ -7,7 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-from scripts import minatar_random
+from experiments import minatar_random
+from tests import without_minatar
 from zoo import experiment
 from zoo import results_csv
 from zoo import run_atari
@@ -91,6 +92,16 @@ def test_entry_point_uses_minatar_defaults(tmp_path):
   rows = results_csv.read_rows(str(csv_path))
   assert [r['environment_name'] for r in rows] == ['minatar-seaquest'] * 2
 
+
+
+def test_entry_point_without_minatar_says_how_to_install_it(tmp_path):
+  result = subprocess.run(
+      [sys.executable, '-m', 'cr_dqn.run_minatar', '--num_iterations=1',
+       f'--results_csv_path={tmp_path / "r.csv"}', '--checkpoint_dir='],
+      cwd=ROOT, capture_output=True, text=True, timeout=120,
+      env=without_minatar.environment(tmp_path, ROOT))
+  without_minatar.assert_refused(result)
+  assert not (tmp_path / 'r.csv').exists()
 
 
 # The learning test's settings: MinAtar's defaults except a shorter run (2 x

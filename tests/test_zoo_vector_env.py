@@ -118,7 +118,7 @@ def test_fake_streams_auto_reset_independently():
   # Seeds are given once (the ROM reloads on a seeded reset), per stream.
   env.reset()
   np.testing.assert_array_equal(fake.reset_seeds[0],
-                                atari_env.stream_seeds(11, 2))
+                                environment.stream_seeds(11, 2))
   assert fake.reset_seeds[1] is None
 
 

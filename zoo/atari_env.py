@@ -38,9 +38,6 @@ from PIL import Image
 from zoo import atari_data
 from zoo import environment
 
-# Kept here for callers that seed Atari streams; shared with every suite.
-stream_seeds = environment.stream_seeds
-
 _LUMA = np.array([0.299, 0.587, 1 - (0.299 + 0.587)])
 
 
@@ -292,7 +289,7 @@ def make_atari_environment(
     raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
   if mode == 'reference':
     envs = []
-    for s in stream_seeds(seed, num_envs):
+    for s in environment.stream_seeds(seed, num_envs):
       ale = None if ale_factory is None else ale_factory(game, int(s))
       envs.append(AtariEnvironment(game, int(s), max_episode_frames,
                                    ale=ale))

@@ -109,7 +109,7 @@ flags.DEFINE_integer(
     'train/eval frames) is in frames summed over the streams, and the replay '
     'capacity in transitions over all streams, so one update per 16 frames '
     'holds for any K. 1 (default): the reference mode, DQN Zoo exactly. '
-    'Default chosen from scripts.bench_agent on a 2-core CPU, where the '
+    'Default chosen from benchmarks.bench_agent on a 2-core CPU, where the '
     'update takes 70-95% of the time and vector K=16 trained only 1.1-1.35x '
     'faster: too little to depart from the DQN Zoo protocol by default '
     '(zoo.vector_env lists the differences). Where the update is cheap '
@@ -198,7 +198,7 @@ class Suite(NamedTuple):
       has no reference scores).
     render: fn(environment) -> [K, H, W, 3] uint8, the RGB screens of the
       streams of an environment made by make_environment with
-      environment_mode='reference' (videos of scripts.evaluate); None where
+      environment_mode='reference' (videos of analysis.evaluate); None where
       the suite cannot render.
   """
   name: str

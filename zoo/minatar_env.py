@@ -35,14 +35,25 @@ def check_game(name: str) -> str:
                    f'{", ".join(GAMES)}.')
 
 
+class NotInstalledError(ImportError):
+  """MinAtar, an optional part of the zoo, is not installed."""
+
+
+NOT_INSTALLED = ("MinAtar is not installed (it is GPL-3.0, an optional part of "
+                 "this Apache-2.0 project): pip install -e '.[minatar]'")
+
+
 def _import_minatar():
   try:
     import minatar  # pylint: disable=g-import-not-at-top
   except ImportError:
-    raise ImportError(
-        "MinAtar is not installed: pip install -e '.[test]' (or "
-        "pip install minatar==1.0.15).") from None
+    raise NotInstalledError(NOT_INSTALLED) from None
   return minatar
+
+
+def check_installed() -> None:
+  """Raise NotInstalledError, naming the install command, without MinAtar."""
+  _import_minatar()
 
 
 @functools.lru_cache(maxsize=None)

@@ -22,6 +22,8 @@ from typing import Any, Dict, List, NamedTuple, Tuple
 
 import numpy as np
 
+from zoo import environment
+
 STACK_PADDINGS = ('trailing', 'leading')
 
 
@@ -31,16 +33,6 @@ class Transitions(NamedTuple):
   r_t: np.ndarray         # [B] float32, clipped reward
   discount_t: np.ndarray  # [B] float32, environment discount
   s_t: np.ndarray         # [B, H, W, S] uint8
-
-
-def newest_frame(observation: np.ndarray, episode_step: np.ndarray,
-                 stack_padding: str) -> np.ndarray:
-  """Return the newest frame [K, H, W] of stacked observations [K, H, W, S]."""
-  num_stacked = observation.shape[-1]
-  if stack_padding == 'leading':
-    return observation[..., -1]
-  index = np.minimum(episode_step, num_stacked - 1)
-  return observation[np.arange(observation.shape[0]), ..., index]
 
 
 def stack_indices(logical, episode_step, num_stacked: int,
@@ -171,8 +163,12 @@ class FrameReplay:
     self._episode_step = np.where(first, 0, self._episode_step + 1)
     slot = self._num_added % self._stream_capacity
     streams = np.arange(k)
-    self._frames[streams, slot] = newest_frame(observation, self._episode_step,
-                                               self._stack_padding)
+    if self._stack_padding == 'leading':
+      newest = observation[..., -1]
+    else:
+      newest = observation[streams, ..., environment.newest_frame_index(
+          self._episode_step, self._num_stacked)]
+    self._frames[streams, slot] = newest
     self._actions[streams, slot] = action
     self._rewards[streams, slot] = reward
     self._discounts[streams, slot] = discount

@@ -53,7 +53,7 @@ def _make_environment(s: Dict[str, Any], seed: int
           num_action_repeats=s['num_action_repeats'],
           num_stacked_frames=s['num_stacked_frames'],
           height=s['environment_height'], width=s['environment_width'])
-      for stream_seed in atari_env.stream_seeds(seed, s['num_envs'])
+      for stream_seed in environment.stream_seeds(seed, s['num_envs'])
   ]
   return atari_env.ReferenceBatchedEnvironment(envs)
 

@@ -37,12 +37,18 @@ def write(results_csv_path: str, agent: str, suite: str,
 def read(path: str) -> Optional[Dict[str, Any]]:
   """Return the run.json at `path` (a file, or a directory holding one).
 
-  Returns None when there is none (older runs).
+  Returns None when there is none (older runs); raises ValueError when the
+  file is not a run.json (not JSON, or no "settings" object).
   """
   if os.path.isdir(path):
     path = os.path.join(path, FILE_NAME)
   try:
     with open(path) as f:
-      return json.load(f)
+      data = json.load(f)
   except FileNotFoundError:
     return None
+  except json.JSONDecodeError as e:
+    raise ValueError(f'{path} is not JSON ({e})') from e
+  if not isinstance(data, dict) or not isinstance(data.get('settings'), dict):
+    raise ValueError(f'{path} is not a run.json (no "settings" object)')
+  return data

@@ -49,6 +49,10 @@ def _resolve(s: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _validate(s: Dict[str, Any]) -> None:
+  try:
+    minatar_env.check_installed()
+  except minatar_env.NotInstalledError as e:
+    raise experiment.ConfigError(str(e)) from None
   for name, value in _FIXED.items():
     if s[name] != value:
       raise experiment.ConfigError(

@@ -15,11 +15,11 @@ Where it differs from the reference mode (zoo.atari_env, bit-exact DQN Zoo):
 - Grayscale: the palette's luminance of each frame, then the max over the two
   frames (DQN Zoo: max of the RGB frames, then luminance); resize by area
   averaging (DQN Zoo: Pillow's bilinear filter). Frames differ by a couple of
-  grey levels on average (scripts/bench_env.py --compare_pixels measures it).
+  grey levels on average (benchmarks/bench_env.py --compare_pixels measures it).
 - A repeat cut short by game over pools what it has, where DQN Zoo pools
   zero padding (only the LAST observation, whose discount is 0, differs).
 - A life lost on the step an episode is cut zeroes the discount here.
-- Seeding: stream k's emulator seed is zoo.atari_env.stream_seeds(seed, K)[k]
+- Seeding: stream k's emulator seed is zoo.environment.stream_seeds(seed, K)[k]
   (seeding reloads the ROMs, so it happens once, at the first reset).
 The stack is returned in DQN Zoo's layout (zoo.environment): the vector
 environment pads in front ([0, 0, 0, A]); this module moves the padding to
@@ -32,7 +32,6 @@ from typing import Any, Mapping
 import numpy as np
 
 from zoo import atari_data
-from zoo import atari_env
 from zoo import environment
 
 
@@ -152,7 +151,7 @@ class VectorAtariEnvironment(environment.BatchedEnvironment):
     self._env = vector_env
     self.num_envs = num_envs
     self.num_actions = int(self._env.single_action_space.n)
-    self._seeds = atari_env.stream_seeds(seed, num_envs)
+    self._seeds = environment.stream_seeds(seed, num_envs)
     self._seeded = False
     self._lives = None
     self._last = None

@@ -1,0 +1,1 @@
+"""Analysis of run results: a library and its command-line tools."""

@@ -1,0 +1,394 @@
+r"""Summarise Atari-57 results: best-agent median, and median/IQM/mean with 95% CIs.
+
+  python -m analysis.aggregate --reference
+  python -m analysis.aggregate --runs=runs/ --output_dir=results/
+
+For every agent (ours, and the shipped paper references):
+- the best score of a run is the max over iterations 0..num_iterations of its
+  human-normalised evaluation return;
+- best-agent summary: per seed, the median over games of the best scores, then
+  the mean over seeds (the number papers report);
+- median (of per-game means over seeds), IQM and mean over the [seeds, games]
+  matrix of best scores, with percentile CIs of a stratified bootstrap that
+  resamples seeds independently within each game (rliable's method).
+Agents whose runs are all complete on a full [seeds x games] grid get CIs;
+status 'subset' marks fewer games than the full set (e.g. paper variants run on
+4 games). Agents with incomplete or missing runs are 'partial': reported apart,
+best-so-far and without CIs, never mixed with complete agents.
+
+MinAtar runs (environment_name 'minatar-<game>') have no human scores: they
+get a table of their own, per agent and game, of raw returns (the best
+evaluation return of each run, mean over seeds with a bootstrap CI over
+seeds, and the last evaluation return), never mixed into the Atari rows.
+"""
+
+import dataclasses
+import math
+import os
+import sys
+import warnings
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from absl import app
+from absl import flags
+import numpy as np
+
+from analysis import bootstrap
+from analysis import run_data
+from zoo import files
+
+FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+  """Define the flags of this entry point.
+
+  Called only when run as a program, so that the scripts and the run
+  entry points can be imported together (tests) without flag clashes.
+  """
+  flags.DEFINE_multi_string(
+      'runs', [], 'Directory tree of our run CSVs, as DIR or LABEL=DIR (LABEL '
+      'names the source column); repeatable.')
+  flags.DEFINE_bool(
+      'reference', False, 'Summarise the shipped reference runs (also shown '
+      'beside --runs).')
+  flags.DEFINE_list(
+      'reference_agents', None, 'Reference agents to show (default: all; '
+      'empty string: none).')
+  flags.DEFINE_integer(
+      'num_iterations', run_data.DEFAULT_NUM_ITERATIONS,
+      'A run is complete when it has iterations 0..num_iterations; best scores '
+      'are taken over those iterations.')
+  flags.DEFINE_integer(
+      'num_games', 57, 'Games in a full set; fewer gives status "subset".')
+  flags.DEFINE_string(
+      'output_dir', None, 'Write summary.csv and summary.md here.')
+  flags.DEFINE_integer(
+      'bootstrap_reps', 50_000, 'Bootstrap resamples (rliable default 50000).')
+  flags.DEFINE_float('confidence', 0.95, 'CI coverage.')
+  flags.DEFINE_integer('seed', 0, 'Seed of the bootstrap.')
+
+
+METRICS = ('best_agent_summary', 'median', 'iqm', 'mean')
+STATUS_COMPLETE, STATUS_SUBSET, STATUS_PARTIAL = 'complete', 'subset', 'partial'
+
+
+@dataclasses.dataclass
+class AgentSummary:
+  """One row of the summary table; scores are fractions of human (1 = 100%)."""
+  source: str
+  agent: str
+  status: str
+  num_games: int
+  num_seeds: int
+  runs_complete: int
+  runs_incomplete: int
+  runs_missing: int
+  point: Dict[str, float]
+  ci: Dict[str, Tuple[float, float]]  # empty for partial agents
+
+
+def best_scores(runs: Sequence[run_data.Run], human_random, num_iterations: int
+                ) -> Tuple[np.ndarray, List[int], List[str]]:
+  """Return the best human-normalised scores [seeds, games] (NaN where no run)."""
+  seeds = sorted({r.seed for r in runs})
+  games = sorted({r.game for r in runs})
+  matrix = np.full((len(seeds), len(games)), np.nan)
+  for run in runs:
+    kept = run.iteration <= num_iterations
+    values = run.eval_return[kept]
+    values = values[np.isfinite(values)]
+    if values.size:
+      best = run_data.human_normalized(run.game, np.max(values), human_random)
+      matrix[seeds.index(run.seed), games.index(run.game)] = best
+  return matrix, seeds, games
+
+
+def _nan_aggregates(matrix: np.ndarray) -> Dict[str, float]:
+  """Return the metrics over the available scores of a partial matrix."""
+  present = matrix[np.isfinite(matrix)]
+  if present.size == 0:
+    return {m: math.nan for m in METRICS}
+  cut = int(0.25 * present.size)
+  iqm = np.mean(np.sort(present)[cut:present.size - cut])
+  with warnings.catch_warnings():
+    # A missing seed row or game column is expected in a partial grid.
+    warnings.simplefilter('ignore', category=RuntimeWarning)
+    return {
+        'best_agent_summary': float(np.nanmean(np.nanmedian(matrix, axis=1))),
+        'median': float(np.nanmedian(np.nanmean(matrix, axis=0))),
+        'iqm': float(iqm),
+        'mean': float(np.nanmean(np.nanmean(matrix, axis=0))),
+    }
+
+
+def summarise_agent(runs: Sequence[run_data.Run], human_random,
+                    num_iterations: int = run_data.DEFAULT_NUM_ITERATIONS,
+                    num_games: int = 57, reps: int = 50_000,
+                    confidence: float = 0.95, seed: int = 0) -> AgentSummary:
+  """Summarise the runs of one (source, agent)."""
+  if not runs:
+    raise ValueError('summarise_agent needs at least one run.')
+  sources = {(r.source, r.agent) for r in runs}
+  if len(sources) != 1:
+    raise ValueError(f'summarise_agent got several agents: {sorted(sources)}.')
+  source, agent = sources.pop()
+  matrix, seeds, games = best_scores(runs, human_random, num_iterations)
+  complete = [r.is_complete(num_iterations) for r in runs]
+  runs_complete = int(sum(complete))
+  runs_missing = matrix.size - len(runs)
+  full_grid = runs_complete == matrix.size and np.all(np.isfinite(matrix))
+  if not full_grid:
+    status = STATUS_PARTIAL
+  elif len(games) < num_games:
+    status = STATUS_SUBSET
+  else:
+    status = STATUS_COMPLETE
+  point, ci = {}, {}
+  if full_grid:
+    for name in METRICS:
+      interval = bootstrap.confidence_interval(
+          matrix, bootstrap.AGGREGATES[name], reps=reps,
+          confidence=confidence, seed=seed)
+      point[name] = interval.point
+      ci[name] = (interval.lower, interval.upper)
+  else:
+    point = _nan_aggregates(matrix)
+  return AgentSummary(source=source, agent=agent, status=status,
+                      num_games=len(games), num_seeds=len(seeds),
+                      runs_complete=runs_complete,
+                      runs_incomplete=len(runs) - runs_complete,
+                      runs_missing=runs_missing, point=point, ci=ci)
+
+
+def summarise(runs: Sequence[run_data.Run], human_random=None, **kwargs
+              ) -> List[AgentSummary]:
+  """Summarise every (source, agent) of the Atari runs, in first-seen order.
+
+  MinAtar runs are left out (see summarise_minatar).
+  """
+  human_random = human_random or run_data.load_human_random()
+  atari = [r for r in runs if not run_data.is_minatar(r.game)]
+  return [summarise_agent(group, human_random, **kwargs)
+          for group in run_data.group_by_agent(atari).values()]
+
+
+@dataclasses.dataclass
+class RawSummary:
+  """One MinAtar row: raw returns of one agent on one game."""
+  source: str
+  agent: str
+  game: str
+  num_seeds: int
+  iterations: Tuple[int, int]          # min and max last iteration over seeds
+  best: float                          # mean over seeds of each run's best
+  best_ci: Tuple[float, float]         # NaN with fewer than 2 seeds
+  last: float                          # mean over seeds of the last return
+
+
+def summarise_minatar(runs: Sequence[run_data.Run],
+                      num_iterations: int = run_data.DEFAULT_NUM_ITERATIONS,
+                      reps: int = 50_000, confidence: float = 0.95,
+                      seed: int = 0) -> List[RawSummary]:
+  """Summarise the MinAtar runs per (source, agent, game), in raw returns."""
+  groups: Dict[Tuple[str, str, str], List[run_data.Run]] = {}
+  for run in runs:
+    if run_data.is_minatar(run.game):
+      groups.setdefault((run.source, run.agent, run.game), []).append(run)
+  rows = []
+  for (source, agent, game), group in groups.items():
+    best, last, iterations = [], [], []
+    for run in group:
+      kept = run.iteration <= num_iterations
+      values = run.eval_return[kept]
+      finite = values[np.isfinite(values)]
+      if not finite.size:
+        continue
+      best.append(float(np.max(finite)))
+      last.append(float(values[-1]))
+      iterations.append(int(run.iteration[kept][-1]))
+    if not best:
+      continue
+    ci = (math.nan, math.nan)
+    if len(best) > 1:
+      interval = bootstrap.confidence_interval(
+          np.asarray(best)[:, None], bootstrap.mean_of_means, reps=reps,
+          confidence=confidence, seed=seed)
+      ci = (interval.lower, interval.upper)
+    rows.append(RawSummary(source, agent, game[len(run_data.MINATAR_PREFIX):],
+                           len(best), (min(iterations), max(iterations)),
+                           float(np.mean(best)), ci, float(np.mean(last))))
+  return rows
+
+
+def minatar_markdown(rows: Sequence[RawSummary], confidence: float = 0.95
+                     ) -> str:
+  """Return the MinAtar table (raw returns), or '' if there is none."""
+  if not rows:
+    return ''
+  pct = int(round(100 * confidence))
+  text = ('\n**MinAtar runs** (raw returns: MinAtar has no human scores, so '
+          'these are not comparable with the rows above). Best: the maximum '
+          'evaluation return over a run\'s iterations, mean over seeds '
+          f'[{pct}% bootstrap CI over seeds]; last: the last iteration\'s '
+          'return, mean over seeds. `python -m experiments.minatar_study '
+          '--report` gives the study\'s full report.\n\n'
+          '| source | agent | game | seeds | last iteration | best return '
+          '[CI] | last return |\n|---|---|---|---:|---:|---:|---:|\n')
+  for r in rows:
+    low, high = r.iterations
+    best = f'{r.best:.2f}'
+    if not math.isnan(r.best_ci[0]):
+      best += f' [{r.best_ci[0]:.2f}, {r.best_ci[1]:.2f}]'
+    text += (f'| {r.source} | {r.agent} | {r.game} | {r.num_seeds} | '
+             f'{low if low == high else f"{low}-{high}"} | {best} | '
+             f'{r.last:.2f} |\n')
+  return text
+
+
+MINATAR_CSV_COLUMNS = ('source', 'agent', 'game', 'num_seeds',
+                       'last_iteration_min', 'last_iteration_max',
+                       'best_return', 'best_return_ci_low',
+                       'best_return_ci_high', 'last_return')
+
+
+def minatar_csv_rows(rows: Sequence[RawSummary]) -> List[Dict[str, str]]:
+  return [{'source': r.source, 'agent': r.agent, 'game': r.game,
+           'num_seeds': r.num_seeds, 'last_iteration_min': r.iterations[0],
+           'last_iteration_max': r.iterations[1],
+           'best_return': f'{r.best:.6g}',
+           'best_return_ci_low': ('' if math.isnan(r.best_ci[0])
+                                  else f'{r.best_ci[0]:.6g}'),
+           'best_return_ci_high': ('' if math.isnan(r.best_ci[1])
+                                   else f'{r.best_ci[1]:.6g}'),
+           'last_return': f'{r.last:.6g}'} for r in rows]
+
+
+CSV_COLUMNS = (
+    ['source', 'agent', 'status', 'num_games', 'num_seeds', 'runs_complete',
+     'runs_incomplete', 'runs_missing'] +
+    [f'{m}{suffix}' for m in METRICS for suffix in ('', '_ci_low', '_ci_high')])
+
+
+def to_csv_rows(summaries: Sequence[AgentSummary]) -> List[Dict[str, str]]:
+  """Return CSV rows (scores as fractions of human, CIs blank for partial)."""
+  rows = []
+  for s in summaries:
+    row = {'source': s.source, 'agent': s.agent, 'status': s.status,
+           'num_games': s.num_games, 'num_seeds': s.num_seeds,
+           'runs_complete': s.runs_complete,
+           'runs_incomplete': s.runs_incomplete, 'runs_missing': s.runs_missing}
+    for m in METRICS:
+      row[m] = f'{s.point[m]:.6g}'
+      low, high = s.ci.get(m, (None, None))
+      row[f'{m}_ci_low'] = '' if low is None else f'{low:.6g}'
+      row[f'{m}_ci_high'] = '' if high is None else f'{high:.6g}'
+    rows.append(row)
+  return rows
+
+
+def _pct(value: float, ci: Optional[Tuple[float, float]]) -> str:
+  text = f'{100 * value:.1f}'
+  if ci:
+    text += f' [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]'
+  return text
+
+
+def to_markdown(summaries: Sequence[AgentSummary], confidence: float = 0.95,
+                num_iterations: int = run_data.DEFAULT_NUM_ITERATIONS) -> str:
+  """Return the summary as Markdown tables: full/subset agents, then partial ones."""
+  pct = int(round(100 * confidence))
+  header = (f'| source | agent | status | games | seeds | best-agent median % '
+            f'[{pct}% CI] | median % [CI] | IQM % [CI] | mean % [CI] |\n'
+            '|---|---|---|---:|---:|---:|---:|---:|---:|\n')
+
+  def line(s):
+    cells = [_pct(s.point[m], s.ci.get(m)) for m in METRICS]
+    return (f'| {s.source} | {s.agent} | {s.status} | {s.num_games} | '
+            f'{s.num_seeds} | ' + ' | '.join(cells) + ' |\n')
+
+  full = [s for s in summaries if s.status != STATUS_PARTIAL]
+  partial = [s for s in summaries if s.status == STATUS_PARTIAL]
+  text = ('Human-normalised best scores (max over iterations '
+          f'0..{num_iterations}). Best-agent median: per seed the median over '
+          'games, then the mean over seeds. Median/IQM/mean: rliable aggregates '
+          f'over the [seeds, games] matrix, {pct}% stratified-bootstrap '
+          'percentile CIs. status "subset": fewer games than the full set.\n\n')
+  if full:
+    text += header + ''.join(line(s) for s in full)
+  if partial:
+    text += ('\n**Partial agents** (some runs incomplete or missing; '
+             'best-so-far scores, no CIs, not comparable with the rows above):'
+             '\n\n| source | agent | games | seeds | runs complete | '
+             'runs incomplete | runs missing | best-agent median % so far | '
+             'median % | IQM % | mean % |\n'
+             '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n')
+    for s in partial:
+      text += (f'| {s.source} | {s.agent} | {s.num_games} | {s.num_seeds} | '
+               f'{s.runs_complete} | {s.runs_incomplete} | {s.runs_missing} | '
+               + ' | '.join(_pct(s.point[m], None) for m in METRICS) + ' |\n')
+  return text
+
+
+def write_outputs(summaries: Sequence[AgentSummary], output_dir: str,
+                  markdown: str, minatar: Sequence[RawSummary] = ()
+                  ) -> Tuple[str, ...]:
+  """Write summary.csv, summary.md (and minatar_summary.csv); return paths."""
+  os.makedirs(output_dir, exist_ok=True)
+  csv_path = os.path.join(output_dir, 'summary.csv')
+  md_path = os.path.join(output_dir, 'summary.md')
+  files.write_csv_atomically(csv_path, CSV_COLUMNS, to_csv_rows(summaries))
+  files.write_atomically(md_path, markdown)
+  if not minatar:
+    return csv_path, md_path
+  minatar_path = os.path.join(output_dir, 'minatar_summary.csv')
+  files.write_csv_atomically(minatar_path, MINATAR_CSV_COLUMNS,
+                             minatar_csv_rows(minatar))
+  return csv_path, md_path, minatar_path
+
+
+def load_requested_runs(runs_args: Sequence[str], with_reference: bool,
+                        reference_agents: Optional[Sequence[str]]
+                        ) -> List[run_data.Run]:
+  """Load --runs directories, then the references (ours come first)."""
+  runs = []
+  for arg in runs_args:
+    label, path = run_data.parse_runs_arg(arg)
+    runs.extend(run_data.load_run_dir(path, label))
+  if with_reference:
+    agents = reference_agents
+    if agents is not None:
+      agents = [a for a in agents if a]
+    runs.extend(run_data.load_all_references(agents))
+  return run_data.check_unique(runs)
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  if not FLAGS.runs and not FLAGS.reference:
+    raise app.UsageError('Pass --runs=DIR (our runs, shown beside the '
+                         'references) or --reference (references only).')
+  # Check the inputs before the slow bootstrap.
+  for arg in FLAGS.runs:
+    _, path = run_data.parse_runs_arg(arg)
+    if not os.path.isdir(path):
+      raise app.UsageError(f'--runs: {path!r} is not a directory.')
+  runs = load_requested_runs(FLAGS.runs, True, FLAGS.reference_agents)
+  summaries = summarise(
+      runs, num_iterations=FLAGS.num_iterations, num_games=FLAGS.num_games,
+      reps=FLAGS.bootstrap_reps, confidence=FLAGS.confidence,
+      seed=FLAGS.seed)
+  minatar = summarise_minatar(runs, FLAGS.num_iterations, FLAGS.bootstrap_reps,
+                              FLAGS.confidence, FLAGS.seed)
+  markdown = (to_markdown(summaries, FLAGS.confidence, FLAGS.num_iterations)
+              + minatar_markdown(minatar, FLAGS.confidence))
+  print(markdown)
+  if FLAGS.output_dir:
+    for path in write_outputs(summaries, FLAGS.output_dir, markdown, minatar):
+      print(f'wrote {path}', file=sys.stderr)
+
+
+if __name__ == '__main__':
+  define_flags()
+  app.run(main)

@@ -1,0 +1,122 @@
+"""Aggregate metrics over a [runs, games] score matrix and their stratified-bootstrap CIs.
+
+Follows rliable (Agarwal et al., 2021): scores are a matrix [num_runs, num_tasks];
+a stratified bootstrap resample draws, independently for every task (game),
+num_runs runs with replacement from that task's runs, and the aggregate is
+recomputed on each resample; the CI is the percentile interval of those values.
+Every aggregate here takes a batch of matrices [..., num_runs, num_tasks], so that
+all resamples are evaluated at once in numpy.
+"""
+
+from typing import Callable, Dict, NamedTuple
+
+import numpy as np
+
+Aggregate = Callable[[np.ndarray], np.ndarray]
+
+
+def best_agent_summary(scores: np.ndarray) -> np.ndarray:
+  """Return the mean over runs (seeds) of the median over games (the paper's summary)."""
+  return np.mean(np.median(scores, axis=-1), axis=-1)
+
+
+def median_of_means(scores: np.ndarray) -> np.ndarray:
+  """Return the median over games of the mean over runs (rliable's aggregate_median)."""
+  return np.median(np.mean(scores, axis=-2), axis=-1)
+
+
+def mean_of_means(scores: np.ndarray) -> np.ndarray:
+  """Return the mean over games of the mean over runs (rliable's aggregate_mean)."""
+  return np.mean(scores, axis=(-2, -1))
+
+
+def interquartile_mean(scores: np.ndarray) -> np.ndarray:
+  """Return the 25%-trimmed mean over all runs and games (rliable's aggregate_iqm).
+
+  Same convention as scipy.stats.trim_mean(x, 0.25, axis=None): drop
+  int(0.25 * n) values at each end of the n sorted scores.
+  """
+  flat = scores.reshape(scores.shape[:-2] + (-1,))
+  n = flat.shape[-1]
+  cut = int(0.25 * n)
+  return np.mean(np.sort(flat, axis=-1)[..., cut:n - cut], axis=-1)
+
+
+AGGREGATES: Dict[str, Aggregate] = {
+    'best_agent_summary': best_agent_summary,
+    'median': median_of_means,
+    'iqm': interquartile_mean,
+    'mean': mean_of_means,
+}
+
+
+class Interval(NamedTuple):
+  point: float
+  lower: float
+  upper: float
+
+
+def stratified_resample_indices(rng: np.random.Generator, reps: int,
+                                num_runs: int, num_tasks: int) -> np.ndarray:
+  """Return run indices [reps, num_runs, num_tasks], drawn independently per cell."""
+  return rng.integers(0, num_runs, size=(reps, num_runs, num_tasks))
+
+
+def stratified_bootstrap(scores: np.ndarray, aggregate: Aggregate,
+                         reps: int = 50_000, seed: int = 0,
+                         chunk_size: int = 5_000) -> np.ndarray:
+  """Return the aggregate of `reps` stratified resamples of `scores` [runs, tasks].
+
+  The resamples are drawn in chunks to bound memory; the stream of random
+  numbers, and so the result, depends on `seed` and `chunk_size` only.
+  """
+  scores = np.asarray(scores, dtype=np.float64)
+  if scores.ndim != 2 or scores.size == 0:
+    raise ValueError(f'scores must be a non-empty [runs, tasks] matrix, got '
+                     f'shape {scores.shape}.')
+  if not np.all(np.isfinite(scores)):
+    raise ValueError('scores must be finite: drop or complete the runs with '
+                     'missing evaluations first.')
+  num_runs, num_tasks = scores.shape
+  rng = np.random.default_rng(seed)
+  task_index = np.arange(num_tasks)
+  values = []
+  for start in range(0, reps, chunk_size):
+    n = min(chunk_size, reps - start)
+    runs = stratified_resample_indices(rng, n, num_runs, num_tasks)
+    values.append(aggregate(scores[runs, task_index]))
+  return np.concatenate(values)
+
+
+def confidence_interval(scores: np.ndarray, aggregate: Aggregate,
+                        reps: int = 50_000, confidence: float = 0.95,
+                        seed: int = 0) -> Interval:
+  """Return the point estimate and the percentile bootstrap CI of `aggregate`."""
+  if not 0.0 < confidence < 1.0:
+    raise ValueError(f'confidence must be in (0, 1), got {confidence}.')
+  point = float(aggregate(np.asarray(scores, dtype=np.float64)))
+  values = stratified_bootstrap(scores, aggregate, reps=reps, seed=seed)
+  alpha = 100.0 * (1.0 - confidence) / 2.0
+  lower, upper = np.percentile(values, [alpha, 100.0 - alpha])
+  return Interval(point, float(lower), float(upper))
+
+
+def difference_interval(a, b, reps: int = 50_000, confidence: float = 0.95,
+                        seed: int = 0) -> Interval:
+  """Return mean(a) - mean(b) and its percentile bootstrap CI.
+
+  The groups are independent (e.g. the seeds of two configurations): each
+  resample draws a's values with replacement from a and b's from b.
+  """
+  if not 0.0 < confidence < 1.0:
+    raise ValueError(f'confidence must be in (0, 1), got {confidence}.')
+  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  if a.ndim != 1 or b.ndim != 1 or not a.size or not b.size:
+    raise ValueError(f'a and b must be non-empty vectors, got shapes '
+                     f'{a.shape} and {b.shape}.')
+  rng = np.random.default_rng(seed)
+  values = (a[rng.integers(0, a.size, (reps, a.size))].mean(-1) -
+            b[rng.integers(0, b.size, (reps, b.size))].mean(-1))
+  alpha = 100.0 * (1.0 - confidence) / 2.0
+  lower, upper = np.percentile(values, [alpha, 100.0 - alpha])
+  return Interval(float(a.mean() - b.mean()), float(lower), float(upper))

@@ -1,0 +1,469 @@
+r"""Check runs against the published curves, iteration by iteration.
+
+  python -m analysis.compare_published --runs=runs/cr_dqn/pong
+  python -m analysis.compare_published --runs=QR-DQN-0=runs_k0 --plot=/tmp/check.png
+
+For each of our runs and each of its iterations, prints our evaluation return
+next to the published seeds of the same agent and game at the same frame (min,
+mean and max over seeds) and marks iterations outside the published range.
+Published: CR-DQN, NC-CR-DQN, NC-QR-DQN-1, NC-QR-DQN-0 and QR-DQN-0 from the
+paper's runs; QR-DQN-1 from DQN Zoo's `qrdqn` (zoo/reference). A run's CSV
+names its package (qr_dqn, nc_qr_dqn, ...); the published variant comes from a
+LABEL in --runs=LABEL=DIR naming one, else from the run.json beside the CSV,
+else the package default (QR-DQN-1, NC-QR-DQN-1), which the output says.
+"""
+
+import dataclasses
+import math
+import os
+import sys
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from absl import app
+from absl import flags
+import numpy as np
+
+from analysis import run_data
+from zoo import run_json
+
+FLAGS = flags.FLAGS
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+  """A published agent: where its runs are and the settings that define it."""
+  name: str
+  source: str           # run_data.REFERENCE_FILES key.
+  reference_agent: str  # Its agent column there.
+  package: str          # Our agent package that runs it.
+  settings: Mapping[str, Any]
+
+
+VARIANTS = {v.name: v for v in (
+    Variant('CR-DQN', 'paper', 'CR-DQN', 'cr_dqn',
+            dict(head='fc', loss='cramer', scale_grad=False)),
+    Variant('NC-CR-DQN', 'paper', 'NC-CR-DQN', 'nc_cr_dqn',
+            dict(head='nc', loss='cramer', scale_grad=False,
+                 nc_scale_activation='relu')),
+    Variant('NC-QR-DQN-1', 'paper', 'NC-QR-DQN-1', 'nc_qr_dqn',
+            dict(head='nc', loss='qr', huber_param=1.0, scale_grad=False,
+                 nc_scale_activation='relu')),
+    Variant('NC-QR-DQN-0', 'paper', 'NC-QR-DQN-0', 'nc_qr_dqn',
+            dict(head='nc', loss='qr', huber_param=0.0, scale_grad=True,
+                 nc_scale_activation='relu')),
+    Variant('QR-DQN-0', 'paper', 'QR-DQN-0', 'qr_dqn',
+            dict(head='fc', loss='qr', huber_param=0.0, scale_grad=False)),
+    Variant('QR-DQN-1', 'dqn_zoo', 'qrdqn', 'qr_dqn',
+            dict(head='fc', loss='qr', huber_param=1.0, scale_grad=False)),
+)}
+# What a package runs when run.json does not say otherwise.
+PACKAGE_DEFAULTS = {'cr_dqn': 'CR-DQN', 'nc_cr_dqn': 'NC-CR-DQN',
+                    'nc_qr_dqn': 'NC-QR-DQN-1', 'qr_dqn': 'QR-DQN-1'}
+# Settings that do not change what is compared with the published runs.
+_NOT_PROTOCOL = ('results_csv_path', 'checkpoint_dir', 'environment_name',
+                 'seed', 'num_iterations')
+RUN_JSON = run_json.FILE_NAME
+
+IN_RANGE, BELOW, ABOVE = 'in range', 'BELOW', 'ABOVE'
+NO_COUNTERPART = 'no published eval at this frame'
+PARTIAL = 'partial return (0 episodes)'
+MISSING = 'no return'
+
+
+def define_flags() -> None:
+  """Define the flags of this entry point (only when run as a program)."""
+  flags.DEFINE_multi_string(
+      'runs', [], 'Our runs: a directory tree of run CSVs or one CSV file, as '
+      'PATH or LABEL=PATH; a LABEL naming a published variant (' +
+      ', '.join(VARIANTS) + ') fixes the variant. Repeatable.')
+  flags.DEFINE_string(
+      'plot', None, 'Also draw the comparison into this .png or .pdf file.')
+
+
+@dataclasses.dataclass
+class Resolution:
+  """Which published variant a run is compared with, and why."""
+  variant: Optional[Variant]
+  how: str                       # One line for the output.
+  settings: Optional[Dict[str, Any]] = None  # From run.json, if any.
+
+
+def _setting_matches(value, wanted) -> bool:
+  if isinstance(wanted, float):
+    try:
+      return math.isclose(float(value), wanted)
+    except (TypeError, ValueError):
+      return False
+  return value == wanted
+
+
+def resolve_variant(run: run_data.Run, label: Optional[str]) -> Resolution:
+  """Return the published variant to compare `run` with (None: there is none)."""
+  if run.game.startswith('minatar-'):
+    return Resolution(None, 'a MinAtar run: no published Atari curves')
+  json_path = run_json.path_next_to(run.path)
+  try:
+    data, note = run_json.read(json_path), ''
+  except (OSError, ValueError) as e:
+    data, note = None, f'{RUN_JSON} ignored: {e}'
+  if data is not None and (
+      data.get('agent') != run.agent or
+      data['settings'].get('seed', run.seed) != run.seed or
+      data['settings'].get('environment_name', run.game) != run.game):
+    note = (f'{RUN_JSON} beside {run.path} describes another run '
+            f'({data.get("agent")}, seed {data["settings"].get("seed")}); '
+            'ignored')
+    data = None
+  settings = data['settings'] if data else None
+  if data is not None and data.get('suite', 'atari') != 'atari':
+    return Resolution(None, f'a {data["suite"]} run: no published Atari '
+                      'curves', settings)
+  suffix = f'; {note}' if note else ''
+  if label in VARIANTS:
+    variant = VARIANTS[label]
+    if variant.package != run.agent:
+      raise ValueError(
+          f'--runs label {label!r} is a {variant.package} variant, but '
+          f'{run.path} is a {run.agent} run; label it with one of '
+          f'{[v.name for v in VARIANTS.values() if v.package == run.agent]}.')
+    conflicts = [f'{name}={settings[name]}' for name, wanted
+                 in variant.settings.items() if settings and name in settings
+                 and not _setting_matches(settings[name], wanted)]
+    if conflicts:
+      suffix += f'; its {RUN_JSON} says {", ".join(conflicts)}'
+    return Resolution(variant, f'from the --runs label{suffix}', settings)
+  if run.agent not in PACKAGE_DEFAULTS:
+    return Resolution(None, f'agent {run.agent!r} has no published variant '
+                      f'(ours: {", ".join(PACKAGE_DEFAULTS)})', settings)
+  if settings is not None:
+    for variant in VARIANTS.values():
+      if variant.package == run.agent and all(
+          name not in settings or _setting_matches(settings[name], wanted)
+          for name, wanted in variant.settings.items()):
+        return Resolution(variant, f'from {RUN_JSON}{suffix}', settings)
+    shown = {k: settings.get(k) for k in ('head', 'loss', 'huber_param',
+                                          'scale_grad', 'nc_scale_activation')}
+    return Resolution(None, f'{RUN_JSON} settings {shown} match no published '
+                      'variant', settings)
+  label_note = (f'; label {label!r} names no published variant'
+                if label and label != 'ours' else '')
+  if sum(v.package == run.agent for v in VARIANTS.values()) == 1:
+    how = f'the only published {run.agent} variant (no {RUN_JSON} to check)'
+  else:
+    how = (f'assumed to be the {run.agent} default (no {RUN_JSON}; pass '
+           '--runs=LABEL=DIR to choose)')
+  return Resolution(VARIANTS[PACKAGE_DEFAULTS[run.agent]],
+                    f'{how}{label_note}{suffix}')
+
+
+def protocol_differences(run: run_data.Run, resolution: Resolution
+                         ) -> List[str]:
+  """Return 'name=ours (published)' for run.json settings off the protocol."""
+  if resolution.settings is None or resolution.variant is None:
+    return []
+  # Imported here: only runs with a run.json need the runner's defaults.
+  from zoo import experiment  # pylint: disable=g-import-not-at-top
+  from zoo import run_atari  # pylint: disable=g-import-not-at-top
+  defaults = dict(experiment.default_settings(run_atari.ATARI),
+                  **resolution.variant.settings, results_csv_path='',
+                  checkpoint_dir='')
+  defaults['optimizer_epsilon'] = None  # Derived from the variant.
+  published = experiment.resolve_settings(run_atari.ATARI,
+                                          resolution.variant.package, defaults)
+  out = []
+  for name in sorted(published):
+    if name in _NOT_PROTOCOL or name not in resolution.settings:
+      continue
+    ours = resolution.settings[name]
+    if not _setting_matches(ours, published[name]):
+      out.append(f'{name}={ours} ({published[name]})')
+  return out
+
+
+@dataclasses.dataclass
+class Row:
+  """One iteration of one run beside the published seeds."""
+  iteration: int
+  frame: float
+  ours: float
+  episodes: float           # NaN: unknown.
+  low: float = math.nan     # Over the published seeds at this frame.
+  mean: float = math.nan
+  high: float = math.nan
+  num_seeds: int = 0
+  mark: str = NO_COUNTERPART
+
+
+def published_at(published: Sequence[run_data.Run]
+                 ) -> Dict[float, np.ndarray]:
+  """Return {frame: eval returns of the seeds evaluated at that frame}."""
+  values: Dict[float, List[float]] = {}
+  for run in published:
+    for frame, value in zip(run.frame, run.eval_return):
+      if np.isfinite(value):
+        values.setdefault(float(frame), []).append(float(value))
+  return {frame: np.array(v) for frame, v in values.items()}
+
+
+def compare_run(run: run_data.Run, published: Sequence[run_data.Run]
+                ) -> List[Row]:
+  """Return one Row per iteration of `run`, against `published` (same game)."""
+  by_frame = published_at(published)
+  episodes = (run.eval_num_episodes if run.eval_num_episodes is not None
+              else np.full(run.iteration.shape, np.nan))
+  rows = []
+  for iteration, frame, value, count in zip(run.iteration, run.frame,
+                                            run.eval_return, episodes):
+    row = Row(int(iteration), float(frame), float(value), float(count))
+    seeds = by_frame.get(float(frame))
+    if seeds is not None:
+      row.low, row.mean, row.high = seeds.min(), seeds.mean(), seeds.max()
+      row.num_seeds = len(seeds)
+      if count == 0:
+        row.mark = PARTIAL
+      elif not np.isfinite(value):
+        row.mark = MISSING
+      elif value < row.low:
+        row.mark = BELOW
+      elif value > row.high:
+        row.mark = ABOVE
+      else:
+        row.mark = IN_RANGE
+    elif count == 0:
+      row.mark = f'{NO_COUNTERPART}; {PARTIAL}'
+    rows.append(row)
+  return rows
+
+
+@dataclasses.dataclass
+class Comparison:
+  """A run, the variant it is compared with, and its rows (empty: none)."""
+  run: run_data.Run
+  label: str
+  resolution: Resolution
+  published: List[run_data.Run]
+  rows: List[Row]
+  note: str = ''        # Why there are no rows, if so.
+  differences: List[str] = dataclasses.field(default_factory=list)
+
+
+def compare_all(labelled_runs: Sequence[Tuple[str, run_data.Run]],
+                references: Optional[Sequence[run_data.Run]] = None
+                ) -> List[Comparison]:
+  """Compare every (label, run) with its published variant.
+
+  `references` defaults to the shipped reference files the variants need.
+  """
+  resolutions = [resolve_variant(run, label) for label, run in labelled_runs]
+  if references is None:
+    references = []
+    # DQN Zoo's file is large: load only what the runs need.
+    for name in sorted({r.variant.source for r in resolutions if r.variant}):
+      references.extend(run_data.load_reference(name))
+  index: Dict[Tuple[str, str, str], List[run_data.Run]] = {}
+  for ref in references:
+    index.setdefault((ref.source, ref.agent, ref.game), []).append(ref)
+  out = []
+  for (label, run), resolution in zip(labelled_runs, resolutions):
+    variant = resolution.variant
+    if variant is None:
+      out.append(Comparison(run, label, resolution, [], [],
+                            note=resolution.how))
+      continue
+    published = index.get((variant.source, variant.reference_agent, run.game),
+                          [])
+    note = ''
+    if not published:
+      games = sorted({g for s, a, g in index
+                      if (s, a) == (variant.source, variant.reference_agent)})
+      note = (f'no published {variant.name} runs on {run.game} (published '
+              f'games: {", ".join(games) or "none"})')
+    out.append(Comparison(
+        run, label, resolution, published,
+        compare_run(run, published) if published else [], note=note,
+        differences=protocol_differences(run, resolution)))
+  return out
+
+
+def _number(value: float, width: int, digits: int = 2) -> str:
+  return f'{value:{width}.{digits}f}' if np.isfinite(value) else (
+      '–'.rjust(width))
+
+
+def outside_by_chance(num_seeds: int) -> float:
+  """Return P(a new exchangeable seed falls outside num_seeds seeds' range)."""
+  return 2.0 / (num_seeds + 1)
+
+
+def format_comparison(c: Comparison) -> str:
+  """Return the text block of one run."""
+  run = c.run
+  source = '' if c.label == 'ours' else f' [{c.label}]'
+  lines = [f'{run.agent} on {run.game}, seed {run.seed}{source}: {run.path}']
+  variant = c.resolution.variant
+  if variant is None:
+    lines.append(f'  not compared: {c.note}.')
+    return '\n'.join(lines)
+  seeds = sorted({r.seed for r in c.published})
+  where = 'paper runs' if variant.source == 'paper' else (
+      f"DQN Zoo's {variant.reference_agent}")
+  lines.append(f'  published: {variant.name} ({where}, {len(seeds)} seeds); '
+               f'variant: {c.resolution.how}.')
+  if c.differences:
+    lines.append('  settings off the published protocol, ours (published): ' +
+                 ', '.join(c.differences) + '.')
+  if not c.rows:
+    lines.append(f'  not compared: {c.note}.')
+    return '\n'.join(lines)
+  lines.append(f'  {"iteration":>9} {"frame":>12} {"ours":>9} {"episodes":>8}'
+               f' {"pub. min":>9} {"mean":>9} {"max":>9} {"seeds":>5}  mark')
+  for row in c.rows:
+    episodes = (f'{int(row.episodes):8d}' if np.isfinite(row.episodes)
+                else '–'.rjust(8))
+    seeds_text = str(row.num_seeds) if row.num_seeds else '–'
+    lines.append(
+        f'  {row.iteration:9d} {row.frame:12,.0f} {_number(row.ours, 9)} '
+        f'{episodes} {_number(row.low, 9)} {_number(row.mean, 9)} '
+        f'{_number(row.high, 9)} {seeds_text:>5}  {row.mark}')
+  compared = [r for r in c.rows if r.mark in (IN_RANGE, BELOW, ABOVE)]
+  count = {m: sum(r.mark == m for r in compared) for m in (IN_RANGE, BELOW,
+                                                           ABOVE)}
+  summary = (f'  {len(c.rows)} iterations, {len(compared)} compared: '
+             f'{count[IN_RANGE]} in range, {count[BELOW]} below, '
+             f'{count[ABOVE]} above.')
+  if compared:
+    n = min(r.num_seeds for r in compared)
+    summary += (f' A new seed of the same agent falls outside {n} published '
+                f'seeds\' range at {outside_by_chance(n):.0%} of iterations '
+                'by chance.')
+  lines.append(summary)
+  if any(r.mark.startswith(NO_COUNTERPART) for r in c.rows):
+    frames = sorted(published_at(c.published))
+    step = frames[1] - frames[0] if len(frames) > 1 else math.nan
+    if np.isfinite(step):
+      lines.append(f'  The published runs evaluate every {step:,.0f} frames; '
+                   'iterations at other frames have no counterpart.')
+  return '\n'.join(lines)
+
+
+def plot(comparisons: Sequence[Comparison], path: str) -> str:
+  """Draw every compared run beside its published seeds into `path`."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')  # Files only; never needs a display.
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  from analysis import plot_curves  # pylint: disable=g-import-not-at-top
+  from zoo import files  # pylint: disable=g-import-not-at-top
+
+  shown = [c for c in comparisons if c.rows]
+  if not shown:
+    raise ValueError('Nothing to plot: no run has published curves.')
+  columns = min(3, len(shown))
+  rows = int(np.ceil(len(shown) / columns))
+  fig, axes = plt.subplots(rows, columns, figsize=(4.5 * columns, 3.2 * rows),
+                           squeeze=False)
+  ours_color, published_color, alarm = (plot_curves.OKABE_ITO[4],
+                                        plot_curves.OKABE_ITO[0],
+                                        plot_curves.OKABE_ITO[5])
+  for ax, c in zip(axes.flat, shown):
+    last = float(np.nanmax(c.run.frame))
+    by_frame = published_at(c.published)
+    frames = sorted(by_frame)
+    # The published evaluations up to the first one at or after our last.
+    keep = [f for f in frames if f <= last] + [f for f in frames if f > last][:1]
+    x = np.array(keep) / 1e6
+    low = np.array([by_frame[f].min() for f in keep])
+    high = np.array([by_frame[f].max() for f in keep])
+    mean = np.array([by_frame[f].mean() for f in keep])
+    name = c.resolution.variant.name
+    ax.fill_between(x, low, high, color=published_color, alpha=0.15,
+                    linewidth=0, label=f'{name} published, min–max')
+    ax.plot(x, mean, color=published_color, linestyle='--', linewidth=1.2,
+            marker='.', label=f'{name} published, mean')
+    ax.plot(c.run.frame / 1e6, c.run.eval_return, color=ours_color,
+            linewidth=2.0, marker='o', markersize=3, label='ours')
+    outside = [r for r in c.rows if r.mark in (BELOW, ABOVE)]
+    if outside:
+      ax.plot([r.frame / 1e6 for r in outside], [r.ours for r in outside],
+              linestyle='none', marker='o', markersize=8, markerfacecolor='none',
+              color=alarm, label='outside the published range')
+    ax.set_title(f'{c.run.game}: {c.run.agent} seed {c.run.seed} vs {name}',
+                 fontsize=9)
+    ax.set_xlabel('frames (millions)', fontsize=8)
+    ax.set_ylabel('evaluation return', fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6)
+  for ax in axes.flat[len(shown):]:
+    ax.axis('off')
+  fig.tight_layout()
+  with files.atomic_path(path) as tmp:
+    fig.savefig(tmp, format=os.path.splitext(path)[1][1:], dpi=100,
+                bbox_inches='tight')
+  plt.close(fig)
+  return path
+
+
+def load_labelled_runs(args: Sequence[str]
+                       ) -> List[Tuple[str, run_data.Run]]:
+  """Load every --runs PATH or LABEL=PATH (directory tree or CSV file)."""
+  out = []
+  for arg in args:
+    label, path = parse_runs_arg(arg)
+    if os.path.isfile(path):
+      runs = run_data.read_runs_csv(path, label)
+      if not runs:
+        raise ValueError(f'--runs: {path!r} holds no run rows.')
+    else:
+      runs = run_data.load_run_dir(path, label)
+    out.extend((label, run) for run in runs)
+  run_data.check_unique(run for _, run in out)
+  return out
+
+
+def parse_runs_arg(arg: str) -> Tuple[str, str]:
+  """Split 'LABEL=PATH' or 'PATH' (a directory or a CSV file)."""
+  if os.path.exists(arg):
+    return 'ours', arg
+  return run_data.parse_runs_arg(arg)
+
+
+def check_arguments(runs: Sequence[str], plot_path: Optional[str]) -> None:
+  """Raise ValueError naming a bad argument, before any work."""
+  if not runs:
+    raise ValueError('Pass --runs=PATH (a directory of run CSVs or a CSV '
+                     'file), repeatable.')
+  for arg in runs:
+    _, path = parse_runs_arg(arg)
+    if not os.path.exists(path):
+      raise ValueError(f'--runs: {path!r} does not exist.')
+  if plot_path:
+    extension = os.path.splitext(plot_path)[1]
+    if extension not in ('.png', '.pdf'):
+      raise ValueError(f'--plot: {plot_path!r} must end in .png or .pdf.')
+    from zoo import files  # pylint: disable=g-import-not-at-top
+    directory = os.path.dirname(os.path.abspath(plot_path))
+    try:
+      files.make_writable_directory(directory)
+    except OSError as e:
+      raise ValueError(f'--plot: cannot write in {directory!r} ({e}).') from e
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  try:
+    check_arguments(FLAGS.runs, FLAGS.plot)
+    comparisons = compare_all(load_labelled_runs(FLAGS.runs))
+  except ValueError as e:
+    sys.exit(f'Error: {e}')
+  print('\n\n'.join(format_comparison(c) for c in comparisons))
+  if FLAGS.plot:
+    try:
+      print(f'\nwrote {plot(comparisons, FLAGS.plot)}')
+    except ValueError as e:
+      print(f'\nno plot: {e}', file=sys.stderr)
+
+
+if __name__ == '__main__':
+  define_flags()
+  app.run(main)

@@ -1,0 +1,210 @@
+"""Evaluate a run's latest checkpoint: episode returns and a video of play.
+
+  python -m analysis.evaluate --checkpoint_dir=runs/cr_dqn/pong/seed_1/checkpoints
+      [--num_episodes=10] [--video_path=pong.gif|pong.mp4] [--seed=1]
+
+Rebuilds the network from the checkpoint's saved settings (its agent, suite,
+head and sizes; zoo.checkpoint.load_params) and plays whole episodes under
+the DQN Zoo evaluation protocol: the online parameters, ε =
+--eval_exploration_epsilon of the run (0.001), one environment in the
+reference mode, the run's episode frame cap (108,000 frames). Prints each
+episode's return (raw game score), its human-normalised score and frames,
+then their mean. `--video_path` records the raw RGB screens of the first
+episode, one per agent step (15 per second of game time): a GIF (Pillow), or
+an MP4 when the ffmpeg program is on PATH.
+"""
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from typing import Callable, List, NamedTuple, Optional, Tuple
+
+from absl import app
+from absl import flags
+import haiku as hk
+import jax
+import numpy as np
+
+from zoo import agent as agent_lib
+from zoo import checkpoint
+from zoo import environment
+from zoo import experiment
+from zoo import files
+from zoo import minatar_env
+
+VIDEO_FORMATS = ('.gif', '.mp4')
+FRAMES_PER_SECOND = 15  # 60 Hz emulator, one screen per 4-frame step.
+
+
+class Episode(NamedTuple):
+  episode_return: float
+  normalized_return: float
+  num_frames: int
+
+
+def define_flags() -> None:
+  """Define this entry point's flags (only when run, to avoid flag clashes).
+
+  --checkpoint_dir and --seed are zoo.experiment's (imported with it): here
+  they name the run to evaluate and seed the environment and ε draws.
+  """
+  flags.declare_key_flag('checkpoint_dir')
+  flags.declare_key_flag('seed')
+  flags.DEFINE_integer('num_episodes', 10, 'Episodes to play.')
+  flags.DEFINE_string('video_path', None,
+                      'Record the first episode here: .gif, or .mp4 (needs '
+                      'ffmpeg on PATH).')
+  flags.DEFINE_integer('video_max_steps', 4500,
+                       'At most this many screens in the video (4500: 5 '
+                       'minutes of game time).')
+
+
+def check_video_path(path: str) -> None:
+  """Raise ValueError if a video cannot be written to `path`."""
+  extension = os.path.splitext(path)[1].lower()
+  if extension not in VIDEO_FORMATS:
+    raise ValueError(f'--video_path={path}: the name must end in one of '
+                     f'{", ".join(VIDEO_FORMATS)}.')
+  if extension == '.mp4' and shutil.which('ffmpeg') is None:
+    raise ValueError('--video_path: an MP4 needs the ffmpeg program on PATH '
+                     f'(none found); install it, or write a GIF '
+                     f'({os.path.splitext(path)[0]}.gif).')
+  try:
+    files.make_writable_directory(os.path.dirname(os.path.abspath(path)))
+  except OSError as e:
+    raise ValueError(f'--video_path={path}: cannot write there ({e}).') from e
+
+
+def write_video(path: str, screens: List[np.ndarray]) -> None:
+  """Write [H, W, 3] uint8 screens as a GIF or an MP4 (by the extension)."""
+  if path.lower().endswith('.gif'):
+    from PIL import Image  # pylint: disable=g-import-not-at-top
+    images = [Image.fromarray(s) for s in screens]
+    with files.atomic_path(path) as tmp:
+      images[0].save(tmp, format='GIF', save_all=True,
+                     append_images=images[1:], loop=0,
+                     duration=round(1000 / FRAMES_PER_SECOND))
+    return
+  height, width = screens[0].shape[:2]
+  with files.atomic_path(path) as tmp:
+    subprocess.run(
+        ['ffmpeg', '-loglevel', 'error', '-y', '-f', 'rawvideo', '-pix_fmt',
+         'rgb24', '-s', f'{width}x{height}', '-r', str(FRAMES_PER_SECOND),
+         '-i', '-', '-pix_fmt', 'yuv420p', '-f', 'mp4', tmp],
+        input=b''.join(s.tobytes() for s in screens), check=True)
+
+
+def play(env: environment.BatchedEnvironment, act: Callable, num_episodes: int,
+         num_action_repeats: int, normalize: Callable[[float], float],
+         render: Optional[Callable] = None, video_max_steps: int = 0,
+         ) -> Tuple[List[Episode], List[np.ndarray]]:
+  """Play whole episodes on stream 0; return them and the first's screens.
+
+  Args:
+    env: a fresh environment (its stream 0 is played).
+    act: fn(timestep) -> actions.
+    num_episodes: episodes to play to their end.
+    num_action_repeats: frames per step.
+    normalize: return -> human-normalised score.
+    render: fn(env) -> [K, H, W, 3] screens; None: no video.
+    video_max_steps: screens of the first episode to keep.
+  """
+  episodes, screens = [], []
+  timestep = env.reset()
+  episode_return, steps = 0.0, 0
+  while True:
+    if render is not None and not episodes and len(screens) < video_max_steps:
+      screens.append(render(env)[0])
+    episode_return += float(timestep.reward[0])
+    steps += 1
+    if timestep.step_type[0] == environment.LAST:
+      episodes.append(Episode(episode_return, normalize(episode_return),
+                              steps * num_action_repeats))
+      if len(episodes) == num_episodes:
+        return episodes, screens
+      episode_return, steps = 0.0, 0
+    timestep = env.step(act(timestep))
+
+
+def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
+             video_path: Optional[str] = None, video_max_steps: int = 4500,
+             log: Callable[[str], None] = print) -> List[Episode]:
+  """Play `num_episodes` with the run's latest parameters (module docstring).
+
+  Raises:
+    ValueError: no checkpoint, a suite that cannot render a video, a bad
+      video path; before any episode is played.
+  """
+  if num_episodes < 1:
+    raise ValueError(f'--num_episodes must be positive, got {num_episodes}.')
+  if video_path:
+    check_video_path(video_path)
+  params, settings = checkpoint.load_params(checkpoint_dir)
+  suite = experiment.suite_by_name(settings['suite'])
+  if video_path and suite.render is None:
+    raise ValueError(f'The {suite.name} suite cannot render a video yet.')
+  # DQN Zoo evaluates one environment; the reference mode is its exact one.
+  s = dict(settings, num_envs=1, environment_mode='reference')
+  env = suite.make_environment(s, seed)
+  network = hk.transform(suite.network_fn(s, env.num_actions))
+  select = jax.jit(functools.partial(agent_lib.select_action, network))
+  key = jax.random.PRNGKey(seed)
+
+  def act(timestep):
+    nonlocal key
+    key, actions, _ = select(params, key, timestep.observation,
+                             s['eval_exploration_epsilon'])
+    return np.asarray(actions)
+
+  game = s['environment_name']
+  log(f'{settings["agent"]} on {suite.name} {game}, checkpoint '
+      f'{checkpoint.latest(checkpoint_dir)}, ε = '
+      f'{s["eval_exploration_epsilon"]}, {num_episodes} episodes')
+  try:
+    episodes, screens = play(
+        env, act, num_episodes, s['num_action_repeats'],
+        lambda score: suite.normalize(game, score),
+        suite.render if video_path else None, video_max_steps)
+  finally:
+    env.close()
+  # MinAtar has no human reference scores: its normalised scores are NaN.
+  normalized = not np.isnan([e.normalized_return for e in episodes]).any()
+  for i, episode in enumerate(episodes):
+    log(f'episode {i + 1}: return {episode.episode_return:g}, ' + (
+        f'human-normalised {episode.normalized_return:.3f}, '
+        if normalized else '') + f'{episode.num_frames} frames')
+  returns = np.array([e.episode_return for e in episodes])
+  log(f'mean return {returns.mean():g} ± {returns.std():g} (std over '
+      f'{len(episodes)} episodes)' + (
+          ', human-normalised '
+          f'{np.mean([e.normalized_return for e in episodes]):.3f}'
+          if normalized else ''))
+  if video_path:
+    write_video(video_path, screens)
+    log(f'video: {video_path} ({len(screens)} screens of the first episode, '
+        f'{FRAMES_PER_SECOND} per second)')
+  return episodes
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  checkpoint_dir = flags.FLAGS.checkpoint_dir
+  if not flags.FLAGS['checkpoint_dir'].present or not checkpoint_dir:
+    raise app.UsageError("--checkpoint_dir is required (a run's "
+                         '--checkpoint_dir, e.g. '
+                         'runs/cr_dqn/pong/seed_1/checkpoints).')
+  try:
+    evaluate(checkpoint_dir, flags.FLAGS.num_episodes,
+             flags.FLAGS.seed, flags.FLAGS.video_path,
+             flags.FLAGS.video_max_steps)
+  except (ValueError, experiment.ConfigError,
+          minatar_env.NotInstalledError) as e:
+    sys.exit(f'Error: {e}')
+
+
+if __name__ == '__main__':
+  define_flags()
+  app.run(main)

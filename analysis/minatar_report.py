@@ -1,0 +1,510 @@
+"""The MinAtar study's report: curves, final scores with CIs, K = 8 vs K = 1.
+
+`write_report` reads the runs experiments.minatar_study planned (each run's
+results.csv under ROOT/<label>/<agent>/<game>/seed_<s>/) and writes, into
+the output directory:
+
+- final_scores.csv and report.md: per game and configuration, over the
+  complete seeds, the mean of two statistics of each run with a 95%
+  percentile bootstrap CI over seeds (analysis.bootstrap; with 3 seeds the
+  interval is coarse): the evaluation return of the last iteration ("final")
+  and the mean evaluation return over iterations 1..T ("mean over
+  iterations", which also rewards learning early). The random policy's
+  return (measured by experiments.minatar_random) stands beside them.
+- runs.csv: one row per planned run (complete, incomplete or missing).
+- curves.png: per game, the evaluation return against training steps, mean
+  over complete seeds (line) and min..max over seeds (band), the random
+  policy dashed; k_streams.png: the same for CR-DQN K = 1 and K = 8.
+- wall time: the hours the runs spent in their phases (from the CSVs' frame
+  rates; start-up, compilation before a phase and checkpoints not counted),
+  and the study's span, from the first run's start (experiments.sweep's run.log)
+  to the last CSV write.
+
+Incomplete and missing runs are listed, never averaged in.
+"""
+
+import datetime
+import math
+import os
+import platform
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import matplotlib
+matplotlib.use('Agg')  # Files only; never needs a display.
+import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+import numpy as np
+
+from analysis import bootstrap
+from analysis import plot_curves
+from zoo import files
+from zoo import results_csv
+
+K_ONE_LABEL = 'CR-DQN'  # The K = 1 runs the K-stream check compares with.
+
+
+class RandomReturn(NamedTuple):
+  """A uniformly random policy's return on one game, per seed."""
+  game: str
+  seeds: List[int]
+  returns: List[float]    # Per seed: mean over its complete episodes.
+  episodes: List[int]     # Per seed: complete episodes.
+  num_steps: int
+
+  @property
+  def mean(self) -> float:
+    return float(np.mean(self.returns))
+
+
+def random_markdown(results: Sequence[RandomReturn]) -> str:
+  """Return the random policy's returns as a markdown table."""
+  lines = ['| game | random policy return (mean over seeds) | per seed | '
+           'episodes | steps per seed |', '|---|---:|---|---:|---:|']
+  for r in results:
+    lines.append(f'| {r.game} | {r.mean:.2f} | '
+                 + ', '.join(f'{x:.2f}' for x in r.returns)
+                 + f' | {sum(r.episodes)} | {r.num_steps:,} |')
+  return '\n'.join(lines)
+
+
+def cpu_description() -> str:
+  """Return this machine's CPU model and core count."""
+  model = platform.processor() or platform.machine()
+  try:
+    with open('/proc/cpuinfo') as f:
+      for line in f:
+        if line.startswith('model name'):
+          model = line.split(':', 1)[1].strip()
+          break
+  except OSError:
+    pass
+  return f'{model}, {os.cpu_count()} cores'
+
+
+class RunResult(NamedTuple):
+  """One planned run, as far as its CSV goes."""
+  label: str
+  game: str
+  seed: int
+  path: str
+  complete: bool
+  iteration: np.ndarray     # [T] int, sorted.
+  steps: np.ndarray         # [T] training steps at each evaluation.
+  eval_return: np.ndarray   # [T]
+  train_return: np.ndarray  # [T] (NaN at iteration 0)
+  phase_seconds: float
+
+  @property
+  def last_iteration(self) -> int:
+    return int(self.iteration[-1]) if self.iteration.size else -1
+
+  @property
+  def final(self) -> float:
+    return float(self.eval_return[-1])
+
+  @property
+  def mean_over_iterations(self) -> float:
+    return float(np.mean(self.eval_return[self.iteration >= 1]))
+
+  @property
+  def final_train(self) -> float:
+    return float(self.train_return[-1])
+
+
+def _float(text: str) -> float:
+  try:
+    return float(text)
+  except (TypeError, ValueError):
+    return math.nan
+
+
+def load_run(label: str, game: str, seed: int, path: str,
+             num_iterations: int, num_eval_frames: int) -> Optional[RunResult]:
+  """Return a run's results up to `num_iterations`, or None if no CSV."""
+  if not os.path.exists(path):
+    return None
+  rows = [r for r in results_csv.read_rows(path)
+          if 0 <= int(_float(r['iteration'])) <= num_iterations]
+  rows.sort(key=lambda r: int(_float(r['iteration'])))
+  iteration = np.array([int(_float(r['iteration'])) for r in rows], np.int64)
+  steps = np.array([_float(r['frame']) for r in rows])
+  seconds = 0.0
+  for i, row in enumerate(rows):
+    seconds += num_eval_frames / _float(row['eval_frame_rate'])
+    if i > 0 and iteration[i] > 0:
+      trained = steps[i] - steps[i - 1]
+      seconds += trained / _float(row['train_frame_rate'])
+  complete = set(iteration.tolist()) >= set(range(num_iterations + 1))
+  return RunResult(
+      label, game, seed, path, complete, iteration, steps,
+      np.array([_float(r['eval_episode_return']) for r in rows]),
+      np.array([_float(r['train_episode_return']) for r in rows]),
+      seconds if np.isfinite(seconds) else math.nan)
+
+
+def study_span(csv_paths: Sequence[str]
+               ) -> Optional[Tuple[datetime.datetime, datetime.datetime]]:
+  """Return (first run.log start, last CSV write) of the runs, if known.
+
+  experiments.sweep starts each attempt's block of run.log (beside the CSV) with
+  '=== YYYY-mm-dd HH:MM:SS on HOST: COMMAND'.
+  """
+  starts, ends = [], []
+  for path in csv_paths:
+    if not os.path.exists(path):
+      continue
+    ends.append(datetime.datetime.fromtimestamp(os.path.getmtime(path)))
+    try:
+      with open(os.path.join(os.path.dirname(path), 'run.log')) as f:
+        first = f.readline()
+    except OSError:
+      continue
+    if first.startswith('=== '):
+      try:
+        starts.append(datetime.datetime.strptime(first[4:23],
+                                                 '%Y-%m-%d %H:%M:%S'))
+      except ValueError:
+        pass
+  if not starts or not ends:
+    return None
+  return min(starts), max(ends)
+
+
+class Cell(NamedTuple):
+  """Mean over seeds of one statistic, and its bootstrap CI."""
+  mean: float
+  lower: float
+  upper: float
+  num_seeds: int
+
+
+def mean_with_ci(values: Sequence[float], reps: int = 50_000,
+                 confidence: float = 0.95, seed: int = 0) -> Cell:
+  """Return the mean over seeds and its percentile bootstrap CI (NaN if < 2)."""
+  values = np.asarray(values, np.float64)
+  if values.size == 0:
+    return Cell(math.nan, math.nan, math.nan, 0)
+  if values.size < 2:
+    return Cell(float(values[0]), math.nan, math.nan, 1)
+  interval = bootstrap.confidence_interval(
+      values[:, None], bootstrap.mean_of_means, reps=reps,
+      confidence=confidence, seed=seed)
+  return Cell(interval.point, interval.lower, interval.upper, values.size)
+
+
+def difference_ci(a: Sequence[float], b: Sequence[float], reps: int = 50_000,
+                  confidence: float = 0.95, seed: int = 0) -> Cell:
+  """Return mean(a) - mean(b) and its bootstrap CI over each group's seeds."""
+  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  if a.size < 2 or b.size < 2:
+    point = float(a.mean() - b.mean()) if a.size and b.size else math.nan
+    return Cell(point, math.nan, math.nan, min(a.size, b.size))
+  interval = bootstrap.difference_interval(a, b, reps, confidence, seed)
+  return Cell(interval.point, interval.lower, interval.upper,
+              min(a.size, b.size))
+
+
+def _cell_text(cell: Cell) -> str:
+  if cell.num_seeds == 0:
+    return '–'
+  if math.isnan(cell.lower):
+    return f'{cell.mean:.2f}'
+  return f'{cell.mean:.2f} [{cell.lower:.2f}, {cell.upper:.2f}]'
+
+
+def group_complete(results: Sequence[RunResult]
+                   ) -> Dict[Tuple[str, str], List[RunResult]]:
+  """Return {(label, game): complete runs}, in planned order."""
+  groups: Dict[Tuple[str, str], List[RunResult]] = {}
+  for r in results:
+    groups.setdefault((r.label, r.game), [])
+    if r.complete:
+      groups[(r.label, r.game)].append(r)
+  return groups
+
+
+def final_rows(results: Sequence[RunResult], random_returns: Dict[str, float],
+               reps: int, confidence: float, seed: int) -> List[Dict]:
+  """Return one row per (configuration, game) over its complete runs."""
+  rows = []
+  for (label, game), runs in group_complete(results).items():
+    if not runs:
+      continue  # Listed with the runs not complete.
+    final = mean_with_ci([r.final for r in runs], reps, confidence, seed)
+    mean = mean_with_ci([r.mean_over_iterations for r in runs], reps,
+                        confidence, seed)
+    train = [r.final_train for r in runs]
+    random_return = random_returns.get(game, math.nan)
+    rows.append({
+        'configuration': label, 'game': game, 'seeds': len(runs),
+        'seeds_list': ' '.join(str(r.seed) for r in runs),
+        'final': final, 'mean_over_iterations': mean,
+        'final_train': float(np.mean(train)) if train else math.nan,
+        'random': random_return,
+        # Above random: the CI's lower end (the value with one seed) clears it.
+        'above_random': bool((final.mean if math.isnan(final.lower)
+                              else final.lower) > random_return),
+    })
+  return rows
+
+
+FINAL_COLUMNS = (
+    'game', 'configuration', 'seeds', 'seeds_list', 'final_mean',
+    'final_ci_low', 'final_ci_high', 'mean_over_iterations_mean',
+    'mean_over_iterations_ci_low', 'mean_over_iterations_ci_high',
+    'final_train_mean', 'random_policy', 'above_random')
+
+
+def _final_csv_row(row: Dict) -> Dict[str, str]:
+  out = {'game': row['game'], 'configuration': row['configuration'],
+         'seeds': row['seeds'], 'seeds_list': row['seeds_list'],
+         'final_train_mean': f'{row["final_train"]:.6g}',
+         'random_policy': f'{row["random"]:.6g}',
+         'above_random': str(row['above_random']).lower()}
+  for name in ('final', 'mean_over_iterations'):
+    cell = row[name]
+    out[f'{name}_mean'] = f'{cell.mean:.6g}'
+    out[f'{name}_ci_low'] = ('' if math.isnan(cell.lower)
+                             else f'{cell.lower:.6g}')
+    out[f'{name}_ci_high'] = ('' if math.isnan(cell.upper)
+                              else f'{cell.upper:.6g}')
+  return out
+
+
+RUN_COLUMNS = ('configuration', 'game', 'seed', 'state', 'last_iteration',
+               'final_eval_return', 'mean_eval_return_over_iterations',
+               'final_train_return', 'phase_hours', 'path')
+
+
+def run_rows(planned: Sequence[Tuple[str, str, int, str]],
+             results: Dict[Tuple[str, str, int], Optional[RunResult]]
+             ) -> List[Dict[str, str]]:
+  rows = []
+  for label, game, seed, path in planned:
+    r = results[(label, game, seed)]
+    state = ('missing' if r is None else
+             'complete' if r.complete else 'incomplete')
+    has = r is not None and r.iteration.size > 0
+    rows.append({
+        'configuration': label, 'game': game, 'seed': seed, 'state': state,
+        'last_iteration': r.last_iteration if r is not None else '',
+        'final_eval_return': f'{r.final:.6g}' if has else '',
+        'mean_eval_return_over_iterations': (
+            f'{r.mean_over_iterations:.6g}' if has and r.last_iteration >= 1
+            else ''),
+        'final_train_return': f'{r.final_train:.6g}' if has else '',
+        'phase_hours': f'{r.phase_seconds / 3600:.3f}' if has else '',
+        'path': path})
+  return rows
+
+
+def k_stream_rows(results: Sequence[RunResult], game: str, k_label: str,
+                  reps: int, confidence: float, seed: int) -> List[Dict]:
+  """Return K = 1 vs K = 8 rows: per iteration means, then final and mean."""
+  groups = group_complete(results)
+  one, eight = groups.get((K_ONE_LABEL, game), []), groups.get((k_label, game),
+                                                              [])
+  if not one or not eight:
+    return []
+  rows = []
+  for statistic in ('final', 'mean_over_iterations'):
+    a = [getattr(r, statistic) for r in eight]
+    b = [getattr(r, statistic) for r in one]
+    rows.append({'statistic': statistic,
+                 'k1': mean_with_ci(b, reps, confidence, seed),
+                 'k8': mean_with_ci(a, reps, confidence, seed),
+                 'difference': difference_ci(a, b, reps, confidence, seed)})
+  return rows
+
+
+def _seed_matrix(runs: Sequence[RunResult]) -> Tuple[np.ndarray, np.ndarray]:
+  """Return steps [T] and eval returns [seeds, T] of complete runs."""
+  steps = runs[0].steps
+  return steps, np.stack([r.eval_return for r in runs])
+
+
+def _plot_group(ax, runs, color, label):
+  steps, returns = _seed_matrix(runs)
+  ax.plot(steps / 1e6, returns.mean(0), color=color, linewidth=2,
+          label=f'{label} [{len(runs)} seed{"s" if len(runs) > 1 else ""}]')
+  ax.fill_between(steps / 1e6, returns.min(0), returns.max(0), color=color,
+                  alpha=0.15, linewidth=0)
+
+
+def plot_curves_figure(results: Sequence[RunResult], labels: Sequence[str],
+                       games: Sequence[str], random_returns: Dict[str, float],
+                       path: str, title: str = '') -> Optional[str]:
+  """Plot one panel per game, one line per configuration; None if no run."""
+  groups = group_complete(results)
+  games = [g for g in games if any(groups.get((l, g)) for l in labels)]
+  if not games:
+    return None
+  fig, axes = plt.subplots(1, len(games), figsize=(4.5 * len(games), 3.6),
+                           squeeze=False)
+  colors = plot_curves.OKABE_ITO
+  for ax, game in zip(axes[0], games):
+    for i, label in enumerate(labels):
+      runs = groups.get((label, game))
+      if runs:
+        _plot_group(ax, runs, colors[i % len(colors)], label)
+    if game in random_returns:
+      ax.axhline(random_returns[game], color='grey', linestyle='--',
+                 linewidth=1.2, label='random policy')
+    ax.set(title=game, xlabel='training steps (millions)',
+           ylabel='evaluation return')
+    ax.grid(alpha=0.3)
+  handles, names = axes[0][0].get_legend_handles_labels()
+  for ax in axes[0][1:]:
+    for h, n in zip(*ax.get_legend_handles_labels()):
+      if n.split(' [')[0] not in [m.split(' [')[0] for m in names]:
+        handles.append(h)
+        names.append(n)
+  fig.legend(handles, names, loc='lower center', ncol=min(len(names), 4),
+             bbox_to_anchor=(0.5, 1.0), fontsize=8)
+  if title:
+    fig.suptitle(title, y=1.12, fontsize=10)
+  fig.tight_layout()
+  with files.atomic_path(path) as tmp:
+    fig.savefig(tmp, format='png', dpi=100, bbox_inches='tight')
+  plt.close(fig)
+  return path
+
+
+def markdown(final: Sequence[Dict], k_rows: Sequence[Dict], k_game: str,
+             k_label: str, runs_table: Sequence[Dict[str, str]],
+             random_results: Sequence[RandomReturn],
+             num_iterations: int, num_train_frames: int, machine: str,
+             confidence: float, figures: Sequence[str],
+             span: Optional[Tuple[datetime.datetime, datetime.datetime]] = None
+             ) -> str:
+  """Return report.md."""
+  pct = int(round(100 * confidence))
+  complete = [r for r in runs_table if r['state'] == 'complete']
+  hours = sum(float(r['phase_hours']) for r in runs_table if r['phase_hours'])
+  lines = [
+      '# MinAtar study report', '',
+      f'{len(complete)} of {len(runs_table)} planned runs complete '
+      f'({num_iterations} iterations of {num_train_frames:,} training steps; '
+      'the evaluation after each iteration). Statistics over the complete '
+      f'seeds: "final" is the evaluation return after the last iteration, '
+      '"mean over iterations" the mean evaluation return over iterations '
+      f'1..{num_iterations}; mean over seeds [{pct}% percentile bootstrap CI '
+      'over seeds]. "above random": the lower CI end (one seed: the value) '
+      'exceeds the random policy\'s return.', '']
+  lines += ['| game | configuration | seeds | final eval return | mean over '
+            'iterations | final train return | random policy | above random |',
+            '|---|---|---:|---:|---:|---:|---:|---|']
+  for row in final:
+    above = 'yes' if row['above_random'] else 'no'
+    lines.append(
+        f'| {row["game"]} | {row["configuration"]} | {row["seeds"]} | '
+        f'{_cell_text(row["final"])} | '
+        f'{_cell_text(row["mean_over_iterations"])} | '
+        f'{row["final_train"]:.2f} | {row["random"]:.2f} | {above} |')
+  if k_rows:
+    lines += ['', f'## K = 8 streams vs K = 1 ({k_game}, CR-DQN)', '',
+              f'| statistic | K = 1 ({K_ONE_LABEL}) | K = 8 ({k_label}) | '
+              'K = 8 minus K = 1 |', '|---|---:|---:|---:|']
+    for row in k_rows:
+      lines.append(f'| {row["statistic"].replace("_", " ")} | '
+                   f'{_cell_text(row["k1"])} | {_cell_text(row["k8"])} | '
+                   f'{_cell_text(row["difference"])} |')
+  lines += ['', '## Random policy', '',
+            random_markdown(random_results), '']
+  lines += ['## Wall time', '',
+            f'{hours:.2f} h of phases summed over the runs (from the CSVs\' '
+            'frame rates; start-up and checkpoints not counted); machine: '
+            f'{machine}.']
+  if span:
+    lines[-1] += (f' The study ran from {span[0]:%Y-%m-%d %H:%M} to '
+                  f'{span[1]:%Y-%m-%d %H:%M} '
+                  f'({(span[1] - span[0]).total_seconds() / 3600:.1f} h, '
+                  'first run start to last CSV write).')
+  lines.append('')
+  unfinished = [r for r in runs_table if r['state'] != 'complete']
+  if unfinished:
+    lines += ['## Runs not complete (not in the tables)', '',
+              '| configuration | game | seed | state | last iteration |',
+              '|---|---|---:|---|---:|']
+    for r in unfinished:
+      lines.append(f'| {r["configuration"]} | {r["game"]} | {r["seed"]} | '
+                   f'{r["state"]} | {r["last_iteration"]} |')
+    lines.append('')
+  for figure in figures:
+    lines.append(f'![{os.path.splitext(figure)[0]}]({figure})')
+  return '\n'.join(lines) + '\n'
+
+
+def write_report(planned: Sequence[Tuple[str, str, int, str]],
+                 labels: Sequence[str], games: Sequence[str],
+                 k_stream: Optional[Tuple[str, str]], output_dir: str, *,
+                 num_iterations: int, num_train_frames: int,
+                 num_eval_frames: int, machine: str,
+                 random_results: Sequence[RandomReturn],
+                 reps: int = 50_000, confidence: float = 0.95,
+                 seed: int = 0) -> List[str]:
+  """Write the report files for the planned runs; return their paths.
+
+  Args:
+    planned: (configuration label, game, seed, results CSV path) per run.
+    labels: the configurations of the main table, in order.
+    games: the games, in order.
+    k_stream: (K = 8 label, game) of the K-stream check, or None.
+    output_dir: where the files go.
+    num_iterations: iterations of a complete run.
+    num_train_frames: training steps per iteration.
+    num_eval_frames: evaluation steps per iteration (for the wall time).
+    machine: where the runs ran, for the report.
+    random_results: the random policy's return on every game (of `games`
+      and of the K-stream check), e.g. from experiments.minatar_random.
+    reps: bootstrap resamples.
+    confidence: CI coverage.
+    seed: the bootstrap's seed.
+  """
+  results = {(label, game, s): load_run(label, game, s, path, num_iterations,
+                                        num_eval_frames)
+             for label, game, s, path in planned}
+  present = [r for r in results.values() if r is not None]
+  all_games = list(dict.fromkeys(list(games) +
+                                 ([k_stream[1]] if k_stream else [])))
+  random_returns = {r.game: r.mean for r in random_results}
+  missing = [g for g in all_games if g not in random_returns]
+  if missing:
+    raise ValueError(f'No random policy return for {", ".join(missing)}: '
+                     'measure it (experiments.minatar_random) and pass it in '
+                     'random_results.')
+  main = [r for r in present if r.label in labels]
+  final = final_rows(main, random_returns, reps, confidence, seed)
+  k_rows = (k_stream_rows(present, k_stream[1], k_stream[0], reps, confidence,
+                          seed) if k_stream else [])
+  table = run_rows(planned, results)
+  os.makedirs(output_dir, exist_ok=True)
+  written = []
+  figures = []
+  path = plot_curves_figure(main, labels, games, random_returns,
+                            os.path.join(output_dir, 'curves.png'))
+  if path:
+    figures.append('curves.png')
+    written.append(path)
+  if k_stream:
+    path = plot_curves_figure(
+        present, [K_ONE_LABEL, k_stream[0]], [k_stream[1]], random_returns,
+        os.path.join(output_dir, 'k_streams.png'))
+    if path:
+      figures.append('k_streams.png')
+      written.append(path)
+  for name, columns, rows in (
+      ('final_scores.csv', FINAL_COLUMNS, [_final_csv_row(r) for r in final]),
+      ('runs.csv', RUN_COLUMNS, table)):
+    files.write_csv_atomically(os.path.join(output_dir, name), columns, rows)
+    written.append(os.path.join(output_dir, name))
+  outputs = {
+      'report.md': markdown(final, k_rows, k_stream[1] if k_stream else '',
+                            k_stream[0] if k_stream else '', table,
+                            random_results, num_iterations, num_train_frames,
+                            machine, confidence, figures,
+                            study_span([p for _, _, _, p in planned])),
+  }
+  for name, text in outputs.items():
+    files.write_atomically(os.path.join(output_dir, name), text)
+    written.append(os.path.join(output_dir, name))
+  return written

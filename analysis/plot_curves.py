@@ -1,0 +1,293 @@
+r"""Plot Atari learning curves: per game, a grid of all games, and the median over games.
+
+  python -m analysis.plot_curves --runs=runs/ --output_dir=results/plots
+  python -m analysis.plot_curves --reference_agents=CR-DQN,qrdqn --games=pong,breakout \
+      --output_dir=/tmp/plots --format=png,pdf
+
+Each curve is the mean +- std over seeds of the evaluation return (human-normalised
+with --normalized, the default, else raw) against frames, each seed first smoothed
+by a trailing moving average over --smoothing_window iterations. Our runs are solid
+lines, reference agents dashed; colours are the Okabe-Ito colour-blind-safe palette.
+Writes games/<game>.<fmt>, all_games.<fmt> and aggregate_median.<fmt>.
+MinAtar runs (environment_name 'minatar-<game>') have no human scores: their
+panels show raw returns against training steps (one frame per step), say so
+on the axis, and stay out of the median over games.
+"""
+
+import os
+import sys
+import warnings
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from absl import app
+from absl import flags
+import matplotlib
+matplotlib.use('Agg')  # Files only; never needs a display.
+import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+import numpy as np
+
+from analysis import run_data
+from zoo import files
+
+DEFAULT_REFERENCE_AGENTS = ('CR-DQN', 'qrdqn', 'iqn', 'c51', 'dqn')
+# Okabe & Ito (2008), without yellow (too pale on white) and black first.
+OKABE_ITO = ('#000000', '#E69F00', '#56B4E9', '#009E73', '#0072B2', '#D55E00',
+             '#CC79A7', '#F0E442')
+
+FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+  """Define the flags of this entry point.
+
+  Called only when run as a program, so that the scripts and the run
+  entry points can be imported together (tests) without flag clashes.
+  """
+  flags.DEFINE_multi_string(
+      'runs', [], 'Directory tree of our run CSVs, as DIR or LABEL=DIR; '
+      'repeatable.')
+  flags.DEFINE_list(
+      'reference_agents', list(DEFAULT_REFERENCE_AGENTS),
+      'Reference agents to overlay (paper: CR-DQN, NC-CR-DQN, NC-QR-DQN-1, '
+      'NC-QR-DQN-0, QR-DQN-0; DQN Zoo: dqn, double_q, prioritized, c51, qrdqn, '
+      'iqn, rainbow). Empty: none.')
+  flags.DEFINE_list(
+      'games', None, 'Games to plot (default: the games of --runs, else all 57).')
+  flags.DEFINE_string('output_dir', None, 'Where to write plots.')
+  flags.DEFINE_bool(
+      'normalized', True, 'Plot human-normalised scores (else raw returns).')
+  flags.DEFINE_list('format', ['png'], 'File formats: png and/or pdf.')
+  flags.DEFINE_integer(
+      'smoothing_window', 5, 'Trailing moving-average window, in iterations.')
+  flags.DEFINE_bool('per_game', True, 'Write one file per game.')
+
+
+Curve = Tuple[np.ndarray, np.ndarray, np.ndarray, int]  # frames, mean, std, seeds
+
+
+def smooth(values: np.ndarray, window: int) -> np.ndarray:
+  """Return the trailing moving average of `values` [..., T], ignoring NaNs."""
+  if window < 1:
+    raise ValueError(f'smoothing window must be >= 1, got {window}.')
+  values = np.asarray(values, dtype=np.float64)
+  length = values.shape[-1]
+  shifted = np.full((window,) + values.shape, np.nan)
+  # Lags beyond the run's length stay NaN (a run shorter than the window).
+  for lag in range(min(window, length)):
+    shifted[lag, ..., lag:] = values[..., :length - lag]
+  with np.errstate(all='ignore'):
+    count = np.sum(np.isfinite(shifted), axis=0)
+    total = np.nansum(shifted, axis=0)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def seed_curves(runs: Sequence[run_data.Run], human_random, normalized: bool,
+                window: int) -> Tuple[np.ndarray, np.ndarray]:
+  """Return frames [T] and smoothed scores [seeds, T] indexed by iteration (NaN gaps)."""
+  length = max(r.last_iteration for r in runs) + 1
+  scores = np.full((len(runs), length), np.nan)
+  frames = np.full((len(runs), length), np.nan)
+  for i, run in enumerate(runs):
+    values = run.eval_return
+    if normalized and not run_data.is_minatar(run.game):
+      values = run_data.human_normalized(run.game, values, human_random)
+    scores[i, run.iteration] = values
+    frames[i, run.iteration] = run.frame
+  with warnings.catch_warnings():
+    # Iterations a seed has not reached yet are NaN.
+    warnings.simplefilter('ignore', category=RuntimeWarning)
+    return np.nanmean(frames, axis=0), smooth(scores, window)
+
+
+def game_curve(runs: Sequence[run_data.Run], human_random, normalized: bool,
+               window: int) -> Curve:
+  """Return frames, mean and std over seeds, and the number of seeds."""
+  frames, scores = seed_curves(runs, human_random, normalized, window)
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore', category=RuntimeWarning)
+    mean = np.nanmean(scores, axis=0)
+    std = np.nanstd(scores, axis=0)
+  keep = np.isfinite(mean) & np.isfinite(frames)
+  return frames[keep], mean[keep], std[keep], len(runs)
+
+
+def median_curve(runs_by_game: Dict[str, List[run_data.Run]], human_random,
+                 window: int) -> Tuple[np.ndarray, np.ndarray, int]:
+  """Return frames and the median over games of the seed-mean normalised score.
+
+  Only iterations reached on every game count, so that the set of games behind
+  the median never changes along the curve.
+  """
+  per_game = [seed_curves(runs, human_random, True, window)
+              for runs in runs_by_game.values()]
+  length = min(len(frames) for frames, _ in per_game)
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore', category=RuntimeWarning)
+    means = np.stack([np.nanmean(s[:, :length], axis=0) for _, s in per_game])
+    frames = np.nanmean(np.stack([f[:length] for f, _ in per_game]), axis=0)
+  keep = np.all(np.isfinite(means), axis=0) & np.isfinite(frames)
+  return frames[keep], np.median(means[:, keep], axis=0), len(per_game)
+
+
+def _axis_labels(game: str, normalized: bool) -> Tuple[str, str]:
+  """Return (x label, y label) of a game's panel."""
+  if run_data.is_minatar(game):
+    return ('training steps (millions)',
+            'evaluation return (raw; MinAtar has no human scores)')
+  return ('frames (millions)',
+          'human-normalised score' if normalized else 'evaluation return')
+
+
+def _label(source: str, agent: str) -> str:
+  return agent if source in ('ours',) else f'{agent} ({source})'
+
+
+def _styles(agents: Sequence[Tuple[str, str]]) -> Dict[Tuple[str, str], dict]:
+  styles = {}
+  for i, (source, agent) in enumerate(agents):
+    reference = source in run_data.REFERENCE_FILES
+    styles[(source, agent)] = dict(
+        color=OKABE_ITO[i % len(OKABE_ITO)],
+        linestyle='--' if reference else '-',
+        linewidth=1.2 if reference else 2.0)
+  return styles
+
+
+def _save(fig, path_stem: str, formats: Sequence[str]) -> List[str]:
+  paths = []
+  for fmt in formats:
+    with files.atomic_path(f'{path_stem}.{fmt}') as tmp:
+      fig.savefig(tmp, format=fmt, dpi=100, bbox_inches='tight')
+    paths.append(f'{path_stem}.{fmt}')
+  plt.close(fig)
+  return paths
+
+
+def _plot_game(ax, game_runs, styles, human_random, normalized, window,
+               legend_seeds: bool = True):
+  for key, runs in game_runs.items():
+    frames, mean, std, num_seeds = game_curve(runs, human_random, normalized,
+                                              window)
+    style = styles[key]
+    label = _label(*key) + (f' [{num_seeds} seeds]' if legend_seeds else '')
+    ax.plot(frames / 1e6, mean, label=label, **style)
+    ax.fill_between(frames / 1e6, mean - std, mean + std,
+                    color=style['color'], alpha=0.15, linewidth=0)
+
+
+def plot_all(runs: Sequence[run_data.Run], output_dir: str,
+             games: Optional[Sequence[str]] = None, normalized: bool = True,
+             formats: Sequence[str] = ('png',), window: int = 5,
+             per_game: bool = True, human_random=None) -> List[str]:
+  """Write the per-game, grid and aggregate plots; return the written paths."""
+  for fmt in formats:
+    if fmt not in ('png', 'pdf'):
+      raise ValueError(f'--format: {fmt!r} is not png or pdf.')
+  human_random = human_random or run_data.load_human_random()
+  by_agent = run_data.group_by_agent(runs)
+  if not by_agent:
+    raise ValueError('Nothing to plot: give --runs and/or --reference_agents.')
+  if games is None:
+    ours = [r.game for r in runs if r.source not in run_data.REFERENCE_FILES]
+    games = sorted(set(ours or [r.game for r in runs]))
+  for game in games:
+    if not run_data.is_minatar(game):
+      run_data.human_normalized(game, 0.0, human_random)  # Unknown: error.
+  styles = _styles(list(by_agent))
+  # {game: {(source, agent): runs}}
+  table: Dict[str, Dict[Tuple[str, str], List[run_data.Run]]] = {}
+  for key, agent_runs in by_agent.items():
+    for run in agent_runs:
+      if run.game in games:
+        table.setdefault(run.game, {}).setdefault(key, []).append(run)
+  games = [g for g in games if g in table]
+  if not games:
+    raise ValueError('None of the selected games has runs to plot.')
+  written = []
+
+  if per_game:
+    for game in games:
+      fig, ax = plt.subplots(figsize=(6, 4))
+      _plot_game(ax, table[game], styles, human_random, normalized, window)
+      x_label, y_label = _axis_labels(game, normalized)
+      ax.set(title=game, xlabel=x_label, ylabel=y_label)
+      ax.grid(alpha=0.3)
+      ax.legend(fontsize=8)
+      written += _save(fig, os.path.join(output_dir, 'games', game), formats)
+
+  columns = int(np.ceil(np.sqrt(len(games))))
+  rows = int(np.ceil(len(games) / columns))
+  fig, axes = plt.subplots(rows, columns, figsize=(3 * columns, 2.4 * rows),
+                           squeeze=False)
+  for ax, game in zip(axes.flat, games):
+    _plot_game(ax, table[game], styles, human_random, normalized, window,
+               legend_seeds=False)
+    ax.set_title(game, fontsize=9)
+    ax.tick_params(labelsize=7)
+    if run_data.is_minatar(game):
+      ax.set_ylabel('raw return (MinAtar)', fontsize=7)
+  for ax in axes.flat[len(games):]:
+    ax.axis('off')
+  plotted = [k for k in by_agent if any(k in table[g] for g in games)]
+  handles = [plt.Line2D([], [], **styles[k]) for k in plotted]
+  fig.legend(handles, [_label(*k) for k in plotted], loc='lower center',
+             ncol=min(len(plotted), 6), bbox_to_anchor=(0.5, 1.0))
+  atari_games = [g for g in games if not run_data.is_minatar(g)]
+  x_label, y_label = _axis_labels(atari_games[0] if atari_games else games[0],
+                                  normalized)
+  if atari_games and len(atari_games) < len(games):
+    x_label = 'frames (Atari), training steps (MinAtar), millions'
+  fig.supxlabel(x_label)
+  fig.supylabel(y_label)
+  fig.tight_layout()
+  written += _save(fig, os.path.join(output_dir, 'all_games'), formats)
+
+  if not atari_games:
+    return written  # No human scores, so no median over games.
+  fig, ax = plt.subplots(figsize=(7, 4.5))
+  for key, agent_runs in by_agent.items():
+    runs_by_game = {}
+    for run in agent_runs:
+      if run.game in atari_games:
+        runs_by_game.setdefault(run.game, []).append(run)
+    if not runs_by_game:
+      continue
+    frames, median, num_games = median_curve(runs_by_game, human_random, window)
+    ax.plot(frames / 1e6, median, label=f'{_label(*key)} [{num_games} games]',
+            **styles[key])
+  ax.set(xlabel='frames (millions)', ylabel='median human-normalised score',
+         title='Median over games (mean over seeds)')
+  ax.grid(alpha=0.3)
+  ax.legend(fontsize=8)
+  written += _save(fig, os.path.join(output_dir, 'aggregate_median'), formats)
+  return written
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  if not FLAGS.output_dir:
+    raise app.UsageError('--output_dir is required.')
+  for arg in FLAGS.runs:
+    _, path = run_data.parse_runs_arg(arg)
+    if not os.path.isdir(path):
+      raise app.UsageError(f'--runs: {path!r} is not a directory.')
+  runs = []
+  for arg in FLAGS.runs:
+    label, path = run_data.parse_runs_arg(arg)
+    runs.extend(run_data.load_run_dir(path, label))
+  reference_agents = [a for a in (FLAGS.reference_agents or []) if a]
+  if reference_agents:
+    runs.extend(run_data.load_all_references(reference_agents))
+  written = plot_all(run_data.check_unique(runs), FLAGS.output_dir,
+                     games=FLAGS.games, normalized=FLAGS.normalized,
+                     formats=FLAGS.format, window=FLAGS.smoothing_window,
+                     per_game=FLAGS.per_game)
+  for path in written:
+    print(path)
+  print(f'wrote {len(written)} files to {FLAGS.output_dir}', file=sys.stderr)
+
+
+if __name__ == '__main__':
+  define_flags()
+  app.run(main)

@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that time the parts of the zoo and print the measurements."""

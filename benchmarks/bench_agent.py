@@ -1,0 +1,260 @@
+"""Benchmark training throughput: the reference mode against faster modes.
+
+Runs, in one process on one game, the reference mode (one Python DQN Zoo
+environment, `--num_envs=1 --environment_mode=reference`), the vectorized
+mode (ale_py.AtariVectorEnv, K streams) and the learner options of issue 10
+(fused updates, replay on the device) with learning active: one update
+every 16 frames in total, as a real run. The modes are measured in turns
+(round robin, `--repeats` rounds) so that load from other processes hits them
+alike; the table shows medians over the rounds.
+
+  python -m benchmarks.bench_agent [--environment_name=pong] [--agent=cr_dqn]
+      [--modes=reference:1,vector:16,vector:16:u4,vector:16:u4:device]
+      [--num_frames=2048] [--repeats=3] [--bench_replay_capacity=100000]
+  python -m benchmarks.bench_agent --suite=minatar --modes=reference:1,reference:1:u4
+
+A mode is ENV:K[:uU][:device]: the environment mode and K streams, U fused
+updates per dispatch (--num_fused_updates, default 1), and the replay on the
+JAX device (--replay_on_device).
+
+Columns: training frames/s and updates/s of the whole loop (acting, env,
+replay, learning); the time per update of the mode's learner call (median of
+isolated calls of U updates, divided by U, taken in every round right after
+the mode's phase; with the device replay it includes sampling the batch);
+the update's share of the loop time (updates/s x update time: where the time
+goes); the acting time per frame (one batched action selection for K
+streams, divided by the 4K frames it acts for), the env time per frame
+(stepping K streams with preprocessing), the host replay's sample time of one
+batch (none with the device replay), and the memory each mode added to the
+process (resident, after its warm-up; the replay is `--bench_replay_capacity`,
+allocated lazily; the device replay holds it twice). The last line reads
+`speed-up: X`, the best mode's frames/s over the reference mode's.
+"""
+
+import resource
+import statistics
+import sys
+import time
+from typing import NamedTuple
+
+from absl import app
+from absl import flags
+import jax
+import numpy as np
+
+from benchmarks import timing
+from zoo import experiment
+from zoo import minatar_env
+from zoo import run_atari
+from zoo import run_loop
+from zoo import run_minatar
+
+SUITES = {'atari': run_atari.ATARI, 'minatar': run_minatar.MINATAR}
+
+_DQN_ZOO = {  # DeepMind's DQN Zoo QR-DQN on a comparable CPU (issue text).
+    'frames/s': '189-205', 'update ms': '58', 'act ms/frame': '0.30',
+    'env ms/frame': '0.6'}
+
+
+def _rss_bytes() -> int:
+  with open('/proc/self/statm') as f:
+    return int(f.read().split()[1]) * resource.getpagesize()
+
+
+class Mode(NamedTuple):
+  environment_mode: str   # 'reference' or 'vector'.
+  num_envs: int           # K.
+  num_fused_updates: int = 1
+  replay_on_device: bool = False
+
+  @property
+  def name(self) -> str:
+    name = f'{self.environment_mode} K={self.num_envs}'
+    if self.num_fused_updates > 1:
+      name += f' U={self.num_fused_updates}'
+    return name + (' device replay' if self.replay_on_device else '')
+
+
+def parse_modes(text: str):
+  """Return [Mode] from 'reference:1,vector:16,vector:16:u4:device'."""
+  modes = []
+  for item in text.split(','):
+    parts = item.strip().split(':')
+    options = parts[2:]
+    fused = [o for o in options if o.startswith('u') and o[1:].isdigit()]
+    if (parts[0] not in ('reference', 'vector') or len(parts) < 2 or
+        not parts[1].isdigit() or int(parts[1]) < 1 or len(fused) > 1 or
+        any(o != 'device' and o not in fused for o in options) or
+        options.count('device') > 1 or (fused and int(fused[0][1:]) < 1)):
+      raise ValueError(f'Bad mode {item!r}: write ENV:K[:uU][:device] with ENV '
+                       'reference or vector, K >= 1 streams, U >= 1 fused '
+                       'updates, e.g. vector:16 or vector:16:u4:device.')
+    modes.append(Mode(parts[0], int(parts[1]),
+                      int(fused[0][1:]) if fused else 1, 'device' in options))
+  if modes[0] != Mode('reference', 1):
+    raise ValueError('The first mode must be reference:1 (the baseline of '
+                     'the speed-up).')
+  return modes
+
+
+class ModeBench:
+  """One mode's agent, replay and training environment, warmed up."""
+
+  def __init__(self, suite, agent_name, game, mode: Mode, replay_capacity,
+               min_replay):
+    self.name = mode.name
+    self.mode = mode
+    num_envs = self.num_envs = mode.num_envs
+    rss_before = _rss_bytes()
+    settings = dict(
+        experiment.default_settings(suite), environment_name=game,
+        replay_capacity=replay_capacity, num_envs=num_envs,
+        environment_mode=mode.environment_mode,
+        num_fused_updates=mode.num_fused_updates,
+        replay_on_device=mode.replay_on_device,
+        min_replay_capacity_fraction=min_replay / replay_capacity,
+        results_csv_path='', checkpoint_dir='')
+    s = self.settings = experiment.resolve_settings(suite, agent_name,
+                                                    settings)
+    experiment.validate_settings(suite, s)
+    self.env = experiment.make_environment_factory(suite, s)(1, 'train')
+    self.agent, self.replay = experiment.build_agent(suite, s,
+                                                    self.env.num_actions)
+    # Fill past the minimum, then compile the update (learning from then on,
+    # as in the middle of a run).
+    self.repeats = s['num_action_repeats']
+    warm_frames = self.repeats * (min_replay + 64 * num_envs)
+    run_loop.run_phase(self.env, self.agent.step, warm_frames, self.repeats)
+    if self.agent.num_updates == 0:
+      raise RuntimeError(f'{self.name}: no update during the warm-up.')
+    self.rss_added = _rss_bytes() - rss_before
+    self.frame_rates, self.update_rates = [], []
+    self.components = {}
+
+  def measure_round(self, num_frames, repeats):
+    """Measure one training phase, then each component, in this round."""
+    updates_before = self.agent.num_updates
+    stats = run_loop.run_phase(self.env, self.agent.step, num_frames,
+                               self.repeats)
+    jax.block_until_ready(self.agent.online_params)
+    self.frame_rates.append(stats.frame_rate)
+    self.update_rates.append(
+        (self.agent.num_updates - updates_before) / stats.duration)
+    for name, value in zip(('update', 'act', 'env', 'sample'),
+                           self._component_times(repeats)):
+      self.components.setdefault(name, []).append(value)
+
+  def _component_times(self, repeats):
+    """Return (update ms, act ms/frame, env ms/frame, sample ms)."""
+    agent = self.agent
+    num_updates = self.mode.num_fused_updates
+    update_ms = timing.median_ms(agent.learn, repeats) / num_updates
+    select = agent._select_action  # pylint: disable=protected-access
+    observation = self.replay.sample(self.num_envs).s_t
+    key = jax.random.PRNGKey(0)
+    act_ms = timing.median_ms(
+        lambda: select(agent.online_params, key, observation, 0.01),
+        2 * repeats) / (self.repeats * self.num_envs)
+    sample_ms = timing.median_ms(lambda: self.replay.sample(32, stacks_last=False),
+                           2 * repeats)
+    actions = np.zeros(self.num_envs, np.int32)
+    num_steps = max(64 // self.num_envs, 8)
+    start = time.perf_counter()
+    for _ in range(num_steps):
+      self.env.step(actions)
+    env_ms = 1e3 * (time.perf_counter() - start) / (
+        num_steps * self.repeats * self.num_envs)
+    return update_ms, act_ms, env_ms, sample_ms
+
+  def row(self):
+    median = {name: statistics.median(values)
+              for name, values in self.components.items()}
+    update_rate = statistics.median(self.update_rates)
+    return {
+        'frames/s': f'{statistics.median(self.frame_rates):.0f}',
+        'updates/s': f'{update_rate:.1f}',
+        'update ms': f'{median["update"]:.1f}',
+        'update share': f'{update_rate * median["update"] / 1e3:.0%}',
+        'act ms/frame': f'{median["act"]:.3f}',
+        'env ms/frame': f'{median["env"]:.3f}',
+        'sample ms': ('-' if self.mode.replay_on_device else
+                      f'{median["sample"]:.2f}'),
+        'memory added GB': f'{self.rss_added / 1e9:.2f}',
+    }
+
+  def close(self):
+    self.env.close()
+
+
+def main(argv):
+  del argv
+  f = flags.FLAGS
+  modes = parse_modes(f.modes)
+  suite = SUITES[f.suite]
+  if suite is run_minatar.MINATAR:
+    try:
+      minatar_env.check_installed()
+    except minatar_env.NotInstalledError as e:
+      sys.exit(f'Error: {e}')
+  game = (f.environment_name if f['environment_name'].present else
+          experiment.default_settings(suite)['environment_name'])
+  benches = []
+  for mode in modes:
+    start = time.perf_counter()
+    benches.append(ModeBench(suite, f.agent, game, mode,
+                             f.bench_replay_capacity, f.min_replay))
+    if len(benches) == 1:
+      s = benches[0].settings
+      print(f'JAX device: {jax.devices()[0]}; {suite.name} {game}; agent '
+            f'{f.agent}; batch {s["batch_size"]}, N={s["num_quantiles"]}; '
+            f'one update per {s["learn_period"]} frames; {f.num_frames} '
+            f'frames per mode per round, {f.repeats} rounds.', flush=True)
+    print(f'{benches[-1].name}: warmed up in '
+          f'{time.perf_counter() - start:.0f}s', flush=True)
+  for round_index in range(f.repeats):
+    for bench in benches:
+      bench.measure_round(f.num_frames, f.timing_repeats)
+    print(f'round {round_index + 1}/{f.repeats}: ' + ', '.join(
+        f'{b.name} {b.frame_rates[-1]:.0f}' for b in benches) + ' frames/s',
+          flush=True)
+  rows = {b.name: b.row() for b in benches}
+  for bench in benches:
+    bench.close()
+  columns = list(next(iter(rows.values())))
+  print()
+  print('| mode | ' + ' | '.join(columns) + ' |')
+  print('|' + '---|' * (len(columns) + 1))
+  for name, row in rows.items():
+    print(f'| {name} | ' + ' | '.join(row[c] for c in columns) + ' |')
+  if suite is run_atari.ATARI:
+    print('| DQN Zoo QR-DQN (not rerun; measured before on this 2-core '
+          'machine) | ' + ' | '.join(_DQN_ZOO.get(c, '') for c in columns) +
+          ' |')
+  peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+  print(f'\nprocess peak resident memory: {peak:.2f} GB')
+  rates = {b.name: statistics.median(b.frame_rates) for b in benches}
+  best = max(rates, key=rates.get)
+  print(f'best mode: {best}')
+  print(f'speed-up: {rates[best] / rates[benches[0].name]:.2f}')
+
+
+if __name__ == '__main__':
+  # --environment_name comes from zoo.experiment's flags (unset: the suite's
+  # default game, pong or breakout).
+  flags.DEFINE_enum('suite', 'atari', sorted(SUITES), 'Family of games.')
+  flags.DEFINE_string('agent', 'cr_dqn', 'qr_dqn, cr_dqn, nc_cr_dqn or '
+                      'nc_qr_dqn.')
+  flags.DEFINE_string('modes', 'reference:1,vector:1,vector:4,vector:8,'
+                      'vector:16,vector:16:u4,vector:16:device,'
+                      'vector:16:u4:device',
+                      'ENV:K[:uU][:device] items; the first is the baseline.')
+  flags.DEFINE_integer('num_frames', 2048,
+                       'Measured training frames per mode per round.')
+  flags.DEFINE_integer('repeats', 3, 'Rounds over the modes (median).')
+  flags.DEFINE_integer('timing_repeats', 5,
+                       'Timed calls per component per round (median).')
+  flags.DEFINE_integer('bench_replay_capacity', 100_000,
+                       'Replay transitions per mode (sampling is O(1) in it).')
+  flags.DEFINE_integer('min_replay', 1000,
+                       'Transitions held before learning starts.')
+  app.run(main)

@@ -1,0 +1,188 @@
+"""Measure a checkpoint's time and bytes per iteration: whole replay vs chunks.
+
+  python -m benchmarks.bench_checkpoint [--replay_capacity=1000000]
+      [--steps_per_iteration=250000] [--num_streams=1] [--repeats=3]
+      [--output_dir=/tmp/bench_checkpoint]
+
+A full replay that then receives one iteration's steps (a default Atari
+iteration: 1M training frames = 250,000 steps) is checkpointed in turns, in
+one process, by
+- "whole replay": the format before chunks (until commit 050d104): every
+  checkpoint rewrites the replay's arrays into its new directory, then
+  deletes the previous one;
+- "chunks" (zoo.checkpoint.save): only the steps added since the previous
+  checkpoint are written, as one chunk; the chunks of overwritten steps are
+  deleted.
+Both write the same agent state (a stand-in of `--state_mb` MB, the size of
+CR-DQN's parameters, target and Adam moments) and fsync everything. Printed
+per format: the median wall time of a checkpoint, the bytes it wrote (the
+process's write() bytes, /proc/self/io wchar) and the disk space the
+checkpoint directory holds after it and at most while it was written.
+"""
+
+import json
+import os
+import shutil
+import statistics
+import time
+
+from absl import app
+from absl import flags
+import numpy as np
+
+from zoo import checkpoint
+from zoo import replay as replay_lib
+
+FLAGS = flags.FLAGS
+
+
+def _written_bytes() -> int:
+  with open('/proc/self/io') as f:
+    return int(dict(line.split(': ') for line in f.read().splitlines())
+               ['wchar'])
+
+
+def _disk_bytes(directory: str) -> int:
+  return sum(os.path.getsize(os.path.join(root, name))
+             for root, _, names in os.walk(directory) for name in names)
+
+
+def _fsync(path: str) -> None:
+  fd = os.open(path, os.O_RDONLY)
+  try:
+    os.fsync(fd)
+  finally:
+    os.close(fd)
+
+
+def save_whole_replay(directory: str, iteration: int, tree, replay) -> None:
+  """Checkpoint as before chunks: the replay's filled slots, every time."""
+  os.makedirs(directory, exist_ok=True)
+  final = os.path.join(directory, f'iteration_{iteration:06d}')
+  temp = os.path.join(directory, f'.tmp-iteration_{iteration:06d}')
+  os.makedirs(temp)
+  with open(os.path.join(temp, 'tree.npz'), 'wb') as f:
+    np.savez(f, *tree.values())
+    f.flush()
+    os.fsync(f.fileno())
+  # The replay's whole arrays, as its get_state returned them then.
+  arrays = replay._arrays()  # pylint: disable=protected-access
+  for name, array in arrays.items():
+    with open(os.path.join(temp, f'{name}.npy'), 'wb') as f:
+      np.save(f, array, allow_pickle=False)
+      f.flush()
+      os.fsync(f.fileno())
+  with open(os.path.join(temp, 'meta.json'), 'w') as f:
+    json.dump(replay.get_state(), f)
+    f.flush()
+    os.fsync(f.fileno())
+  _fsync(temp)
+  os.rename(temp, final)
+  _fsync(directory)
+  for name in os.listdir(directory):
+    if name != os.path.basename(final):
+      shutil.rmtree(os.path.join(directory, name))
+
+
+def _add_iteration(replay, steps: int, value: int) -> None:
+  """Advance the replay by `steps` steps of constant content (cheap)."""
+  begin = replay.num_steps
+  k = replay.num_streams
+  block = 10_000
+  for first in range(begin, begin + steps, block):
+    n = min(block, begin + steps - first)
+    replay.put_steps(first, {
+        'frames': np.full((k, n, 84, 84), value, np.uint8),
+        'actions': np.zeros((k, n), np.int32),
+        'rewards': np.zeros((k, n), np.float32),
+        'discounts': np.ones((k, n), np.float32),
+        'episode_steps': np.ones((k, n), np.int32)})
+  state = replay.get_state()
+  state['num_added'] = [begin + steps] * k
+  replay.set_state(state)
+
+
+def main(argv):
+  del argv
+  capacity, k = FLAGS.replay_capacity, FLAGS.num_streams
+  steps = FLAGS.steps_per_iteration // k  # Per stream.
+  if capacity <= 0 or k <= 0 or capacity % k or steps <= 0:
+    raise app.UsageError('--replay_capacity, --num_streams and '
+                         '--steps_per_iteration must be positive, the '
+                         'capacity a multiple of the streams.')
+  out = FLAGS.output_dir
+  free = shutil.disk_usage(os.path.dirname(os.path.abspath(out)) or '.').free
+  needed = 3 * replay_lib.replay_bytes(capacity)
+  if free < needed:
+    raise app.UsageError(f'{out} needs {needed / 1e9:.1f} GB free (two '
+                         f'formats side by side), has {free / 1e9:.1f} GB.')
+  shutil.rmtree(out, ignore_errors=True)
+  replay = replay_lib.FrameReplay(capacity, k, seed=0)
+  state_floats = FLAGS.state_mb * 10**6 // 16
+  tree = {name: np.ones(state_floats, np.float32)
+          for name in ('params', 'target_params', 'adam_mu', 'adam_nu')}
+  whole_dir, chunk_dir = f'{out}/whole_replay', f'{out}/chunks'
+  # Fill the replay as a run does, one iteration and chunk at a time; the
+  # whole-replay format's previous checkpoint is the last of these.
+  warm_up = -(-capacity // k // steps)
+  for iteration in range(warm_up):
+    _add_iteration(replay, steps, 1)
+    end = replay.num_steps
+    checkpoint.save(chunk_dir, iteration, {}, tree,
+                    replay.steps(max(end - steps, end - capacity // k, 0),
+                                 end),
+                    keep_steps_from=max(end - capacity // k, 0))
+  save_whole_replay(whole_dir, warm_up - 1, tree, replay)
+  print(f'replay: {capacity:,} transitions in {k} stream(s), '
+        f'{replay.nbytes / 1e9:.2f} GB; each iteration adds '
+        f'{steps * k:,} steps ({replay_lib.replay_bytes(steps * k) / 1e9:.2f}'
+        f' GB); agent state {4 * state_floats * 4 / 1e6:.0f} MB', flush=True)
+
+  results = {'whole replay': [], 'chunks': []}
+  for iteration in range(warm_up, warm_up + FLAGS.repeats):
+    _add_iteration(replay, steps, 1 + iteration % 250)
+    end = replay.num_steps
+    keep_from = end - capacity // k
+    for name, directory, save in (
+        ('whole replay', whole_dir,
+         lambda d, i: save_whole_replay(d, i, tree, replay)),
+        ('chunks', chunk_dir,
+         lambda d, i: checkpoint.save(
+             d, i, {}, tree, replay.steps(end - steps, end),
+             keep_steps_from=keep_from))):
+      before_disk = _disk_bytes(directory)
+      written = _written_bytes()
+      start = time.perf_counter()
+      save(directory, iteration)
+      seconds = time.perf_counter() - start
+      written = _written_bytes() - written
+      after_disk = _disk_bytes(directory)
+      # Everything written lands before anything old is deleted.
+      results[name].append((seconds, written, after_disk,
+                            before_disk + written))
+      print(f'round {iteration - warm_up + 1}, {name}: {seconds:.1f} s, '
+            f'{written / 1e9:.2f} GB written', flush=True)
+
+  print('\n| checkpoint format | seconds per iteration (median) | GB written '
+        'per iteration | GB on disk after | GB on disk at most |')
+  print('|---|---|---|---|---|')
+  for name, rows in results.items():
+    seconds, written, after, peak = (statistics.median(c) for c in zip(*rows))
+    print(f'| {name} | {seconds:.1f} | {written / 1e9:.2f} | '
+          f'{after / 1e9:.2f} | {peak / 1e9:.2f} |')
+  ratio = (statistics.median(r[0] for r in results['whole replay']) /
+           statistics.median(r[0] for r in results['chunks']))
+  print(f'chunks are {ratio:.1f}x faster per iteration')
+  shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == '__main__':
+  flags.DEFINE_integer('replay_capacity', 1_000_000, 'Transitions in all.')
+  flags.DEFINE_integer('steps_per_iteration', 250_000,
+                       'Steps an iteration adds (all streams).')
+  flags.DEFINE_integer('num_streams', 1, 'Streams (K).')
+  flags.DEFINE_integer('state_mb', 56, 'Agent state size in MB.')
+  flags.DEFINE_integer('repeats', 3, 'Checkpoints per format (interleaved).')
+  flags.DEFINE_string('output_dir', '/tmp/bench_checkpoint',
+                      'Scratch directory (deleted at the end).')
+  app.run(main)

@@ -1,0 +1,127 @@
+r"""Measure Atari frames/s of the reference and vectorized environments.
+
+Random actions on one game; frames counted as emulator frames (4 per agent
+step per stream); median over repeats, side by side with the reference mode
+at K=1 (DQN Zoo). Optionally measure how far the vectorized mode's pixels are
+from the reference pipeline's on the same emulator state.
+
+  python -m benchmarks.bench_env --environment_name=asterix --num_frames=40000
+  python -m benchmarks.bench_env --compare_pixels --compare_games=pong,asterix
+"""
+
+import time
+from typing import Sequence
+
+from absl import app
+from absl import flags
+import numpy as np
+
+from zoo import atari_data
+from zoo import atari_env
+from zoo import vector_env
+
+_GAME = flags.DEFINE_string('environment_name', 'asterix', 'Atari game.')
+_NUM_FRAMES = flags.DEFINE_integer(
+    'num_frames', 40_000, 'Frames per measurement (all streams together).')
+_NUM_REPEATS = flags.DEFINE_integer('num_repeats', 3, 'Repeats (median).')
+_NUM_ENVS = flags.DEFINE_list('num_envs', ['1', '4', '8', '16'],
+                              'Stream counts K of the vectorized mode.')
+_REFERENCE_NUM_ENVS = flags.DEFINE_list(
+    'reference_num_envs', ['1'], 'Stream counts K of the reference mode.')
+_NUM_THREADS = flags.DEFINE_integer(
+    'num_threads', 0, 'Vectorized mode threads (0: min(K, CPU count)).')
+_COMPARE_PIXELS = flags.DEFINE_bool(
+    'compare_pixels', False,
+    'Also measure the grey-level difference vector vs reference.')
+_COMPARE_GAMES = flags.DEFINE_list(
+    'compare_games', ['pong', 'breakout', 'asterix', 'seaquest', 'ms_pacman'],
+    'Games for --compare_pixels.')
+_COMPARE_STEPS = flags.DEFINE_integer('compare_steps', 500,
+                                      'Agent steps per game compared.')
+
+
+def frames_per_second(env, num_frames: int, seed: int) -> float:
+  """Step `env` with random actions for about `num_frames` frames."""
+  num_steps = max(1, num_frames // (4 * env.num_envs))
+  actions = np.random.default_rng(seed).integers(
+      env.num_actions, size=(num_steps, env.num_envs))
+  env.reset()
+  start = time.perf_counter()
+  for step_actions in actions:
+    env.step(step_actions)
+  return num_steps * 4 * env.num_envs / (time.perf_counter() - start)
+
+
+def benchmark(mode: str, num_envs: int) -> np.ndarray:
+  env = atari_env.make_atari_environment(
+      _GAME.value, seed=1, num_envs=num_envs, mode=mode,
+      num_threads=_NUM_THREADS.value)
+  rates = []
+  for repeat in range(_NUM_REPEATS.value):
+    rates.append(frames_per_second(env, _NUM_FRAMES.value, seed=repeat))
+    print(f'  {mode:9s} K={num_envs:<3d} repeat {repeat + 1}/'
+          f'{_NUM_REPEATS.value}: {rates[-1]:9.0f} frames/s', flush=True)
+  env.close()
+  return np.array(rates)
+
+
+def compare_pixels(game: str, num_steps: int) -> dict:
+  """Mean |grey-level difference| of the newest frame, same emulator state."""
+  vector = vector_env.VectorAtariEnvironment(game, 1, num_envs=1)
+  first = vector.reset()
+  noops = int(vector.noop_frames[0])
+  reference = atari_env.AtariEnvironment(game, 1, min_noop_frames=noops,
+                                         max_noop_frames=noops)
+  pairs = [(first.observation[0, ..., 0], reference.reset().observation[...,
+                                                                        0])]
+  rng = np.random.default_rng(0)
+  for _ in range(num_steps):
+    action = int(rng.integers(vector.num_actions))
+    v, r = vector.step(np.array([action])), reference.step(action)
+    if v.step_type[0] != 1 or r.step_type != 1:
+      break  # Episode over: the stacks' layouts may differ from here on.
+    pairs.append((v.observation[0, ..., -1], r.observation[..., -1]))
+  vector.close()
+  v = np.stack([p[0] for p in pairs]).astype(np.int64)
+  r = np.stack([p[1] for p in pairs]).astype(np.int64)
+  return dict(steps=len(pairs), mean_abs=np.abs(v - r).mean(),
+              mean_signed=(v - r).mean(),
+              fraction_differing=(v != r).mean(),
+              fraction_over_8=(np.abs(v - r) > 8).mean(),
+              mean_vector=v.mean(), mean_reference=r.mean())
+
+
+def main(argv: Sequence[str]) -> None:
+  del argv
+  atari_data.check_game(_GAME.value)
+  for game in _COMPARE_GAMES.value if _COMPARE_PIXELS.value else ():
+    atari_data.check_game(game)
+  print(f'{_GAME.value}: {_NUM_FRAMES.value} frames per measurement, '
+        f'median of {_NUM_REPEATS.value}', flush=True)
+  results = []
+  for mode, counts in (('reference', _REFERENCE_NUM_ENVS.value),
+                       ('vector', _NUM_ENVS.value)):
+    for num_envs in counts:
+      results.append((mode, int(num_envs), benchmark(mode, int(num_envs))))
+  baseline = np.median(results[0][2])
+  print(f'\n| mode | K | frames/s (median) | min | max | x {results[0][0]} '
+        f'K={results[0][1]} |')
+  print('|---|---|---|---|---|---|')
+  for mode, num_envs, rates in results:
+    print(f'| {mode} | {num_envs} | {np.median(rates):.0f} | {rates.min():.0f}'
+          f' | {rates.max():.0f} | {np.median(rates) / baseline:.2f} |')
+  if _COMPARE_PIXELS.value:
+    print('\n| game | steps | mean abs diff | mean diff (vector - ref) | '
+          'pixels differing | pixels off by > 8 | mean grey vector | '
+          'mean grey reference |')
+    print('|---|---|---|---|---|---|---|---|')
+    for game in _COMPARE_GAMES.value:
+      c = compare_pixels(game, _COMPARE_STEPS.value)
+      print(f"| {game} | {c['steps']} | {c['mean_abs']:.2f} | "
+            f"{c['mean_signed']:+.2f} | {c['fraction_differing']:.1%} | "
+            f"{c['fraction_over_8']:.2%} | {c['mean_vector']:.1f} | "
+            f"{c['mean_reference']:.1f} |", flush=True)
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,279 @@
+r"""Benchmark the losses: median time of a jitted value-and-gradient.
+
+For batch B and N = M atoms, times jax.jit(value_and_grad) of the batch mean
+of each loss (gradient with respect to the source, target under
+stop_gradient, as in a TD update), prints the median over repeats (the
+variants of one N timed in turns, so that outside load hits them alike), the ratio
+to rlax.quantile_regression_loss, and the temporary memory of the compiled
+computation (XLA's memory_analysis). Also times the sort primitives that
+explain the choice of algorithm.
+
+  python -m benchmarks.bench_losses
+  python -m benchmarks.bench_losses --sizes=32,201 --repeats=50 --batch=32
+
+Variants (the alternatives measured to choose cramer_loss's formulation):
+  cramer_loss               library, form='auto': the faster of the next two
+                            for this backend and N (losses.cramer.auto_form)
+  cramer_sorted_form        form='sorted': integer-key sorts of source and
+                            target apart, counts by search, gradient by
+                            custom_vjp
+  cramer_pairwise_form      form='pairwise': the O(N·M) energy identity, its
+                            gradient from the same counts (custom_vjp)
+  cramer_binary_count       the same with the binary-search count at all sizes
+  cramer_float_sort_vjp     one multi-operand float sort of the 2N atoms with
+                            jumps and indices, gradient by custom_vjp
+                            (running sums scattered back through the sort)
+  cramer_sort_autodiff      one multi-operand float sort, autodiff through it
+                            (the first cut)
+  cramer_loss_pairwise      O(N·M) energy identity, autodiff (test oracle)
+  qr_loss                   losses.quantile_regression_loss, κ = 0
+  rlax_qr_loss              rlax.quantile_regression_loss, vmapped
+"""
+
+import functools
+import sys
+import time
+
+from absl import app
+from absl import flags
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import losses
+from losses import sorting
+import zoo  # pylint: disable=unused-import  (drops JAX's absent-libtpu note)
+
+try:
+  import rlax  # pylint: disable=g-import-not-at-top
+except ImportError:
+  sys.exit("Error: rlax, the reference this benchmark compares with, is not "
+           "installed: pip install -e '.[bench]'")
+
+_SIZES = flags.DEFINE_list('sizes', ['32', '201', '1000', '4000', '16000'],
+                           'Atom counts N = M.')
+_BATCH = flags.DEFINE_integer('batch', 32, 'Rows per call.')
+_REPEATS = flags.DEFINE_integer('repeats', 30, 'Timed calls per median.')
+_MAX_PAIRWISE_GB = flags.DEFINE_float(
+    'max_pairwise_gb', 2.0,
+    'Memory cap for the O(N²) forms: above it they are timed on fewer rows '
+    'and scaled to the batch, or skipped if one row does not fit.')
+_SORTS = flags.DEFINE_bool('sorts', True, 'Also time the sort primitives.')
+
+
+def _cramer_sort_autodiff(source, target):
+  n, m = source.shape[-1], target.shape[-1]
+  atoms = jnp.concatenate([source, target], axis=-1)
+  jumps = jnp.concatenate([jnp.full(source.shape, -m, jnp.int32),
+                           jnp.full(target.shape, n, jnp.int32)], axis=-1)
+  atoms, jumps = jax.lax.sort((atoms, jumps), dimension=atoms.ndim - 1,
+                              num_keys=1)
+  running = jnp.cumsum(jumps, axis=-1)[..., :-1].astype(atoms.dtype)
+  return (jnp.sum(running**2 * jnp.diff(atoms, axis=-1), axis=-1) /
+          (float(n) * m)**2)
+
+
+@jax.custom_vjp
+def _cramer_float_sort_vjp(source, target):
+  return _float_sort_fwd(source, target)[0]
+
+
+def _float_sort_fwd(source, target):
+  n, m = source.shape[-1], target.shape[-1]
+  atoms = jnp.concatenate([source, target], axis=-1)
+  jumps = jnp.concatenate([jnp.full(source.shape, -m, jnp.int32),
+                           jnp.full(target.shape, n, jnp.int32)], axis=-1)
+  index = jnp.broadcast_to(jnp.arange(n + m, dtype=jnp.int32), atoms.shape)
+  atoms, jumps, index = jax.lax.sort((atoms, jumps, index),
+                                     dimension=atoms.ndim - 1, num_keys=1)
+  after = jnp.cumsum(jumps, axis=-1)
+  before = after - jumps
+  value = (jnp.sum(after[..., :-1].astype(atoms.dtype)**2 *
+                   jnp.diff(atoms, axis=-1), axis=-1) / (float(n) * m)**2)
+  # d/dz_k Σ r_k² (z_{k+1} − z_k) = r_{k−1}² − r_k².
+  slope = (before.astype(atoms.dtype)**2 - after.astype(atoms.dtype)**2) / (
+      float(n) * m)**2
+  inverse = jnp.argsort(index, axis=-1)  # Unsort: a second, integer sort.
+  return value, (jnp.take_along_axis(slope, inverse, axis=-1), n)
+
+
+def _float_sort_bwd(residuals, cotangent):
+  slope, n = residuals
+  grad = cotangent[..., None] * slope
+  return grad[..., :n], grad[..., n:]
+
+
+_cramer_float_sort_vjp.defvjp(_float_sort_fwd, _float_sort_bwd)
+
+
+def _cramer_binary_count(source, target):
+  saved = sorting._BLOCKED_COUNT_MAX_KEYS  # pylint: disable=protected-access
+  sorting._BLOCKED_COUNT_MAX_KEYS = 0  # pylint: disable=protected-access
+  try:
+    return losses.cramer_loss(source, target, form='sorted')
+  finally:
+    sorting._BLOCKED_COUNT_MAX_KEYS = saved  # pylint: disable=protected-access
+
+
+def _rlax_qr_loss(source, target):
+  n = source.shape[-1]
+  tau = (jnp.arange(n, dtype=source.dtype) + 0.5) / n
+  return jax.vmap(rlax.quantile_regression_loss, (0, None, 0))(
+      source, tau, target)
+
+
+VARIANTS = (
+    ('cramer_loss', losses.cramer_loss, False),
+    ('cramer_sorted_form', functools.partial(losses.cramer_loss,
+                                             form='sorted'), False),
+    ('cramer_pairwise_form', functools.partial(losses.cramer_loss,
+                                               form='pairwise'), True),
+    ('cramer_binary_count', _cramer_binary_count, False),
+    ('cramer_float_sort_vjp', _cramer_float_sort_vjp, False),
+    ('cramer_sort_autodiff', _cramer_sort_autodiff, False),
+    ('cramer_loss_pairwise', losses.cramer_loss_pairwise, True),
+    ('qr_loss', losses.quantile_regression_loss, True),
+    ('rlax_qr_loss', _rlax_qr_loss, True),
+)
+
+
+def _value_and_grad(loss):
+  def mean_loss(source, target):
+    return jnp.mean(loss(source, jax.lax.stop_gradient(target)))
+  return jax.jit(jax.value_and_grad(mean_loss))
+
+
+def _median_ms(fn, args, repeats):
+  jax.block_until_ready(fn(*args))
+  times = []
+  for _ in range(repeats):
+    start = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    times.append(time.perf_counter() - start)
+  return 1e3 * float(np.median(times))
+
+
+def _interleaved_ms(calls, repeats, turn_ms=2.0):
+  """Return the median ms of each (fn, args), timed in turns (round robin).
+
+  Taking turns exposes every variant to the same load from other processes;
+  a turn runs a variant enough times to last about `turn_ms`; the order
+  rotates from round to round.
+  """
+  calls_per_turn = []
+  for fn, args in calls:
+    jax.block_until_ready(fn(*args))
+    start = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    once_ms = 1e3 * (time.perf_counter() - start)
+    calls_per_turn.append(max(1, int(turn_ms / max(once_ms, 1e-3))))
+  times = [[] for _ in calls]
+  for round_index in range(repeats):
+    # Each round starts at the next variant: the one timed after the largest
+    # (cache-evicting) variant changes from round to round.
+    for i in np.roll(np.arange(len(calls)), -round_index):
+      fn, args = calls[i]
+      start = time.perf_counter()
+      for _ in range(calls_per_turn[i]):
+        out = fn(*args)
+      jax.block_until_ready(out)
+      times[i].append((time.perf_counter() - start) / calls_per_turn[i])
+  return [1e3 * float(np.median(samples)) for samples in times]
+
+
+def _temp_mb(fn, args):
+  analysis = fn.lower(*args).compile().memory_analysis()
+  if analysis is None:
+    return float('nan')
+  return analysis.temp_size_in_bytes / 2**20
+
+
+def _check_against(reference, fn, args):
+  value, grad = fn(*args)
+  ref_value, ref_grad = reference(*args)
+  scale = float(jnp.max(jnp.abs(ref_grad))) + 1e-30
+  return (abs(float(value - ref_value)) / (abs(float(ref_value)) + 1e-30),
+          float(jnp.max(jnp.abs(grad - ref_grad))) / scale)
+
+
+def _time_sorts(batch, sizes, repeats):
+  print(f'\nSort primitives, {batch} rows of 2N float32 (median ms):')
+  print(f'{"2N":>7} {"lax.sort f32":>13} {"(f32, i32)":>11} '
+        f'{"(f32,i32,i32)":>14} {"int32 keys":>11} {"numpy":>8}')
+  rng = np.random.default_rng(0)
+  for n in sizes:
+    x = jnp.asarray(rng.normal(size=(batch, 2 * n)), jnp.float32)
+    i = jnp.broadcast_to(jnp.arange(2 * n, dtype=jnp.int32), x.shape)
+    one = jax.jit(lambda x: jax.lax.sort(x, dimension=1))
+    two = jax.jit(lambda x, i: jax.lax.sort((x, i), dimension=1, num_keys=1))
+    three = jax.jit(lambda x, i: jax.lax.sort((x, i, i), dimension=1,
+                                              num_keys=1))
+    keys = jax.jit(lambda x: sorting.keys_to_floats(
+        sorting.sort_keys(sorting.order_keys(x)), x.dtype))
+    x_np = np.asarray(x)
+    start = time.perf_counter()
+    for _ in range(repeats):
+      np.sort(x_np, axis=1)
+    numpy_ms = 1e3 * (time.perf_counter() - start) / repeats
+    print(f'{2 * n:>7} {_median_ms(one, (x,), repeats):>13.3f} '
+          f'{_median_ms(two, (x, i), repeats):>11.3f} '
+          f'{_median_ms(three, (x, i), repeats):>14.3f} '
+          f'{_median_ms(keys, (x,), repeats):>11.3f} {numpy_ms:>8.3f}')
+
+
+def main(argv):
+  del argv
+  batch, repeats = _BATCH.value, _REPEATS.value
+  sizes = [int(s) for s in _SIZES.value]
+  print(f'jax {jax.__version__} on {jax.devices()[0].device_kind}; batch '
+        f'{batch}, float32, median of {repeats}; jit(value_and_grad) of the '
+        'batch mean, target under stop_gradient.')
+  print('÷ rlax = time / rlax_qr_loss time; temp = XLA temporary buffers; '
+        'err = relative difference from the sorted form (value, gradient).')
+  rng = np.random.default_rng(0)
+  for n in sizes:
+    source = jnp.asarray(rng.normal(size=(batch, n)), jnp.float32)
+    target = jnp.asarray(rng.normal(size=(batch, n)), jnp.float32)
+    args = (source, target)
+    print(f'\nN = M = {n}')
+    row_gb = 4 * n * n * 4 / 2**30  # Measured: ~4 float32 [N, N] per row.
+    reference = _value_and_grad(functools.partial(losses.cramer_loss,
+                                                  form='sorted'))
+    prepared, skipped = [], []
+    for name, loss, quadratic in VARIANTS:
+      fn = _value_and_grad(loss)
+      run_args, scale, note = args, 1.0, ''
+      if quadratic and batch * row_gb > _MAX_PAIRWISE_GB.value:
+        # Time fewer rows and scale: the O(N²) work is linear in the batch.
+        rows_fit = int(_MAX_PAIRWISE_GB.value // row_gb)
+        if rows_fit < 1:
+          skipped.append((name, None, 'skipped: O(N²) memory '
+                          f'{batch * row_gb:.1f} GB'))
+          continue
+        run_args = (source[:rows_fit], target[:rows_fit])
+        scale = batch / rows_fit
+        note = f'  (O(N²): timed on {rows_fit} rows, scaled ×{scale:g})'
+      extra = f'{scale * _temp_mb(fn, run_args):>10.1f}'
+      if name.startswith('cramer') and not note:
+        err_value, err_grad = _check_against(reference, fn, args)
+        extra += f'{err_value:>11.1e}{err_grad:>10.1e}'
+      prepared.append((name, fn, run_args, scale, extra + note))
+    times = _interleaved_ms([(fn, run_args) for _, fn, run_args, _, _ in
+                             prepared], repeats)
+    rows = [(name, scale * ms, extra) for (name, _, _, scale, extra), ms in
+            zip(prepared, times)] + skipped
+    rlax_ms = dict((name, ms) for name, ms, _ in rows).get('rlax_qr_loss')
+    print(f'{"variant":<24}{"ms":>10}{"÷ rlax":>9}{"temp MB":>10}'
+          f'{"err value":>11}{"err grad":>10}')
+    for name, ms, extra in rows:
+      if ms is None:
+        print(f'{name:<24}  {extra}')
+      else:
+        ratio = f'{ms / rlax_ms:>9.3f}' if rlax_ms else f'{"-":>9}'
+        print(f'{name:<24}{ms:>10.3f}{ratio}{extra}', flush=True)
+  if _SORTS.value:
+    _time_sorts(batch, sizes[:3], repeats)
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,248 @@
+r"""Benchmark the MinAtar loop: training and evaluation steps/s, and the parts.
+
+  python -m benchmarks.bench_minatar [--environment_name=breakout]
+      [--num_steps=3000] [--repeats=3]
+      [--configs=QR-DQN-1,QR-DQN-0,CR-DQN,NC-CR-DQN,NC-QR-DQN-0,CR-DQN-K8]
+      [any flag of zoo.experiment, e.g. --num_quantiles=51]
+
+For every configuration of experiments.minatar_study, with MinAtar's defaults
+(N = 201, hidden layer 128, one update per 4 steps, replay 100k, learning
+from 5k steps; zoo.experiment's flags change them), in one process, after a
+warm-up that fills the replay to its minimum and compiles the update: a
+training phase of --num_steps steps with learning active (env, act, replay,
+updates) and an evaluation phase (env, act), then each part on its own: one
+environment step, one action selection (K streams in one call), one replay
+add and one replay sample(32), one update (median of isolated calls). The
+configurations are measured in turns (round robin, --repeats rounds) so that
+load from other processes hits them alike; the table shows medians over the
+rounds.
+
+XLA runs single-threaded (--single_threaded, the default), as each run of a
+study with --parallel >= cores does. The last lines print the mean ms per
+training and evaluation step over the K = 1 configurations: the figures
+experiments.minatar_study's estimate uses (--train_step_ms, --eval_step_ms).
+"""
+
+import os
+import statistics
+import sys
+import time
+from typing import Dict, List
+
+from absl import app
+from absl import flags
+import jax
+import numpy as np
+
+from analysis import minatar_report
+from experiments import minatar_study
+from benchmarks import timing
+from zoo import environment
+from zoo import experiment
+from zoo import minatar_env
+from zoo import replay as replay_lib
+from zoo import run_loop
+from zoo import run_minatar
+
+FLAGS = flags.FLAGS
+SINGLE_THREADED_XLA = ('--xla_cpu_multi_thread_eigen=false '
+                       'intra_op_parallelism_threads=1')
+COLUMNS = ('train steps/s', 'train ms/step', 'eval ms/step', 'update ms',
+           'updates share', 'act ms', 'env ms', 'replay add ms', 'sample ms')
+
+
+def define_flags() -> None:
+  """Define the flags of this entry point (only when run)."""
+  # The run settings are zoo.experiment's flags, with MinAtar's defaults.
+  labels = [c.label for c in minatar_study.CONFIGS]
+  flags.DEFINE_list('configs', labels + [minatar_study.K_STREAM_CONFIG.label],
+                    'Configurations of experiments.minatar_study to measure.')
+  flags.DEFINE_integer('num_steps', 3000,
+                       'Training steps per configuration per round (eval: '
+                       'the same number).')
+  flags.DEFINE_integer('repeats', 3, 'Rounds over the configurations.')
+  flags.DEFINE_integer('timing_repeats', 20,
+                       'Timed calls per part per round (median).')
+  flags.DEFINE_bool('single_threaded', True,
+                    'Run XLA on one thread, as a study run does.')
+
+
+def machine() -> str:
+  """Return the CPU, its cores and the load average (a shared machine)."""
+  load = ', '.join(f'{x:.1f}' for x in os.getloadavg())
+  return f'{minatar_report.cpu_description()}, load average {load}'
+
+
+class ConfigBench:
+  """One configuration's agent, replay and environments, warmed up."""
+
+  def __init__(self, config: minatar_study.Config, base_settings):
+    self.name = config.label
+    settings = dict(base_settings, results_csv_path='', checkpoint_dir='')
+    settings.update(minatar_study.config_settings(config))
+    s = experiment.resolve_settings(run_minatar.MINATAR, config.agent,
+                                    settings)
+    experiment.validate_settings(run_minatar.MINATAR, s)
+    self.settings = s
+    make = experiment.make_environment_factory(run_minatar.MINATAR, s)
+    self.env, self.eval_env = make(1, 'train'), make(1, 'eval')
+    self.num_envs = self.env.num_envs
+    self.agent, self.replay = experiment.build_agent(
+        run_minatar.MINATAR, s, self.env.num_actions)
+    # Fill past the minimum, then compile the update: learning from then on,
+    # as in the middle of a run.
+    run_loop.run_phase(self.env, self.agent.step,
+                       experiment.min_replay_size(s) + 64 * self.num_envs, 1)
+    if self.agent.num_updates == 0:
+      raise RuntimeError(f'{self.name}: no update during the warm-up.')
+    run_loop.run_phase(self.eval_env, self.agent.eval_step, 64, 1)
+    self.train_rates: List[float] = []
+    self.update_rates: List[float] = []
+    self.eval_ms: List[float] = []
+    self.parts: Dict[str, List[float]] = {}
+
+  def measure_round(self, num_steps: int, repeats: int) -> None:
+    """Measure a training and an evaluation phase, then each part."""
+    updates_before = self.agent.num_updates
+    stats = run_loop.run_phase(self.env, self.agent.step, num_steps, 1)
+    jax.block_until_ready(self.agent.online_params)
+    self.train_rates.append(stats.frame_rate)
+    self.update_rates.append(
+        (self.agent.num_updates - updates_before) / stats.duration)
+    stats = run_loop.run_phase(self.eval_env, self.agent.eval_step, num_steps,
+                               1)
+    self.eval_ms.append(1e3 / stats.frame_rate)
+    for name, value in self._part_times(repeats).items():
+      self.parts.setdefault(name, []).append(value)
+
+  def _part_times(self, repeats: int) -> Dict[str, float]:
+    agent, k = self.agent, self.num_envs
+    batch = self.replay.sample(32, stacks_last=False)
+    times = {'update': timing.median_ms(lambda: agent.learn_from(batch), repeats)}
+    select = agent._select_action  # pylint: disable=protected-access
+    observation = self.replay.sample(k).s_t
+    key = jax.random.PRNGKey(0)
+    times['act'] = timing.median_ms(
+        lambda: select(agent.online_params, key, observation, 0.01), repeats)
+    times['sample'] = timing.median_ms(
+        lambda: self.replay.sample(32, stacks_last=False), repeats)
+    # A scratch replay of the same shape, so that the agent's stays intact.
+    scratch = replay_lib.FrameReplay(
+        1000 * k, k, observation.shape[1:-1], observation.shape[-1])
+    step_type = np.full(k, environment.MID)
+    actions = np.zeros(k, np.int32)
+    rewards, discounts = np.zeros(k, np.float32), np.ones(k, np.float32)
+    times['add'] = timing.median_ms(
+        lambda: scratch.add(step_type, observation, actions, rewards,
+                            discounts), repeats)
+    rng = np.random.default_rng(0)
+    self.env.reset()
+    times['env'] = timing.median_ms(
+        lambda: self.env.step(rng.integers(0, self.env.num_actions, k)),
+        repeats)
+    return times
+
+  def row(self) -> Dict[str, str]:
+    part = {name: statistics.median(values)
+            for name, values in self.parts.items()}
+    train_rate = statistics.median(self.train_rates)
+    update_rate = statistics.median(self.update_rates)
+    return {
+        'train steps/s': f'{train_rate:.0f}',
+        'train ms/step': f'{1e3 / train_rate:.3f}',
+        'eval ms/step': f'{statistics.median(self.eval_ms):.3f}',
+        'update ms': f'{part["update"]:.2f}',
+        'updates share': f'{update_rate * part["update"] / 1e3:.0%}',
+        'act ms': f'{part["act"]:.3f}',
+        'env ms': f'{part["env"]:.3f}',
+        'replay add ms': f'{part["add"]:.3f}',
+        'sample ms': f'{part["sample"]:.3f}',
+    }
+
+  def close(self) -> None:
+    self.env.close()
+    self.eval_env.close()
+
+
+def _configs(labels) -> List[minatar_study.Config]:
+  known = {c.label: c for c in minatar_study.CONFIGS +
+           (minatar_study.K_STREAM_CONFIG,)}
+  unknown = [label for label in labels if label not in known]
+  if unknown or not labels:
+    raise app.UsageError(f'Unknown --configs {unknown}; choose from '
+                         f'{", ".join(known)}.')
+  return [known[label] for label in labels]
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  configs = _configs(FLAGS.configs)
+  try:
+    minatar_env.check_installed()
+  except minatar_env.NotInstalledError as e:
+    sys.exit(f'Error: {e}')
+  for name in ('num_steps', 'repeats', 'timing_repeats'):
+    if FLAGS[name].value < 1:
+      raise app.UsageError(f'--{name} must be >= 1, got {FLAGS[name].value}.')
+  base_settings = experiment.settings_from_flags()
+  for config in configs:  # Every configuration's settings, before any work.
+    settings = dict(base_settings, results_csv_path='', checkpoint_dir='',
+                    **minatar_study.config_settings(config))
+    try:
+      experiment.validate_settings(run_minatar.MINATAR,
+                                   experiment.resolve_settings(
+                                       run_minatar.MINATAR, config.agent,
+                                       settings))
+    except experiment.ConfigError as e:
+      raise app.UsageError(f'{config.label}: {e}')
+  if FLAGS.single_threaded:
+    # Read when the XLA backend starts, which is below.
+    os.environ['XLA_FLAGS'] = (os.environ.get('XLA_FLAGS', '') + ' ' +
+                               SINGLE_THREADED_XLA).strip()
+  print(f'machine: {machine()}', flush=True)
+  print(f'JAX device: {jax.devices()[0]}; XLA '
+        f'{"single-threaded" if FLAGS.single_threaded else "multi-threaded"}'
+        f'; game {FLAGS.environment_name}; {FLAGS.num_steps} training and '
+        f'evaluation steps per configuration per round, {FLAGS.repeats} '
+        'rounds.',
+        flush=True)
+  benches = []
+  for config in configs:
+    start = time.perf_counter()
+    benches.append(ConfigBench(config, base_settings))
+    s = benches[-1].settings
+    print(f'{config.label}: N={s["num_quantiles"]}, K={s["num_envs"]}, one '
+          f'update per {s["learn_period"]} steps; warmed up in '
+          f'{time.perf_counter() - start:.0f} s', flush=True)
+  for round_index in range(FLAGS.repeats):
+    for bench in benches:
+      bench.measure_round(FLAGS.num_steps, FLAGS.timing_repeats)
+    print(f'round {round_index + 1}/{FLAGS.repeats}: ' + ', '.join(
+        f'{b.name} {b.train_rates[-1]:.0f}' for b in benches) +
+          ' training steps/s', flush=True)
+  rows = {b.name: b.row() for b in benches}
+  print()
+  print('| configuration | ' + ' | '.join(COLUMNS) + ' |')
+  print('|---|' + '---:|' * len(COLUMNS))
+  for name, row in rows.items():
+    print(f'| {name} | ' + ' | '.join(row[c] for c in COLUMNS) + ' |')
+  print('\n(act: one call for the K streams; env: one step of the K streams; '
+        'steps count every stream.)')
+  print(f'machine at the end: {machine()}')
+  single = [b for b in benches if b.num_envs == 1]
+  chosen = single or benches
+  train_ms = statistics.mean(1e3 / statistics.median(b.train_rates)
+                             for b in chosen)
+  eval_ms = statistics.mean(statistics.median(b.eval_ms) for b in chosen)
+  print(f'study estimate: --train_step_ms={train_ms:.2f} '
+        f'--eval_step_ms={eval_ms:.2f} (mean over {len(chosen)} ' +
+        ('K=1 configurations)' if single else 'configurations, none K=1)'))
+  for bench in benches:
+    bench.close()
+
+
+if __name__ == '__main__':
+  experiment.set_flag_defaults(run_minatar.MINATAR)
+  define_flags()
+  app.run(main)

@@ -1,0 +1,54 @@
+"""Measure the replay's resident memory when full, and its sampling time.
+
+  python -m benchmarks.bench_replay [--replay_capacity=1000000] [--num_streams=16]
+
+Fills a FrameReplay to capacity with random frames (as K streams of one long
+episode) and prints the process's resident memory next to the arrays' exact
+size, then the median time of sample(32) for both stack layouts.
+"""
+
+import resource
+import time
+
+from absl import app
+from absl import flags
+import numpy as np
+
+from benchmarks import timing
+from zoo import replay as replay_lib
+
+FLAGS = flags.FLAGS
+
+
+def _rss_gb() -> float:
+  with open('/proc/self/statm') as f:
+    return int(f.read().split()[1]) * resource.getpagesize() / 1e9
+
+
+def main(argv):
+  del argv
+  capacity, k = FLAGS.replay_capacity, FLAGS.num_streams
+  if capacity <= 0 or k <= 0 or capacity % k:
+    raise app.UsageError('--replay_capacity and --num_streams must be positive'
+                         ' and the capacity a multiple of the streams.')
+  replay = replay_lib.FrameReplay(capacity=capacity, num_streams=k, seed=0)
+  print(f'allocated: resident {_rss_gb():.2f} GB; replay arrays '
+        f'{replay.nbytes / 1e9:.2f} GB')
+  rng = np.random.default_rng(0)
+  observation = rng.integers(0, 256, (k, 84, 84, 4), dtype=np.uint8)
+  zeros, ones = np.zeros(k, np.int32), np.ones(k, np.float32)
+  start = time.perf_counter()
+  for i in range(capacity // k + 1):
+    step_type = np.full(k, 0 if i == 0 else 1, np.int8)
+    replay.add(step_type, observation, zeros, zeros.astype(np.float32), ones)
+  print(f'filled {replay.size} transitions in '
+        f'{time.perf_counter() - start:.1f} s: resident {_rss_gb():.2f} GB')
+  for stacks_last in (True, False):
+    ms = timing.median_ms(lambda: replay.sample(32, stacks_last=stacks_last), 200)
+    print(f'sample(32, stacks_last={stacks_last}): {ms:.3f} ms (median of 200)')
+
+
+if __name__ == '__main__':
+  flags.DEFINE_integer('replay_capacity', 1_000_000, 'Transitions in all.')
+  flags.DEFINE_integer('num_streams', 16, 'Streams (K).')
+  app.run(main)

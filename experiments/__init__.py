@@ -1,0 +1,1 @@
+"""Experiments: sweeps, studies and the synthetic figure, run from the command line."""

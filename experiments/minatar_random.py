@@ -1,0 +1,112 @@
+r"""Measure a uniformly random policy's return on MinAtar games.
+
+  python -m experiments.minatar_random [--games=asterix,breakout,seaquest]
+      [--seeds=1,2,3] [--num_steps=25000] [--output_csv=PATH]
+
+The random policy picks each stream's action uniformly from the game's
+minimal action set, in the environment the agents are evaluated in (sticky
+actions, difficulty ramping). Its return is the statistic of the CSV's
+`eval_episode_return`: one evaluation phase of --num_steps steps
+(zoo.run_loop.run_phase's budget rule: the mean over the episodes completed
+within the budget). Each seed seeds the environment and the action draws; the
+table gives the mean over seeds and the episodes behind it.
+"""
+
+import csv
+import io
+import os
+import sys
+from typing import Dict, List, Sequence
+
+from absl import app
+from absl import flags
+import numpy as np
+
+from analysis import minatar_report
+from zoo import files
+from zoo import minatar_env
+from zoo import run_loop
+
+FLAGS = flags.FLAGS
+DEFAULT_NUM_STEPS = 25_000  # One MinAtar evaluation phase (zoo.run_minatar).
+
+
+def define_flags() -> None:
+  """Define the flags of this entry point (only when run)."""
+  flags.DEFINE_list('games', list(minatar_env.GAMES),
+                    f'MinAtar games, from {", ".join(minatar_env.GAMES)}.')
+  flags.DEFINE_list('seeds', ['1', '2', '3'], 'Seeds (integers).')
+  flags.DEFINE_integer('num_steps', DEFAULT_NUM_STEPS,
+                       'Steps per seed (one evaluation phase).')
+  flags.DEFINE_string('output_csv', None, 'Also write the table here.')
+
+
+def random_policy_return(game: str, seed: int,
+                         num_steps: int = DEFAULT_NUM_STEPS
+                         ) -> run_loop.PhaseStats:
+  """Return the phase statistics of a uniformly random policy on one seed."""
+  env = minatar_env.MinAtarEnvironment(game, seed)
+  rng = np.random.default_rng(seed)
+
+  def act(unused_timestep):
+    return rng.integers(0, env.num_actions, env.num_envs)
+
+  try:
+    return run_loop.run_phase(env, act, num_steps, num_action_repeats=1)
+  finally:
+    env.close()
+
+
+def measure(game: str, seeds: Sequence[int],
+            num_steps: int = DEFAULT_NUM_STEPS
+            ) -> minatar_report.RandomReturn:
+  """Return the random policy's return on `game` for every seed."""
+  stats = [random_policy_return(game, seed, num_steps) for seed in seeds]
+  return minatar_report.RandomReturn(
+      game, list(seeds), [s.episode_return for s in stats],
+      [s.num_episodes for s in stats], num_steps)
+
+
+def to_rows(results: Sequence[minatar_report.RandomReturn]
+            ) -> List[Dict[str, str]]:
+  return [{'game': r.game, 'num_steps_per_seed': str(r.num_steps),
+           'seeds': ' '.join(str(s) for s in r.seeds),
+           'episodes': str(sum(r.episodes)),
+           'return_per_seed': ' '.join(f'{x:.4f}' for x in r.returns),
+           'mean_return': f'{r.mean:.4f}'} for r in results]
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  try:
+    games = [minatar_env.check_game(g) for g in FLAGS.games]
+    seeds = [int(s) for s in FLAGS.seeds]
+  except ValueError as e:
+    raise app.UsageError(str(e))
+  try:
+    minatar_env.check_installed()
+  except minatar_env.NotInstalledError as e:
+    sys.exit(f'Error: {e}')
+  if FLAGS.num_steps < 1:
+    raise app.UsageError(f'--num_steps must be >= 1, got {FLAGS.num_steps}.')
+  if FLAGS.output_csv:
+    try:
+      files.make_writable_directory(
+          os.path.dirname(os.path.abspath(FLAGS.output_csv)))
+    except OSError as e:
+      raise app.UsageError(f'--output_csv: cannot write there ({e}).')
+  results = [measure(game, seeds, FLAGS.num_steps) for game in games]
+  print(minatar_report.random_markdown(results))
+  if FLAGS.output_csv:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(to_rows(results)[0]))
+    writer.writeheader()
+    writer.writerows(to_rows(results))
+    files.write_atomically(FLAGS.output_csv, buffer.getvalue())
+    print(f'wrote {FLAGS.output_csv}', file=sys.stderr)
+
+
+if __name__ == '__main__':
+  define_flags()
+  app.run(main)

@@ -1,0 +1,589 @@
+r"""Run agents x games x seeds, locally in parallel or on a Ray cluster; resumable.
+
+  python -m experiments.sweep --agents=cr_dqn,qr_dqn --games=pong,breakout --seeds=1,2,3 \
+      --root_dir=runs --parallel=2 --flags='--num_iterations=2 --num_train_frames=400'
+  python -m experiments.sweep --status --root_dir=runs
+  python -m experiments.sweep --suite=minatar --agents=cr_dqn --games=all --seeds=1,2,3 \
+      --root_dir=runs/minatar --parallel=2
+  python -m experiments.sweep --agents=cr_dqn --games=all --seeds=1,2,3 --root_dir=/nfs/runs \
+      --ray_address=auto --cpus_per_run=4 --gpus_per_run=1
+
+Each run lives in --root_dir/<agent>/<game>/seed_<s>/: results.csv, checkpoints/,
+run.log (appended per attempt), run.pid (while running), exit.json (last exit
+status) and sweep.json (its command and num_iterations). It is executed as
+  python -m <agent>.run_atari --environment_name=<game> --seed=<s>
+      --results_csv_path=.../results.csv --checkpoint_dir=.../checkpoints <--flags>
+(`<agent>.run_minatar` with --suite=minatar, whose games are MinAtar's five
+and whose complete runs have 50 iterations by default). Relaunching the same
+sweep skips finished runs (CSV holds iterations
+0..num_iterations), skips running ones (live run.pid), and restarts the others,
+which resume from their checkpoint directory. With --ray_address, each run is one
+Ray task declaring --cpus_per_run/--gpus_per_run, and --root_dir must be on a
+file system shared by every node. Ray is optional: pip install '.[sweep]'.
+"""
+
+import concurrent.futures
+import csv
+import dataclasses
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from absl import app
+from absl import flags
+
+from zoo import files
+
+AGENTS = ('qr_dqn', 'cr_dqn', 'nc_cr_dqn', 'nc_qr_dqn')
+DEFAULT_NUM_ITERATIONS = 200
+DEFAULT_COMMAND_TEMPLATE = (
+    '{python} -m {agent}.run_atari --environment_name={game} --seed={seed} '
+    '--results_csv_path={results_csv_path} --checkpoint_dir={checkpoint_dir}')
+MINATAR_COMMAND_TEMPLATE = DEFAULT_COMMAND_TEMPLATE.replace('.run_atari',
+                                                            '.run_minatar')
+MINATAR_NUM_ITERATIONS = 50  # zoo.run_minatar's default: 50 x 100k steps.
+SUITES = ('atari', 'minatar')
+RESULTS_FILE, CHECKPOINT_DIR, LOG_FILE = 'results.csv', 'checkpoints', 'run.log'
+PID_FILE, EXIT_FILE, SPEC_FILE = 'run.pid', 'exit.json', 'sweep.json'
+DONE, RUNNING, FAILED, PENDING = 'done', 'running', 'failed', 'pending'
+
+FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+  """Define the flags of this entry point.
+
+  Called only when run as a program, so that the scripts and the run
+  entry points can be imported together (tests) without flag clashes.
+  """
+  flags.DEFINE_list('agents', None, f'Agents, from {", ".join(AGENTS)}.')
+  flags.DEFINE_enum('suite', 'atari', list(SUITES),
+                    "Family of games: 'atari' runs <agent>.run_atari, "
+                    "'minatar' <agent>.run_minatar.")
+  flags.DEFINE_list('games', None, "Games of the suite (Atari: DQN Zoo "
+                    "names), or 'all'.")
+  flags.DEFINE_list('seeds', ['1'], 'Seeds (integers).')
+  flags.DEFINE_string('root_dir', None, 'Where the runs live.')
+  flags.DEFINE_string(
+      'flags', '', "Extra flags for every run, e.g. '--num_iterations=2'.")
+  flags.DEFINE_integer(
+      'num_iterations', None, 'Iterations of a complete run (default: '
+      f'--num_iterations inside --flags, else {DEFAULT_NUM_ITERATIONS} for '
+      f'Atari, {MINATAR_NUM_ITERATIONS} for MinAtar).')
+  flags.DEFINE_integer(
+      'parallel', 1, 'Local mode: runs at the same time.')
+  flags.DEFINE_string(
+      'command_template', None,
+      'Command of one run; fields {python} {agent} {game} {seed} '
+      '{results_csv_path} {checkpoint_dir} {run_dir}; --flags are appended. '
+      f'Default: {DEFAULT_COMMAND_TEMPLATE!r} (run_minatar for MinAtar).')
+  flags.DEFINE_string(
+      'ray_address', None, "Run on this Ray cluster ('auto': the local one).")
+  flags.DEFINE_float('cpus_per_run', 1.0, 'Ray: CPUs per run.')
+  flags.DEFINE_float('gpus_per_run', 0.0, 'Ray: GPUs per run.')
+  flags.DEFINE_bool(
+      'status', False, 'Print the done/running/failed/pending table and exit.')
+  flags.DEFINE_bool('dry_run', False, 'Print the commands only.')
+  flags.DEFINE_bool(
+      'retry_failed', True, 'Relaunch failed runs (else leave them failed).')
+
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+  """One run of the sweep and where its files go."""
+  agent: str
+  game: str
+  seed: int
+  run_dir: str
+  command: List[str]
+  num_iterations: int
+
+  @property
+  def name(self) -> str:
+    return f'{self.agent}/{self.game}/seed_{self.seed}'
+
+  @property
+  def results_csv_path(self) -> str:
+    return os.path.join(self.run_dir, RESULTS_FILE)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunStatus:
+  agent: str
+  game: str
+  seed: int
+  state: str
+  last_iteration: int
+  detail: str
+
+
+def run_dir_of(root_dir: str, agent: str, game: str, seed: int) -> str:
+  return os.path.join(root_dir, agent, game, f'seed_{seed}')
+
+
+def parse_num_iterations(extra_flags: Sequence[str]) -> Optional[int]:
+  """Return the value of --num_iterations among `extra_flags`, if any."""
+  for i, flag in enumerate(extra_flags):
+    if flag.startswith('--num_iterations='):
+      return int(flag.split('=', 1)[1])
+    if flag == '--num_iterations' and i + 1 < len(extra_flags):
+      return int(extra_flags[i + 1])
+  return None
+
+
+def suite_defaults(suite: str) -> Tuple[str, int]:
+  """Return (command template, iterations of a complete run) of a suite."""
+  if suite == 'atari':
+    return DEFAULT_COMMAND_TEMPLATE, DEFAULT_NUM_ITERATIONS
+  if suite == 'minatar':
+    return MINATAR_COMMAND_TEMPLATE, MINATAR_NUM_ITERATIONS
+  raise ValueError(f'Unknown suite {suite!r}; choose from {", ".join(SUITES)}.')
+
+
+def _suite_games(suite: str):
+  """Return (games, check_game) of a suite."""
+  # pylint: disable=g-import-not-at-top
+  if suite == 'minatar':
+    from zoo import minatar_env
+    return minatar_env.GAMES, minatar_env.check_game
+  from zoo import atari_data
+  return atari_data.GAMES, atari_data.check_game
+
+
+def validate(agents: Sequence[str], games: Sequence[str],
+             seeds: Sequence[str], suite: str = 'atari') -> tuple:
+  """Return (agents, games, seeds) checked; raise ValueError naming the fix."""
+  suite_defaults(suite)  # Unknown suite: error.
+  all_games, check_game = _suite_games(suite)
+  if not agents:
+    raise ValueError(f'--agents is required: some of {", ".join(AGENTS)}.')
+  unknown = [a for a in agents if a not in AGENTS]
+  if unknown:
+    raise ValueError(f'Unknown agent(s) {unknown}; choose from '
+                     f'{", ".join(AGENTS)}.')
+  if not games:
+    raise ValueError(f"--games is required: {suite} game names, or 'all'.")
+  if list(games) == ['all']:
+    games = list(all_games)
+  games = [check_game(g) for g in games]
+  try:
+    seed_values = [int(s) for s in seeds]
+  except ValueError:
+    raise ValueError(f'--seeds must be integers, got {list(seeds)}.') from None
+  for name, values in (('agents', agents), ('games', games),
+                       ('seeds', seed_values)):
+    if len(set(values)) != len(values):
+      raise ValueError(f'--{name} lists a value twice: {list(values)}.')
+  return list(agents), games, seed_values
+
+
+def expand(agents: Sequence[str], games: Sequence[str], seeds: Sequence[int],
+           root_dir: str, extra_flags: Sequence[str] = (),
+           command_template: str = DEFAULT_COMMAND_TEMPLATE,
+           num_iterations: Optional[int] = None) -> List[RunSpec]:
+  """Return one RunSpec per agent x game x seed (names assumed validated)."""
+  if num_iterations is None:
+    num_iterations = parse_num_iterations(extra_flags)
+  if num_iterations is None:
+    num_iterations = DEFAULT_NUM_ITERATIONS
+  template = shlex.split(command_template)
+  specs = []
+  for agent in agents:
+    for game in games:
+      for seed in seeds:
+        run_dir = os.path.abspath(run_dir_of(root_dir, agent, game, seed))
+        fields = dict(
+            python=sys.executable, agent=agent, game=game, seed=seed,
+            run_dir=run_dir,
+            results_csv_path=os.path.join(run_dir, RESULTS_FILE),
+            checkpoint_dir=os.path.join(run_dir, CHECKPOINT_DIR))
+        try:
+          command = [part.format(**fields) for part in template]
+        except KeyError as e:
+          raise ValueError(f'--command_template: unknown field {e}; use '
+                           f'{sorted(fields)}.') from None
+        specs.append(RunSpec(agent, game, seed, run_dir,
+                             command + list(extra_flags), num_iterations))
+  return specs
+
+
+def csv_last_iteration(path: str) -> int:
+  """Return the last iteration in a results CSV, or -1 if none."""
+  iterations = csv_iterations(path)
+  return max(iterations) if iterations else -1
+
+
+def csv_iterations(path: str) -> set:
+  try:
+    with open(path, newline='') as f:
+      return {int(float(row['iteration'])) for row in csv.DictReader(f)
+              if row.get('iteration') not in (None, '')}
+  except (OSError, KeyError, ValueError):
+    return set()
+
+
+def is_finished(path: str, num_iterations: int) -> bool:
+  """Return whether the CSV holds every iteration 0..num_iterations."""
+  return csv_iterations(path) >= set(range(num_iterations + 1))
+
+
+def _read_json(path: str) -> Optional[dict]:
+  try:
+    with open(path) as f:
+      return json.load(f)
+  except (OSError, ValueError):
+    return None
+
+
+def _write_json(path: str, data: dict) -> None:
+  files.write_atomically(path, json.dumps(data))
+
+
+def _pid_alive(lock: Optional[dict]) -> bool:
+  """Return whether a run.pid's process lives (unknowable on another host)."""
+  if not lock:
+    return False
+  if lock.get('host') != socket.gethostname():
+    return True  # Can't check another node's process: trust the lock.
+  try:
+    os.kill(int(lock['pid']), 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    return True
+  except (KeyError, ValueError, TypeError):
+    return False
+  return True
+
+
+def run_status(run_dir: str, agent: str, game: str, seed: int,
+               num_iterations: int) -> RunStatus:
+  """Classify one run: done, running, failed or pending."""
+  csv_path = os.path.join(run_dir, RESULTS_FILE)
+  spec = _read_json(os.path.join(run_dir, SPEC_FILE)) or {}
+  num_iterations = spec.get('num_iterations', num_iterations)
+  last = csv_last_iteration(csv_path)
+  lock = _read_json(os.path.join(run_dir, PID_FILE))
+  exit_status = _read_json(os.path.join(run_dir, EXIT_FILE))
+  if is_finished(csv_path, num_iterations):
+    state, detail = DONE, ''
+  elif _pid_alive(lock):
+    state, detail = RUNNING, f'pid {lock.get("pid")} on {lock.get("host")}'
+  elif exit_status and exit_status.get('returncode') != 0:
+    state, detail = FAILED, f'exit {exit_status.get("returncode")}, see {LOG_FILE}'
+  elif exit_status:
+    state, detail = FAILED, 'exit 0 but CSV incomplete'
+  elif lock:
+    state, detail = PENDING, 'interrupted (stale run.pid)'
+  else:
+    state, detail = PENDING, 'interrupted' if last >= 0 else ''
+  return RunStatus(agent, game, seed, state, last, detail)
+
+
+def discover(root_dir: str) -> List[tuple]:
+  """Return (agent, game, seed, run_dir) for every run dir under root_dir."""
+  found = []
+  if not os.path.isdir(root_dir):
+    return found
+  for agent in sorted(os.listdir(root_dir)):
+    agent_dir = os.path.join(root_dir, agent)
+    if not os.path.isdir(agent_dir):
+      continue
+    for game in sorted(os.listdir(agent_dir)):
+      game_dir = os.path.join(agent_dir, game)
+      if not os.path.isdir(game_dir):
+        continue
+      for name in sorted(os.listdir(game_dir)):
+        if name.startswith('seed_') and name[5:].lstrip('-').isdigit():
+          found.append((agent, game, int(name[5:]),
+                        os.path.join(game_dir, name)))
+  return found
+
+
+def sweep_status(root_dir: str, specs: Sequence[RunSpec] = (),
+                 num_iterations: int = DEFAULT_NUM_ITERATIONS
+                 ) -> List[RunStatus]:
+  """Return the status of every run on disk plus every expected run in `specs`."""
+  runs = {(a, g, s): d for a, g, s, d in discover(root_dir)}
+  iterations = {}
+  for spec in specs:
+    key = (spec.agent, spec.game, spec.seed)
+    runs.setdefault(key, spec.run_dir)
+    iterations[key] = spec.num_iterations
+  return [run_status(d, *key, iterations.get(key, num_iterations))
+          for key, d in sorted(runs.items())]
+
+
+def format_status(statuses: Sequence[RunStatus]) -> str:
+  """Return a plain-text table of runs and a count per state."""
+  header = ('agent', 'game', 'seed', 'state', 'last_iter', 'detail')
+  rows = [tuple(str(x) for x in (s.agent, s.game, s.seed, s.state,
+                                 s.last_iteration, s.detail))
+          for s in statuses]
+  widths = [max([len(h)] + [len(r[i]) for r in rows])
+            for i, h in enumerate(header)]
+  lines = ['  '.join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
+           for row in [header] + rows]
+  counts = {state: sum(s.state == state for s in statuses)
+            for state in (DONE, RUNNING, FAILED, PENDING)}
+  lines.append(', '.join(f'{n} {state}' for state, n in counts.items()) +
+               f' ({len(statuses)} runs)')
+  return '\n'.join(lines)
+
+
+# Children of this process, so that an interrupted sweep can stop them.
+_children: Dict[int, subprocess.Popen] = {}
+_children_lock = threading.Lock()
+_stopping = threading.Event()
+
+
+def _take_lock(spec: RunSpec) -> bool:
+  """Create run.pid atomically; False if a live process holds it."""
+  path = os.path.join(spec.run_dir, PID_FILE)
+  for _ in range(2):
+    try:
+      fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+      if _pid_alive(_read_json(path)):
+        return False
+      try:
+        os.remove(path)  # Stale: its process is gone.
+      except FileNotFoundError:
+        pass
+      continue
+    with os.fdopen(fd, 'w') as f:
+      json.dump({'pid': os.getpid(), 'host': socket.gethostname(),
+                 'started': time.time()}, f)
+    return True
+  return False
+
+
+def execute_run(spec: RunSpec) -> Optional[int]:
+  """Run one spec to its end; return its exit code, or None if skipped.
+
+  Writes run.pid while it runs and exit.json when it ends (not when the sweep
+  was interrupted, so that the run shows as pending and resumes next time).
+  Used as is by the local pool and as the body of a Ray task.
+  """
+  os.makedirs(os.path.join(spec.run_dir, CHECKPOINT_DIR), exist_ok=True)
+  if is_finished(spec.results_csv_path, spec.num_iterations):
+    return None
+  if not _take_lock(spec):
+    return None
+  pid_path = os.path.join(spec.run_dir, PID_FILE)
+  try:
+    _write_json(os.path.join(spec.run_dir, SPEC_FILE),
+                {'command': spec.command, 'num_iterations': spec.num_iterations})
+    try:
+      os.remove(os.path.join(spec.run_dir, EXIT_FILE))
+    except FileNotFoundError:
+      pass
+    with open(os.path.join(spec.run_dir, LOG_FILE), 'a') as log:
+      log.write(f'=== {time.strftime("%Y-%m-%d %H:%M:%S")} on '
+                f'{socket.gethostname()}: {shlex.join(spec.command)}\n')
+      log.flush()
+      with _children_lock:
+        # Checked under the lock so that no run starts once stopping began.
+        if _stopping.is_set():
+          return None
+        # Own session: a terminal's Ctrl-C reaches the sweep only, which then
+        # stops its children without recording them as failed.
+        child = subprocess.Popen(spec.command, stdout=log,
+                                 stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL,
+                                 start_new_session=True)
+        _children[child.pid] = child
+      _write_json(pid_path, {'pid': child.pid, 'host': socket.gethostname(),
+                             'started': time.time()})
+      returncode = child.wait()
+      with _children_lock:
+        _children.pop(child.pid, None)
+    if not _stopping.is_set():
+      _write_json(os.path.join(spec.run_dir, EXIT_FILE),
+                  {'returncode': returncode, 'finished': time.time(),
+                   'host': socket.gethostname()})
+    return returncode
+  finally:
+    try:
+      os.remove(pid_path)
+    except FileNotFoundError:
+      pass
+
+
+def _stop_children() -> None:
+  with _children_lock:
+    _stopping.set()
+    children = list(_children.values())
+  for child in children:
+    child.terminate()
+  for child in children:
+    try:
+      child.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+      child.kill()
+
+
+def select_runs(specs: Sequence[RunSpec], retry_failed: bool = True
+                ) -> List[RunSpec]:
+  """Return the specs to launch: not done, not running, not failed unless retried."""
+  todo = []
+  for spec in specs:
+    status = run_status(spec.run_dir, spec.agent, spec.game, spec.seed,
+                        spec.num_iterations)
+    if status.state in (DONE, RUNNING):
+      continue
+    if status.state == FAILED and not retry_failed:
+      continue
+    todo.append(spec)
+  return todo
+
+
+def _report(spec: RunSpec, returncode: Optional[int], started: float,
+            finished: int, total: int) -> None:
+  outcome = 'skipped' if returncode is None else f'exit {returncode}'
+  print(f'[{finished}/{total}] {spec.name}: {outcome}, '
+        f'{(time.time() - started) / 60:.1f} min into the sweep (log: '
+        f'{spec.run_dir}/{LOG_FILE})', flush=True)
+
+
+def run_local(specs: Sequence[RunSpec], parallel: int) -> Dict[str, Optional[int]]:
+  """Execute specs with at most `parallel` at once; return {run_dir: exit code}.
+
+  Keyed by run directory: two configurations of one agent share a name.
+  """
+  if parallel < 1:
+    raise ValueError(f'--parallel must be >= 1, got {parallel}.')
+  _stopping.clear()
+  results = {}
+  started = time.time()
+  executor = concurrent.futures.ThreadPoolExecutor(max_workers=parallel)
+  try:
+    futures = {executor.submit(execute_run, spec): spec for spec in specs}
+    for future in concurrent.futures.as_completed(futures):
+      spec = futures[future]
+      results[spec.run_dir] = future.result()
+      _report(spec, results[spec.run_dir], started, len(results), len(specs))
+  except KeyboardInterrupt:
+    print('Interrupted: stopping the runs (they resume on relaunch).',
+          file=sys.stderr)
+    executor.shutdown(wait=False, cancel_futures=True)
+    _stop_children()
+    executor.shutdown(wait=True)
+    raise
+  executor.shutdown(wait=True)
+  return results
+
+
+def _import_ray():
+  try:
+    import ray  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    raise ImportError(
+        "--ray_address needs Ray, an optional extra: pip install '.[sweep]' "
+        "(or pip install 'ray>=2.40'). The local mode (without "
+        '--ray_address) needs nothing more.') from None
+  return ray
+
+
+def run_ray(specs: Sequence[RunSpec], address: str, cpus_per_run: float,
+            gpus_per_run: float) -> Dict[str, Optional[int]]:
+  """Execute one Ray task per spec at `address`; return {run_dir: exit code}."""
+  ray = _import_ray()
+  ray.init(address=address)
+  # Refer to this module by its import name, so workers import it rather than
+  # unpickling a copy of __main__.
+  from experiments import sweep as sweep_module  # pylint: disable=g-import-not-at-top
+  task = ray.remote(num_cpus=cpus_per_run, num_gpus=gpus_per_run)(
+      sweep_module.execute_run)
+  pending = {task.remote(spec): spec for spec in specs}
+  results, started = {}, time.time()
+  while pending:
+    ready, _ = ray.wait(list(pending), num_returns=1)
+    for ref in ready:
+      spec = pending.pop(ref)
+      try:
+        results[spec.run_dir] = ray.get(ref)
+      except Exception as e:  # pylint: disable=broad-except
+        # The task itself died (node lost): report, the run stays resumable.
+        print(f'{spec.name}: Ray task failed: {e}', file=sys.stderr)
+        results[spec.run_dir] = -1
+      _report(spec, results[spec.run_dir], started, len(results), len(specs))
+  return results
+
+
+def _raise_keyboard_interrupt(signum, frame):
+  del signum, frame
+  raise KeyboardInterrupt
+
+
+def main(argv):
+  # A killed sweep (SIGTERM) stops its runs like Ctrl-C: they resume later.
+  signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  if not FLAGS.root_dir:
+    raise app.UsageError('--root_dir is required.')
+  extra_flags = shlex.split(FLAGS['flags'].value)
+  template, suite_iterations = suite_defaults(FLAGS.suite)
+  template = FLAGS.command_template or template
+  num_iterations = (FLAGS.num_iterations or parse_num_iterations(extra_flags)
+                    or suite_iterations)
+  specs = []
+  try:
+    if FLAGS.agents or not FLAGS.status:
+      agents, games, seeds = validate(FLAGS.agents, FLAGS.games, FLAGS.seeds,
+                                      FLAGS.suite)
+      specs = expand(agents, games, seeds, FLAGS.root_dir, extra_flags,
+                     template, num_iterations)
+  except ValueError as e:
+    raise app.UsageError(str(e))
+  if FLAGS.ray_address and not FLAGS.status:
+    try:
+      _import_ray()  # Fail before anything starts.
+    except ImportError as e:
+      raise app.UsageError(str(e))
+  if FLAGS.status:
+    print(format_status(sweep_status(FLAGS.root_dir, specs, num_iterations)))
+    return
+  todo = select_runs(specs, FLAGS.retry_failed)
+  print(f'{len(specs)} runs: {len(specs) - len(todo)} done, running or failed '
+        f'(skipped), {len(todo)} to launch.', flush=True)
+  if FLAGS.dry_run:
+    for spec in todo:
+      print(shlex.join(spec.command))
+    return
+  if FLAGS.suite == 'minatar' and not FLAGS.ray_address:
+    # Here rather than in every run's log (Ray's nodes have their own).
+    from zoo import minatar_env  # pylint: disable=g-import-not-at-top
+    try:
+      minatar_env.check_installed()
+    except minatar_env.NotInstalledError as e:
+      sys.exit(f'Error: {e}')
+  if FLAGS.ray_address:
+    results = run_ray(todo, FLAGS.ray_address, FLAGS.cpus_per_run,
+                      FLAGS.gpus_per_run)
+  else:
+    try:
+      results = run_local(todo, FLAGS.parallel)
+    except KeyboardInterrupt:
+      print(format_status(sweep_status(FLAGS.root_dir, specs,
+                                       num_iterations)))
+      sys.exit(130)
+  print(format_status(sweep_status(FLAGS.root_dir, specs, num_iterations)))
+  failed = [name for name, code in results.items() if code not in (0, None)]
+  if failed:
+    print(f'{len(failed)} run(s) failed: {", ".join(failed)}', file=sys.stderr)
+    sys.exit(1)
+
+
+if __name__ == '__main__':
+  define_flags()
+  app.run(main)

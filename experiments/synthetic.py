@@ -1,0 +1,506 @@
+r"""The one-state synthetic experiment: which loss learns a mixture of two Diracs.
+
+One state, one action; the return is a Dirac at -1 with probability 2/3 and at
++1 with probability 1/3. Each batch element draws one Dirac and uses it as the
+N-atom target (all N atoms at that location). A network with no torso, fed the
+constant input 1.0, is trained by Adam; we report the 1-Wasserstein distance d1
+between its N learned atoms and the exact staircase projection of the mixture.
+
+The Cramér loss is multiplied by N/2 here, as in the published code: then its
+gradients equal the QR(kappa=0) ones while the quantiles do not cross, so Adam's
+epsilon acts alike on both.
+
+Trials of one configuration run as one jitted program: `lax.scan` over the
+steps inside, `vmap` over the trials.
+
+  python -m experiments.synthetic                 # writes runs/synthetic/
+  python -m experiments.synthetic --output_dir=docs/synthetic   # the README's copy
+"""
+
+import csv
+import fractions
+import functools
+import io
+import os
+import sys
+import time
+from typing import Callable, NamedTuple, Sequence
+
+from absl import app
+from absl import flags
+import chex
+import haiku as hk
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+import losses
+import networks
+from zoo import files
+
+
+class Configuration(NamedTuple):
+  """One head/loss pair of the synthetic experiment."""
+  name: str
+  label: str
+  head: str             # 'fc' or 'nc'
+  loss: str             # 'qr', 'cramer' or 'w1'
+  huber_param: float = 0.0
+  scale_activation: str = 'relu'
+
+
+CONFIGURATIONS = (
+    Configuration('fc_qr_kappa1', 'FC, QR κ=1', 'fc', 'qr', 1.0),
+    Configuration('fc_qr_kappa0.1', 'FC, QR κ=0.1', 'fc', 'qr', 0.1),
+    Configuration('fc_qr_kappa0', 'FC, QR κ=0', 'fc', 'qr', 0.0),
+    Configuration('fc_cramer', 'FC, Cramér', 'fc', 'cramer'),
+    Configuration('nc_qr_kappa0.1', 'NC, QR κ=0.1', 'nc', 'qr', 0.1),
+    Configuration('nc_cramer', 'NC, Cramér', 'nc', 'cramer'),
+    Configuration('fc_w1', 'FC, 1-Wasserstein', 'fc', 'w1'),
+    Configuration('nc_softplus_cramer', 'NC-softplus, Cramér', 'nc', 'cramer',
+                  scale_activation='softplus'),
+)
+CONFIGURATIONS_BY_NAME = {c.name: c for c in CONFIGURATIONS}
+
+# Network sizes of the published experiment (README, "Networks"): 2712 / 2702
+# parameters for N = 12.
+FC_NUM_LAYERS, FC_HIDDEN_SIZE = 2, 45
+NC_NUM_LAYERS, NC_HIDDEN_SIZE = 2, 32
+
+
+
+class Settings(NamedTuple):
+  """Every knob of the experiment; defaults are the published setting."""
+  configurations: Sequence[str] = tuple(c.name for c in CONFIGURATIONS)
+  num_trials: int = 100
+  num_iterations: int = 1000
+  num_quantiles: int = 12
+  learning_rate: float = 1e-3
+  batch_size: int = 32
+  dirac_locations: Sequence[float] = (-1.0, 1.0)
+  dirac_probabilities: Sequence[float] = (2 / 3, 1 / 3)
+  collapse_tolerance: float = 0.1
+  seed: int = 1
+  output_dir: str = 'runs/synthetic'  # docs/synthetic is tracked: explicit.
+
+
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
+  """Define this entry point's flags (only when run, to avoid flag clashes)."""
+  d = Settings()
+  fv = dict(flag_values=flag_values)
+  flags.DEFINE_list(
+      'configurations', list(d.configurations),
+      'Configurations to run, from: ' + ', '.join(CONFIGURATIONS_BY_NAME) + '.',
+      **fv)
+  flags.DEFINE_integer('num_trials', d.num_trials,
+                       'Independent trials per configuration.', **fv)
+  flags.DEFINE_integer('num_iterations', d.num_iterations,
+                       'Adam steps per trial.', **fv)
+  flags.DEFINE_integer('num_quantiles', d.num_quantiles, 'Atoms N.', **fv)
+  flags.DEFINE_float('learning_rate', d.learning_rate, 'Adam step size.', **fv)
+  flags.DEFINE_integer('batch_size', d.batch_size,
+                       'Sampled Diracs per Adam step.', **fv)
+  flags.DEFINE_list('dirac_locations', ['-1', '1'],
+                    'Locations of the mixture Diracs.', **fv)
+  flags.DEFINE_list('dirac_probabilities', ['2/3', '1/3'],
+                    'Probabilities of the mixture Diracs (numbers or '
+                    'fractions such as 2/3; they must sum to 1).', **fv)
+  flags.DEFINE_float(
+      'collapse_tolerance', d.collapse_tolerance,
+      'A trial collapsed if all its atoms lie within this distance of one '
+      'point (max atom - min atom <= 2 x tolerance).', **fv)
+  flags.DEFINE_integer('seed', d.seed, 'Seed; trial i uses fold_in(seed, i).',
+                       **fv)
+  flags.DEFINE_string(
+      'output_dir', d.output_dir,
+      'Where synthetic.csv, synthetic.md and synthetic.png are written '
+      '(the README\'s copy: --output_dir=docs/synthetic).', **fv)
+
+
+def _parse_numbers(name: str, values: Sequence[str]) -> tuple[float, ...]:
+  try:
+    return tuple(float(fractions.Fraction(v.strip())) for v in values)
+  except (ValueError, ZeroDivisionError) as e:
+    raise ValueError(f'--{name} must be numbers or fractions such as 2/3, got '
+                     f'{list(values)}.') from e
+
+
+def settings_from_flags(f: flags.FlagValues = flags.FLAGS) -> Settings:
+  """Return the Settings given on the command line; raise ValueError."""
+  return Settings(
+      configurations=tuple(f.configurations), num_trials=f.num_trials,
+      num_iterations=f.num_iterations, num_quantiles=f.num_quantiles,
+      learning_rate=f.learning_rate, batch_size=f.batch_size,
+      dirac_locations=_parse_numbers('dirac_locations', f.dirac_locations),
+      dirac_probabilities=_parse_numbers('dirac_probabilities',
+                                         f.dirac_probabilities),
+      collapse_tolerance=f.collapse_tolerance, seed=f.seed,
+      output_dir=f.output_dir)
+
+
+class Mixture(NamedTuple):
+  locations: np.ndarray      # [K], increasing
+  probabilities: np.ndarray  # [K]
+
+
+class TrialResults(NamedTuple):
+  """Results of one configuration, one row per trial."""
+  configuration: Configuration
+  num_params: int
+  atoms: np.ndarray        # [T, N] learned atoms, sorted
+  d1: np.ndarray           # [T]
+  collapsed: np.ndarray    # [T] bool
+  final_loss: np.ndarray   # [T] loss at the last step
+  seconds: float
+
+
+def make_mixture(locations: Sequence[float],
+                 probabilities: Sequence[float]) -> Mixture:
+  """Return the mixture sorted by location; raise ValueError on bad input."""
+  locations = np.asarray(locations, np.float64)
+  probabilities = np.asarray(probabilities, np.float64)
+  if locations.ndim != 1 or locations.shape != probabilities.shape:
+    raise ValueError(
+        f'Give as many Dirac probabilities as locations: got locations '
+        f'{locations.tolist()} and probabilities {probabilities.tolist()}.')
+  if len(np.unique(locations)) != len(locations):
+    raise ValueError(f'Dirac locations must be distinct: {locations.tolist()}.')
+  if not np.all(np.isfinite(locations)):
+    raise ValueError(f'Dirac locations must be finite: {locations.tolist()}.')
+  if np.any(probabilities <= 0) or abs(probabilities.sum() - 1) > 1e-6:
+    raise ValueError(
+        f'Dirac probabilities must be positive and sum to 1; got '
+        f'{probabilities.tolist()} (sum {probabilities.sum():.9g}).')
+  order = np.argsort(locations)
+  return Mixture(locations[order], probabilities[order] / probabilities.sum())
+
+
+def exact_staircase(mixture: Mixture, num_quantiles: int) -> np.ndarray:
+  """Return the N-atom staircase closest to the mixture: F^-1(tau_hat_i).
+
+  tau_hat_i = (2i - 1) / (2N) are the quantile midpoints; this is the
+  projection (Cramér, 1-Wasserstein and QR agree). It is unique unless some
+  tau_hat_i equals a cumulative probability of the mixture (2N P(Z <= z_k) odd):
+  then every point between two Diracs is a minimiser and we raise ValueError.
+  """
+  if int(num_quantiles) != num_quantiles or num_quantiles < 1:
+    raise ValueError(f'num_quantiles must be a positive integer, got '
+                     f'{num_quantiles!r}.')
+  tau_hat = (2 * np.arange(1, num_quantiles + 1) - 1) / (2 * num_quantiles)
+  cdf = np.cumsum(mixture.probabilities)[:-1]  # Interior jumps only.
+  ties = np.abs(tau_hat[:, None] - cdf[None, :]) < 1e-9
+  if np.any(ties):
+    i, k = np.argwhere(ties)[0]
+    raise ValueError(
+        f'The exact staircase is not unique for N={num_quantiles}: the '
+        f'quantile midpoint tau_hat_{i + 1}={tau_hat[i]:.6g} equals the '
+        f'mixture CDF {cdf[k]:.6g} at {mixture.locations[k]:g}, so atom {i + 1} '
+        f'could sit anywhere in [{mixture.locations[k]:g}, '
+        f'{mixture.locations[k + 1]:g}]. Choose another num_quantiles.')
+  index = np.searchsorted(cdf, tau_hat, side='left')
+  return mixture.locations[index]
+
+
+def d1(atoms, target_atoms):
+  """Return the 1-Wasserstein distance between equal-size staircases [..., N]."""
+  return losses.wasserstein1(jnp.asarray(atoms), jnp.asarray(target_atoms))
+
+
+def collapsed(atoms, tolerance: float):
+  """Return whether all atoms [..., N] lie within `tolerance` of one point."""
+  atoms = jnp.asarray(atoms)
+  return jnp.max(atoms, -1) - jnp.min(atoms, -1) <= 2 * tolerance
+
+
+def make_network(configuration: Configuration,
+                 num_quantiles: int) -> hk.Transformed:
+  """Return the one-state network of a configuration (no torso, 1 action)."""
+  if configuration.head == 'fc':
+    head = networks.fc_quantile_head(1, num_quantiles, FC_NUM_LAYERS,
+                                     FC_HIDDEN_SIZE)
+  else:
+    head = networks.nc_quantile_head(1, num_quantiles, NC_NUM_LAYERS,
+                                     NC_HIDDEN_SIZE,
+                                     configuration.scale_activation)
+  return hk.without_apply_rng(hk.transform(
+      networks.quantile_network(networks.mlp_torso(()), head)))
+
+
+def make_loss(configuration: Configuration, num_quantiles: int
+              ) -> Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]:
+  """Return loss(source [B, N], target [B, N]) -> [B] of a configuration."""
+  if configuration.loss == 'qr':
+    return lambda s, t: losses.quantile_regression_loss(
+        s, t, configuration.huber_param)
+  if configuration.loss == 'cramer':
+    # Published code's N/2 factor: same gradient scale as QR, for Adam's eps.
+    return lambda s, t: num_quantiles / 2 * losses.cramer_loss(s, t)
+  if configuration.loss == 'w1':
+    return losses.wasserstein1
+  raise ValueError(f'Unknown loss {configuration.loss!r}.')
+
+
+def make_train_trials(configuration: Configuration, mixture: Mixture,
+                      num_quantiles: int, num_iterations: int,
+                      learning_rate: float, batch_size: int,
+                      collapse_tolerance: float):
+  """Return train_trials(keys [T]) -> TrialOutputs, a pure function.
+
+  Each trial initialises the network from its key, then takes
+  `num_iterations` Adam steps on batches of sampled Diracs.
+  """
+  network = make_network(configuration, num_quantiles)
+  loss_fn = make_loss(configuration, num_quantiles)
+  optimizer = optax.adam(learning_rate)  # Default eps = 1e-8, as published.
+  locations = jnp.asarray(mixture.locations, jnp.float32)
+  log_probabilities = jnp.log(jnp.asarray(mixture.probabilities, jnp.float32))
+  target_staircase = jnp.asarray(exact_staircase(mixture, num_quantiles),
+                                 jnp.float32)
+  # One state: every batch element sees the same atoms, so apply the network
+  # once and broadcast (same loss and gradient as a batch of constant inputs).
+  state = jnp.ones((1, 1), jnp.float32)
+
+  def atoms_of(params):
+    return network.apply(params, state).q_atoms[0, 0]  # [N]
+
+  def batch_loss(params, key):
+    source = jnp.broadcast_to(atoms_of(params), (batch_size, num_quantiles))
+    which = jax.random.categorical(key, log_probabilities, shape=(batch_size,))
+    target = jnp.broadcast_to(locations[which][:, None],
+                              (batch_size, num_quantiles))
+    per_example = loss_fn(source, target)
+    chex.assert_shape(per_example, (batch_size,))
+    return jnp.mean(per_example)
+
+  def train_step(carry, _):
+    params, opt_state, key = carry
+    key, batch_key = jax.random.split(key)
+    loss, grads = jax.value_and_grad(batch_loss)(params, batch_key)
+    updates, opt_state = optimizer.update(grads, opt_state)
+    params = optax.apply_updates(params, updates)
+    return (params, opt_state, key), loss
+
+  def train_trial(key):
+    init_key, key = jax.random.split(key)
+    params = network.init(init_key, state)
+    opt_state = optimizer.init(params)
+    (params, _, _), loss = jax.lax.scan(
+        train_step, (params, opt_state, key), None, length=num_iterations)
+    atoms = jnp.sort(atoms_of(params))
+    return TrialOutputs(atoms=atoms, d1=d1(atoms, target_staircase),
+                        collapsed=collapsed(atoms, collapse_tolerance),
+                        final_loss=loss[-1])
+
+  return jax.vmap(train_trial)
+
+
+class TrialOutputs(NamedTuple):
+  atoms: jnp.ndarray       # [T, N], sorted
+  d1: jnp.ndarray          # [T]
+  collapsed: jnp.ndarray   # [T] bool
+  final_loss: jnp.ndarray  # [T]
+
+
+@functools.lru_cache(maxsize=None)
+def _jitted_train_trials(configuration, locations, probabilities, *args):
+  """Return the jitted train_trials, compiled once per distinct setting."""
+  mixture = Mixture(np.asarray(locations), np.asarray(probabilities))
+  return jax.jit(make_train_trials(configuration, mixture, *args))
+
+
+def trial_keys(seed: int, num_trials: int) -> jnp.ndarray:
+  """Return one key per trial; trial i's key does not depend on num_trials."""
+  base = jax.random.PRNGKey(seed)
+  return jax.vmap(lambda i: jax.random.fold_in(base, i))(jnp.arange(num_trials))
+
+
+def count_params(configuration: Configuration, num_quantiles: int) -> int:
+  shapes = jax.eval_shape(make_network(configuration, num_quantiles).init,
+                          jax.random.PRNGKey(0), jnp.ones((1, 1)))
+  return sum(int(np.prod(v.shape)) for v in jax.tree_util.tree_leaves(shapes))
+
+
+def run_configuration(configuration: Configuration, mixture: Mixture, *,
+                      num_trials: int, num_iterations: int, num_quantiles: int,
+                      learning_rate: float, batch_size: int, seed: int,
+                      collapse_tolerance: float) -> TrialResults:
+  """Train all trials of one configuration and measure them."""
+  start = time.perf_counter()
+  train_trials = _jitted_train_trials(
+      configuration, tuple(mixture.locations), tuple(mixture.probabilities),
+      num_quantiles, num_iterations, learning_rate, batch_size,
+      collapse_tolerance)
+  outputs = jax.device_get(train_trials(trial_keys(seed, num_trials)))
+  return TrialResults(
+      configuration=configuration,
+      num_params=count_params(configuration, num_quantiles),
+      atoms=outputs.atoms, d1=outputs.d1, collapsed=outputs.collapsed,
+      final_loss=outputs.final_loss, seconds=time.perf_counter() - start)
+
+
+# Results table.
+
+TABLE_COLUMNS = ('configuration', 'label', 'parameters', 'd1_mean', 'd1_std',
+                 'collapsed', 'trials', 'd1_mean_not_collapsed',
+                 'mean_of_atoms')
+
+
+def table_rows(results: Sequence[TrialResults]):
+  rows = []
+  for r in results:
+    kept = r.d1[~r.collapsed]
+    rows.append(dict(
+        configuration=r.configuration.name, label=r.configuration.label,
+        parameters=r.num_params, d1_mean=float(np.mean(r.d1)),
+        # Population standard deviation over trials (ddof=0).
+        d1_std=float(np.std(r.d1)), collapsed=int(np.sum(r.collapsed)),
+        trials=len(r.d1),
+        d1_mean_not_collapsed=float(np.mean(kept)) if len(kept) else np.nan,
+        mean_of_atoms=float(np.mean(r.atoms))))
+  return rows
+
+
+def format_csv(rows) -> str:
+  """Return the table as CSV text (labels hold commas: the csv module quotes)."""
+  buffer = io.StringIO()
+  writer = csv.writer(buffer, lineterminator='\n')
+  writer.writerow(TABLE_COLUMNS)
+  for row in rows:
+    writer.writerow([f'{row[c]:.6f}' if isinstance(row[c], float) else row[c]
+                     for c in TABLE_COLUMNS])
+  return buffer.getvalue()
+
+
+def _or_dash(value: float) -> str:
+  return '–' if np.isnan(value) else f'{value:.4f}'
+
+
+def format_markdown(rows, mixture: Mixture, num_quantiles: int,
+                    collapse_tolerance: float) -> str:
+  target = exact_staircase(mixture, num_quantiles)
+  lines = [
+      '| configuration | parameters | d1 mean | d1 std | collapsed | '
+      'd1 mean, not collapsed | mean of atoms |',
+      '|---|---:|---:|---:|---:|---:|---:|',
+  ]
+  for row in rows:
+    lines.append(
+        f"| {row['label']} | {row['parameters']} | {row['d1_mean']:.4f} | "
+        f"{row['d1_std']:.4f} | {row['collapsed']}/{row['trials']} | "
+        f"{_or_dash(row['d1_mean_not_collapsed'])} | "
+        f"{row['mean_of_atoms']:+.4f} |")
+  mean = float(np.dot(mixture.locations, mixture.probabilities))
+  lines += [
+      '',
+      f'd1: 1-Wasserstein distance between the {num_quantiles} learned atoms '
+      f'and the exact staircase {np.round(target, 6).tolist()} (mean and '
+      f'population std over trials). Collapsed: all atoms within '
+      f'{collapse_tolerance:g} of one point. Mean of atoms: averaged over '
+      f'trials (mixture mean {mean:+.4f}). The Cramér loss is multiplied by '
+      f'N/2, as in the published code.',
+  ]
+  return '\n'.join(lines) + '\n'
+
+
+def check_output_dir(output_dir: str) -> None:
+  """Create the output directory and check it is writable, or raise."""
+  try:
+    files.make_writable_directory(output_dir)
+  except OSError as e:
+    raise ValueError(f'Cannot write to --output_dir={output_dir!r} ({e}); '
+                     f'choose a writable directory.') from e
+
+
+def parse_configurations(names: Sequence[str]) -> list[Configuration]:
+  unknown = [n for n in names if n not in CONFIGURATIONS_BY_NAME]
+  if unknown or not names:
+    raise ValueError(
+        f'Unknown configuration(s) {unknown}; valid ones are: '
+        f'{", ".join(CONFIGURATIONS_BY_NAME)}.')
+  return [CONFIGURATIONS_BY_NAME[n] for n in names]
+
+
+def _check_positive(**values) -> None:
+  for name, value in values.items():
+    if not value > 0:
+      raise ValueError(f'--{name} must be positive, got {value!r}.')
+
+
+def check_settings(settings: Settings
+                   ) -> tuple[list[Configuration], Mixture]:
+  """Validate every setting before any work; raise ValueError naming the fix."""
+  configurations = parse_configurations(settings.configurations)
+  _check_positive(num_trials=settings.num_trials,
+                  num_iterations=settings.num_iterations,
+                  num_quantiles=settings.num_quantiles,
+                  learning_rate=settings.learning_rate,
+                  batch_size=settings.batch_size,
+                  collapse_tolerance=settings.collapse_tolerance)
+  mixture = make_mixture(settings.dirac_locations,
+                         settings.dirac_probabilities)
+  exact_staircase(mixture, settings.num_quantiles)
+  check_output_dir(settings.output_dir)
+  return configurations, mixture
+
+
+def run_experiment(settings: Settings) -> list[dict]:
+  """Run the configurations, print and write the table and figure."""
+  configurations, mixture = check_settings(settings)
+  # Imported here: matplotlib is only needed once the arguments are good.
+  from experiments import synthetic_plot  # pylint: disable=g-import-not-at-top
+
+  num_quantiles = settings.num_quantiles
+  target = exact_staircase(mixture, num_quantiles)
+  print(f'Target: mixture of Diracs at {mixture.locations.tolist()} with '
+        f'probabilities {np.round(mixture.probabilities, 6).tolist()}; exact '
+        f'{num_quantiles}-atom staircase {target.tolist()}.')
+  print('The Cramér loss is multiplied by N/2, as in the published code.')
+  start = time.perf_counter()
+  results = []
+  for i, configuration in enumerate(configurations):
+    result = run_configuration(
+        configuration, mixture, num_trials=settings.num_trials,
+        num_iterations=settings.num_iterations, num_quantiles=num_quantiles,
+        learning_rate=settings.learning_rate, batch_size=settings.batch_size,
+        seed=settings.seed, collapse_tolerance=settings.collapse_tolerance)
+    results.append(result)
+    elapsed = time.perf_counter() - start
+    eta = elapsed / (i + 1) * (len(configurations) - i - 1)
+    steps_per_s = settings.num_trials * settings.num_iterations / result.seconds
+    print(f'[{i + 1}/{len(configurations)}] {configuration.name:20s} '
+          f'd1 {np.mean(result.d1):.4f} ± {np.std(result.d1):.4f}, '
+          f'collapsed {int(result.collapsed.sum())}/{len(result.d1)}, '
+          f'{result.seconds:.1f} s ({steps_per_s:,.0f} trial-steps/s, '
+          f'compile included), ETA {eta:.0f} s', flush=True)
+
+  rows = table_rows(results)
+  markdown = format_markdown(rows, mixture, num_quantiles,
+                             settings.collapse_tolerance)
+  output_dir = settings.output_dir
+  files.write_atomically(os.path.join(output_dir, 'synthetic.csv'),
+                         format_csv(rows))
+  files.write_atomically(os.path.join(output_dir, 'synthetic.md'), markdown)
+  files.write_atomically(os.path.join(output_dir, 'synthetic.png'),
+                         synthetic_plot.figure_png(results, mixture))
+  print()
+  print(markdown)
+  print(f'Wrote synthetic.csv, synthetic.md and synthetic.png to {output_dir}.')
+  print(f'Wall time: {time.perf_counter() - start:.1f} s.')
+  return rows
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  try:
+    settings = settings_from_flags()
+    check_settings(settings)
+  except ValueError as e:
+    sys.exit(f'Error: {e}')
+  run_experiment(settings)
+
+
+if __name__ == '__main__':
+  define_flags()
+  app.run(main)

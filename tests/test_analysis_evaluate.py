@@ -1,0 +1,90 @@
+"""Tests for analysis.evaluate: a tiny real checkpoint played, a GIF written."""
+
+import os
+import re
+import subprocess
+import sys
+
+from PIL import Image
+import pytest
+
+from analysis import evaluate
+from zoo import experiment
+from zoo import run_atari
+from zoo import run_minatar
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope='module')
+def checkpoint_dir(tmp_path_factory):
+  """A real Pong checkpoint (iteration 0) whose episodes stop at 400 frames."""
+  directory = tmp_path_factory.mktemp('run')
+  settings = dict(
+      experiment.default_settings(run_atari.ATARI), environment_name='pong',
+      replay_capacity=400, min_replay_capacity_fraction=0.1, batch_size=8,
+      num_iterations=0, num_eval_frames=40, num_quantiles=11, hidden_size=16,
+      max_frames_per_episode=400, results_csv_path='', tensorboard_dir='',
+      checkpoint_dir=str(directory / 'checkpoints'))
+  experiment.run(run_atari.ATARI, 'nc_cr_dqn', settings)
+  return str(directory / 'checkpoints')
+
+
+def test_plays_episodes_prints_returns_and_writes_a_gif(checkpoint_dir,
+                                                        tmp_path):
+  video = tmp_path / 'pong.gif'
+  result = subprocess.run(
+      [sys.executable, '-m', 'analysis.evaluate',
+       f'--checkpoint_dir={checkpoint_dir}', '--num_episodes=2',
+       f'--video_path={video}', '--video_max_steps=60'],
+      cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True,
+      text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
+  lines = result.stdout.splitlines()
+  assert lines[0].startswith('nc_cr_dqn on atari pong, checkpoint ')
+  assert lines[0].endswith('iteration_000000, ε = 0.001, 2 episodes')
+  for i in (1, 2):  # The run's 400-frame cap ends them.
+    assert re.fullmatch(rf'episode {i}: return -?\d+, human-normalised '
+                        r'-?\d\.\d{3}, 40\d frames', lines[i]), lines[i]
+  assert lines[3].startswith('mean return ')
+  assert lines[4] == (f'video: {video} (60 screens of the first episode, 15 '
+                      'per second)')
+  with Image.open(video) as gif:
+    assert gif.size == (160, 210) and gif.n_frames > 1  # Repeats merge.
+    gif.seek(gif.n_frames - 1)
+    assert gif.convert('RGB').getextrema() != ((0, 0),) * 3  # Not black.
+
+
+def test_bad_requests_are_refused_before_playing(checkpoint_dir, tmp_path,
+                                                 monkeypatch):
+  with pytest.raises(ValueError, match='must end in one of .gif, .mp4'):
+    evaluate.evaluate(checkpoint_dir, 1, video_path=str(tmp_path / 'x.avi'))
+  monkeypatch.setattr(evaluate.shutil, 'which', lambda name: None)
+  with pytest.raises(ValueError, match='an MP4 needs the ffmpeg program'):
+    evaluate.evaluate(checkpoint_dir, 1, video_path=str(tmp_path / 'x.mp4'))
+  with pytest.raises(ValueError, match='No checkpoint in'):
+    evaluate.evaluate(str(tmp_path), 1)
+  with pytest.raises(ValueError, match='--num_episodes must be positive'):
+    evaluate.evaluate(checkpoint_dir, 0)
+
+
+def test_minatar_checkpoint_prints_returns_without_normalised_scores(
+    tmp_path):
+  # MinAtar has no human reference scores: nothing normalised (no NaN).
+  settings = dict(
+      experiment.default_settings(run_minatar.MINATAR),
+      environment_name='breakout', replay_capacity=400,
+      min_replay_capacity_fraction=0.1, batch_size=8, num_iterations=0,
+      num_eval_frames=40, num_quantiles=11, hidden_size=16,
+      results_csv_path='', tensorboard_dir='',
+      checkpoint_dir=str(tmp_path / 'checkpoints'))
+  experiment.run(run_minatar.MINATAR, 'cr_dqn', settings)
+  lines = []
+  episodes = evaluate.evaluate(str(tmp_path / 'checkpoints'), 2,
+                               log=lines.append)
+  assert len(episodes) == 2 and len(lines) == 4, lines
+  for i, episode in zip((1, 2), episodes):
+    assert lines[i] == (f'episode {i}: return {episode.episode_return:g}, '
+                        f'{episode.num_frames} frames')
+  assert lines[3].startswith('mean return ')
+  assert lines[3].endswith(' (std over 2 episodes)')

@@ -1,0 +1,139 @@
+"""Tests for analysis.run_data: loading runs by their content."""
+
+import csv
+import os
+
+import numpy as np
+import pytest
+
+from analysis import run_data
+
+RUN_COLUMNS = [
+    'agent', 'environment_name', 'seed', 'iteration', 'frame',
+    'eval_episode_return', 'train_episode_return', 'eval_num_episodes',
+    'train_num_episodes', 'eval_frame_rate', 'train_frame_rate',
+    'train_exploration_epsilon', 'train_state_value', 'normalized_return',
+    'capped_normalized_return', 'human_gap']
+
+
+def write_run(path, agent, game, seed, returns, frames_per_iteration=1000):
+  """Write a run CSV with ARCHITECTURE.md's columns; returns[i] is iteration i."""
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, 'w', newline='') as f:
+    writer = csv.DictWriter(f, fieldnames=RUN_COLUMNS)
+    writer.writeheader()
+    for i, value in enumerate(returns):
+      row = {c: 'nan' for c in RUN_COLUMNS}
+      row.update(agent=agent, environment_name=game, seed=seed, iteration=i,
+                 frame=i * frames_per_iteration, eval_episode_return=value)
+      writer.writerow(row)
+
+
+def test_read_runs_csv_groups_and_sorts_runs(tmp_path):
+  path = tmp_path / 'many.csv'
+  path.write_text('agent,environment_name,seed,iteration,eval_episode_return\n'
+                  'a,pong,2,1,5\n'
+                  'a,pong,1,0,1\n'
+                  'a,pong,2,0,3\n'
+                  'b,pong,1,0,nan\n')
+  runs = {r.key: r for r in run_data.read_runs_csv(str(path), 'src')}
+  assert set(runs) == {('src', 'a', 'pong', 2), ('src', 'a', 'pong', 1),
+                       ('src', 'b', 'pong', 1)}
+  run = runs[('src', 'a', 'pong', 2)]
+  np.testing.assert_array_equal(run.iteration, [0, 1])
+  np.testing.assert_array_equal(run.eval_return, [3.0, 5.0])
+  # No frame column (as in dqn_zoo_runs.csv.gz): frame = iteration x 1M.
+  np.testing.assert_array_equal(run.frame, [0.0, 1e6])
+  assert np.isnan(runs[('src', 'b', 'pong', 1)].eval_return[0])
+  assert run.eval_num_episodes is None  # No such column.
+
+
+def test_read_runs_csv_keeps_eval_episode_counts(tmp_path):
+  path = tmp_path / 'run.csv'
+  path.write_text('agent,environment_name,seed,iteration,eval_episode_return,'
+                  'eval_num_episodes\n'
+                  'a,pong,1,1,-20,0\n'
+                  'a,pong,1,0,-21,3\n')
+  (run,) = run_data.read_runs_csv(str(path), 'ours')
+  np.testing.assert_array_equal(run.eval_num_episodes, [3.0, 0.0])
+
+
+def test_read_runs_csv_rejects_missing_columns_and_repeats(tmp_path):
+  path = tmp_path / 'bad.csv'
+  path.write_text('iteration,eval_episode_return\n0,1\n')
+  with pytest.raises(ValueError, match='agent'):
+    run_data.read_runs_csv(str(path), 'ours')
+  path.write_text('agent,environment_name,seed,iteration,eval_episode_return\n'
+                  'a,pong,1,0,1\na,pong,1,0,2\n')
+  with pytest.raises(ValueError, match='repeats an iteration'):
+    run_data.read_runs_csv(str(path), 'ours')
+
+
+def test_is_complete():
+  run = run_data.Run('s', 'a', 'pong', 1, np.arange(4), np.arange(4) * 1.0,
+                     np.zeros(4), 'p')
+  assert run.is_complete(3)
+  assert run.is_complete(2)
+  assert not run.is_complete(4)
+  assert run.last_iteration == 3
+  gap = run_data.Run('s', 'a', 'pong', 1, np.array([0, 1, 3]), np.zeros(3),
+                     np.zeros(3), 'p')
+  assert not gap.is_complete(3)
+
+
+def test_load_run_dir_identifies_runs_by_content(tmp_path):
+  # File names lie on purpose: the rows say what each run is.
+  write_run(str(tmp_path / 'x' / 'seed_9.csv'), 'cr_dqn', 'pong', 1, [1, 2])
+  write_run(str(tmp_path / 'y' / 'results.csv'), 'qr_dqn', 'breakout', 2, [3])
+  (tmp_path / 'notes.csv').write_text('a,b\n1,2\n')
+  runs = run_data.load_run_dir(str(tmp_path), 'mine')
+  assert sorted(r.key for r in runs) == [('mine', 'cr_dqn', 'pong', 1),
+                                         ('mine', 'qr_dqn', 'breakout', 2)]
+
+
+def test_duplicate_runs_are_an_error_naming_both_files(tmp_path):
+  write_run(str(tmp_path / 'a' / 'results.csv'), 'cr_dqn', 'pong', 1, [1])
+  write_run(str(tmp_path / 'b' / 'results.csv'), 'cr_dqn', 'pong', 1, [2])
+  with pytest.raises(ValueError, match='Two runs claim') as error:
+    run_data.load_run_dir(str(tmp_path))
+  assert 'a/results.csv' in str(error.value)
+  assert 'b/results.csv' in str(error.value)
+
+
+def test_load_run_dir_errors():
+  with pytest.raises(ValueError, match='not a directory'):
+    run_data.load_run_dir('/nonexistent/dir')
+
+
+def test_parse_runs_arg(tmp_path):
+  assert run_data.parse_runs_arg('mine=/some/dir') == ('mine', '/some/dir')
+  assert run_data.parse_runs_arg(str(tmp_path)) == ('ours', str(tmp_path))
+
+
+def test_human_normalized():
+  human_random = run_data.load_human_random()
+  assert len(human_random) == 57
+  random_score, human_score = human_random['pong']
+  assert run_data.human_normalized('pong', random_score, human_random) == 0.0
+  assert run_data.human_normalized('pong', human_score, human_random) == 1.0
+  with pytest.raises(ValueError, match='Unknown game'):
+    run_data.human_normalized('pongg', 1.0, human_random)
+
+
+def test_load_paper_reference():
+  runs = run_data.load_reference('paper')
+  cr_dqn = [r for r in runs if r.agent == 'CR-DQN']
+  assert len(cr_dqn) == 57 * 3
+  assert all(r.is_complete(200) for r in cr_dqn)
+  assert cr_dqn[0].frame[1] == 1e6
+  with pytest.raises(ValueError, match='Unknown reference'):
+    run_data.load_reference('atari100k')
+  with pytest.raises(ValueError, match='Unknown reference agent'):
+    run_data.load_all_references(['CR-DQN', 'nope'])
+
+
+def test_minatar_prefix_is_the_minatar_suites():
+  from zoo import run_minatar  # pylint: disable=g-import-not-at-top
+  assert run_data.MINATAR_PREFIX == run_minatar.MINATAR.csv_prefix
+  assert run_data.is_minatar('minatar-breakout')
+  assert not run_data.is_minatar('breakout')

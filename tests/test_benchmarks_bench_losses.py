@@ -1,0 +1,22 @@
+"""Smoke test of the losses benchmark: it runs and prints measured numbers."""
+
+import os
+import re
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_prints_a_row_per_variant_with_positive_times():
+  out = subprocess.run(
+      [sys.executable, '-m', 'benchmarks.bench_losses', '--sizes=8,40',
+       '--repeats=2', '--nosorts'], cwd=REPO, capture_output=True, text=True,
+      timeout=300, check=True).stdout
+  for size in (8, 40):
+    assert f'N = M = {size}' in out
+  for variant in ('cramer_loss', 'cramer_loss_pairwise', 'qr_loss',
+                  'rlax_qr_loss', 'cramer_sort_autodiff'):
+    times = re.findall(rf'^{variant}\s+([0-9.]+)\s', out, re.MULTILINE)
+    assert len(times) == 2, (variant, out)
+    assert all(float(t) > 0 for t in times)

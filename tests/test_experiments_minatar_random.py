@@ -1,0 +1,68 @@
+"""Tests for experiments.minatar_random: the random policy's return."""
+
+import csv
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from analysis import minatar_report
+from experiments import minatar_random
+from tests import without_minatar
+from zoo import minatar_env
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_random_return_is_the_mean_over_complete_episodes():
+  stats = minatar_random.random_policy_return('breakout', 3, num_steps=2000)
+  again = minatar_random.random_policy_return('breakout', 3, num_steps=2000)
+  assert stats.episode_return == again.episode_return  # Seeded.
+  assert stats.num_frames == 2000 and stats.num_episodes > 10
+  # The same policy by hand: uniform actions drawn from default_rng(seed).
+  env = minatar_env.MinAtarEnvironment('breakout', 3)
+  rng = np.random.default_rng(3)
+  timestep, returns, running = env.reset(), [], 0.0
+  for _ in range(1999):
+    timestep = env.step(rng.integers(0, env.num_actions, 1))
+    first = timestep.step_type[0] == 0
+    running = 0.0 if first else running + timestep.reward[0]
+    if timestep.step_type[0] == 2:
+      returns.append(running)
+  assert stats.num_episodes == len(returns)
+  assert stats.episode_return == np.mean(returns)
+
+
+def test_measure_and_table():
+  result = minatar_random.measure('asterix', [1, 2], num_steps=1000)
+  assert result.seeds == [1, 2] and len(result.returns) == 2
+  assert result.returns[0] != result.returns[1]
+  assert result.mean == np.mean(result.returns)
+  table = minatar_report.random_markdown([result])
+  assert f'| asterix | {result.mean:.2f} |' in table
+
+
+def test_cli_prints_and_writes_the_table(tmp_path):
+  path = tmp_path / 'random.csv'
+  out = subprocess.run(
+      [sys.executable, '-m', 'experiments.minatar_random', '--games=seaquest',
+       '--seeds=1', '--num_steps=500', f'--output_csv={path}'],
+      cwd=REPO, capture_output=True, text=True, timeout=120, check=True).stdout
+  assert '| seaquest |' in out
+  with open(path) as f:
+    rows = list(csv.DictReader(f))
+  assert [(r['game'], r['seeds'], r['num_steps_per_seed']) for r in rows] == [
+      ('seaquest', '1', '500')]
+  bad = subprocess.run(
+      [sys.executable, '-m', 'experiments.minatar_random', '--games=pong'],
+      cwd=REPO, capture_output=True, text=True, timeout=60)
+  assert bad.returncode != 0 and "Unknown MinAtar game 'pong'" in bad.stderr
+
+
+def test_cli_without_minatar_says_how_to_install_it(tmp_path):
+  result = subprocess.run(
+      [sys.executable, '-m', 'experiments.minatar_random', '--games=seaquest'],
+      cwd=REPO, capture_output=True, text=True, timeout=60,
+      env=without_minatar.environment(tmp_path, REPO))
+  without_minatar.assert_refused(result)

@@ -1,0 +1,216 @@
+"""Tests for experiments.synthetic and experiments.synthetic_plot (tiny budgets)."""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from experiments import synthetic
+from experiments import synthetic_plot
+from tests import csv_check
+
+MIXTURE = synthetic.make_mixture([-1.0, 1.0], [2 / 3, 1 / 3])
+TINY = dict(num_trials=2, num_iterations=5, num_quantiles=12,
+            learning_rate=1e-3, batch_size=4, collapse_tolerance=0.1)
+
+
+def _run(name, seed=0, **overrides):
+  kwargs = dict(TINY, seed=seed)
+  kwargs.update(overrides)
+  return synthetic.run_configuration(
+      synthetic.CONFIGURATIONS_BY_NAME[name], MIXTURE, **kwargs)
+
+
+# Exact staircase, d1 and collapse.
+
+def test_exact_staircase_of_the_default_mixture_is_8_then_4():
+  target = synthetic.exact_staircase(MIXTURE, 12)
+  np.testing.assert_array_equal(target, [-1.0] * 8 + [1.0] * 4)
+
+
+def test_exact_staircase_uses_midpoint_quantiles_when_n_p_is_not_integer():
+  # N = 5: tau_hat = .1 .3 .5 .7 .9 against P(Z <= -1) = 2/3.
+  np.testing.assert_array_equal(synthetic.exact_staircase(MIXTURE, 5),
+                                [-1, -1, -1, 1, 1])
+  three = synthetic.make_mixture([2.0, -3.0, 0.5], [0.25, 0.5, 0.25])
+  # Sorted: -3 (0.5), 0.5 (0.25), 2 (0.25); CDF jumps to 0.5, 0.75, 1.
+  with pytest.raises(ValueError, match='not unique'):
+    synthetic.exact_staircase(three, 3)  # tau_hat_2 = 1/2 = P(Z <= -3).
+  # N = 4: tau_hat = 1/8, 3/8, 5/8, 7/8.
+  np.testing.assert_array_equal(synthetic.exact_staircase(three, 4),
+                                [-3, -3, 0.5, 2])
+
+
+def test_d1_is_exact_on_hand_computed_cases():
+  target = np.array([-1.0] * 8 + [1.0] * 4, np.float32)
+  assert float(synthetic.d1(target[::-1], target)) == 0.0  # Order is free.
+  # All atoms at 0: every atom is 1 away.
+  assert float(synthetic.d1(np.zeros(12, np.float32), target)) == 1.0
+  # All atoms at -1: the 4 upper atoms are 2 away: 8/12.
+  np.testing.assert_allclose(synthetic.d1(-np.ones(12, np.float32), target),
+                             2 / 3, rtol=1e-6)
+  # One atom moved by 0.6: 0.6/12. Batched over leading dimensions.
+  moved = np.stack([target, target]).copy()
+  moved[1, 3] += 0.6
+  np.testing.assert_allclose(synthetic.d1(moved, target), [0.0, 0.05],
+                             atol=1e-7)
+
+
+def test_collapse_means_all_atoms_within_tolerance_of_one_point():
+  atoms = np.array([[0.3, 0.5, 0.45],    # spread 0.2: within 0.1 of 0.4.
+                    [0.3, 0.51, 0.45],   # spread 0.21.
+                    [-1.0, -1.0, -1.0]])
+  np.testing.assert_array_equal(synthetic.collapsed(atoms, 0.1),
+                                [True, False, True])
+
+
+# Training.
+
+@pytest.mark.parametrize('name', list(synthetic.CONFIGURATIONS_BY_NAME))
+def test_every_configuration_trains_and_gives_finite_d1(name):
+  result = _run(name)
+  assert result.atoms.shape == (2, 12)
+  assert np.all(np.diff(result.atoms, axis=-1) >= 0)  # Returned sorted.
+  assert np.all(np.isfinite(result.d1)) and np.all(result.d1 >= 0)
+  assert np.all(np.isfinite(result.final_loss))
+  expected = 2712 if name.startswith('fc') else 2702
+  assert result.num_params == expected
+
+
+def test_trials_learn_and_are_independent_and_seeded():
+  # Long enough to learn: initial atoms lie near 0, at d1 near 1.
+  run = lambda seed, num_trials: _run('fc_qr_kappa0', seed=seed,
+                                      num_trials=num_trials,
+                                      num_iterations=300, learning_rate=1e-2)
+  first, again, other, fewer = run(3, 3), run(3, 3), run(4, 3), run(3, 2)
+  assert np.all(first.d1 < 0.2) and not np.any(first.collapsed)
+  np.testing.assert_array_equal(first.atoms, again.atoms)
+  assert not np.allclose(first.atoms, other.atoms)
+  assert not np.allclose(first.atoms[0], first.atoms[1])
+  # Trial i's result does not depend on how many trials run beside it.
+  np.testing.assert_allclose(fewer.atoms, first.atoms[:2], rtol=1e-4,
+                             atol=1e-5)
+
+
+def test_scaled_cramer_gradient_equals_qr_gradient_without_crossing():
+  source = jnp.linspace(-0.9, 0.8, 12)[None]  # Sorted, no ties with targets.
+  target = jnp.full((1, 12), 0.1)
+  grads = {}
+  for name in ('fc_cramer', 'fc_qr_kappa0', 'fc_qr_kappa1'):
+    loss = synthetic.make_loss(synthetic.CONFIGURATIONS_BY_NAME[name], 12)
+    grads[name] = jax.jit(jax.grad(lambda s: loss(s, target).sum()))(source)
+  np.testing.assert_allclose(grads['fc_cramer'], grads['fc_qr_kappa0'],
+                             rtol=1e-5, atol=1e-7)
+  assert not np.allclose(grads['fc_qr_kappa1'], grads['fc_qr_kappa0'])
+
+
+# Inputs.
+
+@pytest.mark.parametrize('locations,probabilities,match', [
+    ([-1, 1], [0.5, 0.6], 'sum to 1'),
+    ([-1, 1], [1.2, -0.2], 'positive'),
+    ([-1, 1, 2], [0.5, 0.5], 'as many'),
+    ([1, 1], [0.5, 0.5], 'distinct'),
+])
+def test_bad_mixtures_raise(locations, probabilities, match):
+  with pytest.raises(ValueError, match=match):
+    synthetic.make_mixture(locations, probabilities)
+
+
+def test_unknown_configuration_lists_valid_ones():
+  with pytest.raises(ValueError, match='fc_cramer') as error:
+    synthetic.parse_configurations(['fc_cramer', 'qr_typo'])
+  assert 'qr_typo' in str(error.value)
+
+
+def test_unwritable_output_dir_fails(tmp_path):
+  blocker = tmp_path / 'a_file'
+  blocker.write_text('x')
+  with pytest.raises(ValueError, match='output_dir'):
+    synthetic.check_output_dir(str(blocker / 'sub'))
+
+
+def test_bad_settings_fail_before_any_work(tmp_path):
+  good = synthetic.Settings(output_dir=str(tmp_path / 'out'))
+  for overrides, match in (
+      (dict(configurations=('nope',)), 'valid ones are'),
+      (dict(dirac_probabilities=(0.5, 0.4)), 'sum to 1'),
+      (dict(num_quantiles=3, dirac_probabilities=(0.5, 0.5)), 'not unique'),
+      (dict(num_trials=0), 'num_trials'),
+      (dict(learning_rate=-1.0), 'learning_rate'),
+      (dict(output_dir=str(tmp_path / 'f' / 'sub')), 'output_dir')):
+    (tmp_path / 'f').write_text('a file, not a directory')
+    with pytest.raises(ValueError, match=match):
+      synthetic.run_experiment(good._replace(**overrides))
+
+
+def test_probability_flags_accept_fractions():
+  assert synthetic._parse_numbers('p', ['2/3', ' 1/3', '0.5']) == (
+      2 / 3, 1 / 3, 0.5)
+  with pytest.raises(ValueError, match='--p must be numbers'):
+    synthetic._parse_numbers('p', ['a third'])
+
+
+# Outputs.
+
+def test_experiment_writes_table_and_figure_reproducibly(tmp_path):
+  outputs = []
+  for run in ('a', 'b'):
+    out = tmp_path / run
+    settings = synthetic.Settings(
+        configurations=('fc_qr_kappa0', 'nc_cramer'), num_trials=2,
+        num_iterations=5, batch_size=4, seed=7, output_dir=str(out))
+    rows = synthetic.run_experiment(settings)
+    assert [r['configuration'] for r in rows] == ['fc_qr_kappa0', 'nc_cramer']
+    for name in ('synthetic.csv', 'synthetic.md', 'synthetic.png'):
+      assert os.path.getsize(out / name) > 0
+    outputs.append(((out / 'synthetic.csv').read_text(),
+                    (out / 'synthetic.md').read_text()))
+  assert outputs[0] == outputs[1]
+  table = csv_check.read_back(outputs[0][0])
+  assert list(table[0]) == list(synthetic.TABLE_COLUMNS)
+  assert [r['configuration'] for r in table] == ['fc_qr_kappa0', 'nc_cramer']
+  # Labels hold commas ('FC, QR κ=0'): they must come back whole.
+  assert [r['label'] for r in table] == [r['label'] for r in rows]
+  assert 'N/2' in outputs[0][1]
+  assert not [f for f in os.listdir(tmp_path / 'a') if f.startswith('.')]
+
+
+def test_entry_point_flags_reach_the_experiment(tmp_path):
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  flag_values = flags.FlagValues()  # Private: no clash with other modules.
+  synthetic.define_flags(flag_values)
+  flag_values(['synthetic', '--configurations=fc_w1,nc_cramer',
+               '--num_trials=3', '--dirac_locations=0,2,5',
+               '--dirac_probabilities=1/2,1/4,1/4', '--num_quantiles=4',
+               f'--output_dir={tmp_path}'])
+  settings = synthetic.settings_from_flags(flag_values)
+  assert settings.configurations == ('fc_w1', 'nc_cramer')
+  assert settings.num_trials == 3 and settings.num_quantiles == 4
+  assert settings.dirac_locations == (0.0, 2.0, 5.0)
+  assert settings.dirac_probabilities == (0.5, 0.25, 0.25)
+  assert settings.output_dir == str(tmp_path)
+  assert settings.num_iterations == synthetic.Settings().num_iterations
+
+
+def test_default_output_is_untracked_runs_not_the_docs_copy():
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  flag_values = flags.FlagValues()
+  synthetic.define_flags(flag_values)
+  flag_values(['synthetic'])
+  assert synthetic.settings_from_flags(flag_values).output_dir == (
+      'runs/synthetic')
+
+
+def test_figure_is_a_png_with_one_panel_per_configuration():
+  results = [_run('fc_qr_kappa0'), _run('fc_w1')]
+  png = synthetic_plot.figure_png(results, MIXTURE)
+  assert png[:8] == b'\x89PNG\r\n\x1a\n' and len(png) > 1000
+
+
+def test_staircase_cdf_polyline_steps_by_one_over_n_at_each_atom():
+  x, y = synthetic_plot.staircase_cdf_xy([0.5, -0.5], -2.0, 2.0)
+  np.testing.assert_array_equal(x, [-2, -0.5, -0.5, 0.5, 0.5, 2])
+  np.testing.assert_array_equal(y, [0, 0, 0.5, 0.5, 1, 1])
