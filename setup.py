@@ -42,10 +42,16 @@ setuptools.setup(
     package_data={'zoo': ['reference/*.csv', 'reference/*.csv.gz']},
     install_requires=INSTALL_REQUIRES,
     extras_require={
-        # Ray is in 'test' so that the sweep's Ray path is tested on a local Ray instance.
+        # Ray is in 'test' so that the sweep's Ray path is tested on a local Ray instance;
+        # the 'docs' packages are in 'test' so that CI builds the site (mkdocs build --strict).
         'test': ['pytest>=8', 'hypothesis>=6.100', 'pytest-timeout>=2.3', 'scipy>=1.13',
-                 'ray>=2.40,<3'],
+                 'ray>=2.40,<3',
+                 'mkdocs>=1.6,<2', 'mkdocs-material>=9.6,<10',
+                 'mkdocstrings[python]>=1.0,<2', 'mkdocstrings-python>=2.0,<3'],
         'cuda': ['jax[cuda12]>=0.10,<0.11'],
         'sweep': ['ray>=2.40,<3'],
+        # The documentation site (mkdocs.yml): ranges that build it with --strict.
+        'docs': ['mkdocs>=1.6,<2', 'mkdocs-material>=9.6,<10',
+                 'mkdocstrings[python]>=1.0,<2', 'mkdocstrings-python>=2.0,<3'],
     },
 )
