@@ -39,6 +39,10 @@ MINATAR_REQUIRES = [
     'pgx-minatar==0.5.1',
 ]
 
+# The documentation site (mkdocs.yml): ranges that build it with --strict.
+DOCS_REQUIRES = ['mkdocs>=1.6,<2', 'mkdocs-material>=9.6,<10',
+                 'mkdocstrings[python]>=1.0,<2', 'mkdocstrings-python>=2.0,<3']
+
 setuptools.setup(
     name='cramer-dqn-zoo',
     version='0.1.0',
@@ -57,10 +61,13 @@ setuptools.setup(
     extras_require={
         'bench': BENCH_REQUIRES,
         'minatar': MINATAR_REQUIRES,
-        # Ray is in 'test' so that the sweep's Ray path is tested on a local Ray instance.
+        # Ray is in 'test' so that the sweep's Ray path is tested on a local Ray instance;
+        # the 'docs' packages are in 'test' so that CI builds the site (mkdocs build --strict).
         'test': ['pytest>=8', 'hypothesis>=6.100', 'pytest-timeout>=2.3', 'scipy>=1.13',
-                 'ray>=2.40,<3'] + BENCH_REQUIRES + MINATAR_REQUIRES,
+                 'ray>=2.40,<3'] + BENCH_REQUIRES + MINATAR_REQUIRES + DOCS_REQUIRES,
         'cuda': ['jax[cuda12]>=0.10,<0.11'],
         'sweep': ['ray>=2.40,<3'],
+        # The documentation site (mkdocs.yml): ranges that build it with --strict.
+        'docs': DOCS_REQUIRES,
     },
 )
