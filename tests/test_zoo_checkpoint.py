@@ -28,7 +28,7 @@ def _replay_files(directory):
   return sorted(os.listdir(os.path.join(directory, checkpoint.REPLAY_DIR)))
 
 
-def test_round_trip_and_only_last_kept(tmp_path):
+def test_round_trip_and_the_two_newest_kept(tmp_path):
   directory = str(tmp_path / 'ckpt')
   assert checkpoint.latest(directory) is None
   for iteration in range(3):
@@ -37,7 +37,8 @@ def test_round_trip_and_only_last_kept(tmp_path):
                     _tree(iteration), _steps(4 * iteration, 4 * iteration + 4))
   path = checkpoint.latest(directory)
   assert os.path.basename(path) == 'iteration_000002'
-  assert sorted(os.listdir(directory)) == ['iteration_000002', 'replay']
+  assert sorted(os.listdir(directory)) == ['iteration_000001',
+                                           'iteration_000002', 'replay']
   saved = checkpoint.load(path, _tree(0))
   assert saved.meta['iteration'] == 3 and np.isnan(saved.meta['rows'][0]['x'])
   np.testing.assert_array_equal(
@@ -60,13 +61,18 @@ def test_each_save_writes_only_the_new_steps(tmp_path):
   assert (os.stat(first).st_mtime_ns, os.stat(first).st_ino) == written
   assert _replay_files(directory) == ['steps_000000000000_000000000005',
                                       'steps_000000000005_000000000009']
-  # Steps before keep_steps_from are overwritten in the replay: once the
-  # checkpoint no longer uses their chunk, it is deleted.
+  # Steps before keep_steps_from are overwritten in the replay: once
+  # neither kept checkpoint uses their chunk, it is deleted.
   checkpoint.save(directory, 2, {}, _tree(2), _steps(9, 12), keep_steps_from=5)
-  assert _replay_files(directory) == ['steps_000000000005_000000000009',
-                                      'steps_000000000009_000000000012']
   meta = checkpoint.load_meta(checkpoint.latest(directory))
-  assert meta['replay_chunks'] == _replay_files(directory)
+  assert meta['replay_chunks'] == ['steps_000000000005_000000000009',
+                                   'steps_000000000009_000000000012']
+  assert _replay_files(directory) == ['steps_000000000000_000000000005'
+                                      ] + meta['replay_chunks']
+  checkpoint.save(directory, 3, {}, _tree(3), _steps(12, 13), keep_steps_from=9)
+  assert _replay_files(directory) == ['steps_000000000005_000000000009',
+                                      'steps_000000000009_000000000012',
+                                      'steps_000000000012_000000000013']
 
 
 def test_a_chunk_split_in_ring_pieces_is_one_file(tmp_path):
@@ -106,7 +112,8 @@ def test_what_a_killed_save_leaves_is_ignored_then_removed(tmp_path):
   stale = checkpoint.load(checkpoint.latest(directory), _tree(0))
   assert [b for b, _ in stale.replay_chunks] == [0]
   checkpoint.save(directory, 1, {}, _tree(1), _steps(4, 6))
-  assert sorted(os.listdir(directory)) == ['iteration_000001', 'replay']
+  assert sorted(os.listdir(directory)) == ['iteration_000000',
+                                           'iteration_000001', 'replay']
   assert _replay_files(directory) == ['steps_000000000000_000000000004',
                                       'steps_000000000004_000000000006']
   saved = checkpoint.load(checkpoint.latest(directory), _tree(0))
