@@ -192,7 +192,7 @@ def check_checkpoint_config(checkpoint_dir: Optional[str],
           'over.', damages)
     return None
   if damages:
-    logging.warning('%s', checkpoint.fallback_warning(path, damages))
+    logging.info('%s', checkpoint.fallback_warning(path, damages))
   saved = checkpoint.load_meta(path)['config']
   differences = config_differences(saved, config, ignore, implied)
   if differences:
