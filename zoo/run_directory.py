@@ -169,7 +169,8 @@ def restart(results_csv_path: str, checkpoint_dir: str, tensorboard_dir: str,
     paths.insert(1, run_json.path_next_to(results_csv_path))
   moved = []
   for path in paths:
-    if path and os.path.exists(path):
+    if path and os.path.exists(path) and not (
+        os.path.isdir(path) and not os.listdir(path)):  # Empty: nothing to keep.
       moved.append((path, _aside(path, stamp)))
       log(f'--restart: moved {path} to {moved[-1][1]}')
   return moved
