@@ -141,7 +141,7 @@ def resume_point(checkpoint_dir: str, results_csv_path: str,
   meta = checkpoint.load_meta(path) if path else None
   if meta is not None:
     check_owner(meta, checkpoint_dir, results_csv_path)
-  start = meta['iteration'] if meta else 0
+  start = meta.get('iteration', 0) if meta else 0
   check_rows(results_csv_path, checkpoint_dir, start, damages)
   if damages:
     warn(checkpoint.fallback_warning(path, damages) +
