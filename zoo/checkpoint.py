@@ -104,7 +104,7 @@ def _iterations(directory: str) -> List[Tuple[int, str]]:
 
 
 def latest(directory: str) -> Optional[str]:
-  """Return the newest complete checkpoint in `directory` (unverified), or None."""
+  """Return the newest complete checkpoint (unverified), or None."""
   for _, path in _iterations(directory):
     if os.path.exists(os.path.join(path, _META)):
       return path

@@ -107,7 +107,8 @@ def check_rows(results_csv_path: str, checkpoint_dir: str,
   if not checkpoint_dir:
     why = 'this run has no --checkpoint_dir, so it starts at iteration 0'
   elif start_iteration == 0:
-    why = f'{checkpoint_dir} holds no checkpoint, so the run starts at iteration 0'
+    why = (f'{checkpoint_dir} holds no checkpoint, so the run starts at '
+           'iteration 0')
   else:
     why = (f'the newest intact checkpoint in {checkpoint_dir} resumes at '
            f'iteration {start_iteration}')
@@ -169,8 +170,8 @@ def restart(results_csv_path: str, checkpoint_dir: str, tensorboard_dir: str,
     paths.insert(1, run_json.path_next_to(results_csv_path))
   moved = []
   for path in paths:
-    if path and os.path.exists(path) and not (
-        os.path.isdir(path) and not os.listdir(path)):  # Empty: nothing to keep.
+    empty = os.path.isdir(path or '') and not os.listdir(path)
+    if path and os.path.exists(path) and not empty:  # Empty: nothing to keep.
       moved.append((path, _aside(path, stamp)))
       log(f'--restart: moved {path} to {moved[-1][1]}')
   return moved
