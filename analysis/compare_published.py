@@ -60,8 +60,10 @@ VARIANTS = {v.name: v for v in (
 PACKAGE_DEFAULTS = {'cr_dqn': 'CR-DQN', 'nc_cr_dqn': 'NC-CR-DQN',
                     'nc_qr_dqn': 'NC-QR-DQN-1', 'qr_dqn': 'QR-DQN-1'}
 # Settings that do not change what is compared with the published runs.
-_NOT_PROTOCOL = ('results_csv_path', 'checkpoint_dir', 'environment_name',
-                 'seed', 'num_iterations')
+# Paths (where a run writes) and display settings are never protocol.
+_NOT_PROTOCOL = ('results_csv_path', 'checkpoint_dir', 'tensorboard_dir',
+                 'tensorboard_loss_period', 'progress_interval_seconds',
+                 'environment_name', 'seed', 'num_iterations')
 RUN_JSON = run_json.FILE_NAME
 
 IN_RANGE, BELOW, ABOVE = 'in range', 'BELOW', 'ABOVE'

@@ -1,7 +1,12 @@
-"""Evaluate a run's latest checkpoint: episode returns and a video of play.
+"""Evaluate a run's checkpoint: episode returns and a video of play.
 
   python -m analysis.evaluate --checkpoint_dir=runs/cr_dqn/pong/seed_1/checkpoints
-      [--num_episodes=10] [--video_path=pong.gif|pong.mp4] [--seed=1]
+      [--iteration=N] [--num_episodes=10] [--video_path=pong.gif|pong.mp4]
+      [--seed=1]
+
+The newest intact checkpoint, or that of `--iteration` among the two a run
+keeps; a damaged newest one is skipped with a warning naming the damaged
+file (zoo.checkpoint.verify).
 
 Rebuilds the network from the checkpoint's saved settings (its agent, suite,
 head and sizes; zoo.checkpoint.load_params) and plays whole episodes under
@@ -52,6 +57,9 @@ def define_flags() -> None:
   """
   flags.declare_key_flag('checkpoint_dir')
   flags.declare_key_flag('seed')
+  flags.DEFINE_integer('iteration', None,
+                       "The checkpoint of this iteration (one of the run's "
+                       'kept ones); unset: the newest intact one.')
   flags.DEFINE_integer('num_episodes', 10, 'Episodes to play.')
   flags.DEFINE_string('video_path', None,
                       'Record the first episode here: .gif, or .mp4 (needs '
@@ -130,18 +138,35 @@ def play(env: environment.BatchedEnvironment, act: Callable, num_episodes: int,
 
 def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
              video_path: Optional[str] = None, video_max_steps: int = 4500,
-             log: Callable[[str], None] = print) -> List[Episode]:
-  """Play `num_episodes` with the run's latest parameters (module docstring).
+             log: Callable[[str], None] = print,
+             iteration: Optional[int] = None,
+             warn: Optional[Callable[[str], None]] = None) -> List[Episode]:
+  """Play `num_episodes` with a run's parameters (module docstring).
+
+  Args:
+    iteration: the checkpoint of that iteration; None: the newest intact.
+    warn: told that damaged newer checkpoints were skipped (stderr).
 
   Raises:
-    ValueError: no checkpoint, a suite that cannot render a video, a bad
+    ValueError: no checkpoint (checkpoint.DamagedError: none intact, or the
+      one asked for is damaged), a suite that cannot render a video, a bad
       video path; before any episode is played.
   """
   if num_episodes < 1:
     raise ValueError(f'--num_episodes must be positive, got {num_episodes}.')
   if video_path:
     check_video_path(video_path)
-  params, settings = checkpoint.load_params(checkpoint_dir)
+  warn = warn or (lambda text: print(text, file=sys.stderr, flush=True))
+  try:
+    path, damages = checkpoint.choose(checkpoint_dir, iteration)
+  except checkpoint.DamagedError as e:
+    raise checkpoint.DamagedError(
+        f'{e} Pass another --checkpoint_dir' + (
+            ', or the --iteration of an intact checkpoint it keeps'
+            if iteration is not None else '') + '.', e.damages) from e
+  if damages:
+    warn(checkpoint.fallback_warning(path, damages))
+  params, settings = checkpoint.load_params(checkpoint_dir, path=path)
   suite = experiment.suite_by_name(settings['suite'])
   if video_path and suite.render is None:
     raise ValueError(f'The {suite.name} suite cannot render a video yet.')
@@ -160,7 +185,7 @@ def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
 
   game = s['environment_name']
   log(f'{settings["agent"]} on {suite.name} {game}, checkpoint '
-      f'{checkpoint.latest(checkpoint_dir)}, ε = '
+      f'{path}, ε = '
       f'{s["eval_exploration_epsilon"]}, {num_episodes} episodes')
   try:
     episodes, screens = play(
@@ -199,7 +224,7 @@ def main(argv):
   try:
     evaluate(checkpoint_dir, flags.FLAGS.num_episodes,
              flags.FLAGS.seed, flags.FLAGS.video_path,
-             flags.FLAGS.video_max_steps)
+             flags.FLAGS.video_max_steps, iteration=flags.FLAGS.iteration)
   except (ValueError, experiment.ConfigError,
           minatar_env.NotInstalledError) as e:
     sys.exit(f'Error: {e}')

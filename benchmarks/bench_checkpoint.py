@@ -11,8 +11,8 @@ one process, by
   checkpoint rewrites the replay's arrays into its new directory, then
   deletes the previous one;
 - "chunks" (zoo.checkpoint.save): only the steps added since the previous
-  checkpoint are written, as one chunk; the chunks of overwritten steps are
-  deleted.
+  checkpoint are written, as one chunk; the previous checkpoint is kept (the
+  fallback), older ones and the chunks neither uses are deleted first.
 Both write the same agent state (a stand-in of `--state_mb` MB, the size of
 CR-DQN's parameters, target and Adam moments) and fsync everything. Printed
 per format: the median wall time of a checkpoint, the bytes it wrote (the

@@ -182,7 +182,12 @@ def test_run_json_settings_off_the_protocol_are_listed(tmp_path):
   run = _run_in(tmp_path, 'cr_dqn')
   write_json(os.path.dirname(run.path), 'cr_dqn', num_train_frames=2000,
              num_envs=8, environment_mode='vector', learning_rate=5e-5,
-             optimizer_epsilon=0.01 / 32 * 2 / 201, num_iterations=2)
+             optimizer_epsilon=0.01 / 32 * 2 / 201, num_iterations=2,
+             # Where a run writes and what it shows are not protocol.
+             tensorboard_dir='runs/cr_dqn/asterix/seed_1/tensorboard',
+             checkpoint_dir='runs/cr_dqn/asterix/seed_1/checkpoints',
+             results_csv_path='runs/cr_dqn/asterix/seed_1/results.csv',
+             tensorboard_loss_period=64, progress_interval_seconds=1.0)
   differences = cp.protocol_differences(run, cp.resolve_variant(run, 'ours'))
   assert differences == ['environment_mode=vector (reference)',
                          'num_envs=8 (1)', 'num_train_frames=2000 (1000000)']

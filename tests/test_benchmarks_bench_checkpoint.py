@@ -16,6 +16,8 @@ def test_each_format_writes_what_it_must(tmp_path):
        '--state_mb=1', '--repeats=1', f'--output_dir={tmp_path}/bench'],
       cwd=REPO, capture_output=True, text=True, timeout=120, check=True).stdout
   assert '| whole replay | ' in out and '| 0.14 | 0.14 | 0.28 |' in out
-  assert '| chunks | ' in out and '| 0.04 | 0.14 | 0.18 |' in out
+  # Chunks: the previous checkpoint is kept (one more chunk after a save),
+  # and the older one goes before writing, so the most stays 0.18 GB.
+  assert '| chunks | ' in out and '| 0.04 | 0.18 | 0.18 |' in out
   assert 'faster per iteration' in out
   assert not os.path.exists(tmp_path / 'bench')  # Cleaned up.

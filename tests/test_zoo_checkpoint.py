@@ -1,7 +1,9 @@
 """Tests for zoo.checkpoint: atomic saves, replay chunks written once, load."""
 
+import errno
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -28,7 +30,7 @@ def _replay_files(directory):
   return sorted(os.listdir(os.path.join(directory, checkpoint.REPLAY_DIR)))
 
 
-def test_round_trip_and_only_last_kept(tmp_path):
+def test_round_trip_and_the_two_newest_kept(tmp_path):
   directory = str(tmp_path / 'ckpt')
   assert checkpoint.latest(directory) is None
   for iteration in range(3):
@@ -37,7 +39,8 @@ def test_round_trip_and_only_last_kept(tmp_path):
                     _tree(iteration), _steps(4 * iteration, 4 * iteration + 4))
   path = checkpoint.latest(directory)
   assert os.path.basename(path) == 'iteration_000002'
-  assert sorted(os.listdir(directory)) == ['iteration_000002', 'replay']
+  assert sorted(os.listdir(directory)) == ['iteration_000001',
+                                           'iteration_000002', 'replay']
   saved = checkpoint.load(path, _tree(0))
   assert saved.meta['iteration'] == 3 and np.isnan(saved.meta['rows'][0]['x'])
   np.testing.assert_array_equal(
@@ -60,13 +63,18 @@ def test_each_save_writes_only_the_new_steps(tmp_path):
   assert (os.stat(first).st_mtime_ns, os.stat(first).st_ino) == written
   assert _replay_files(directory) == ['steps_000000000000_000000000005',
                                       'steps_000000000005_000000000009']
-  # Steps before keep_steps_from are overwritten in the replay: once the
-  # checkpoint no longer uses their chunk, it is deleted.
+  # Steps before keep_steps_from are overwritten in the replay: once
+  # neither kept checkpoint uses their chunk, it is deleted.
   checkpoint.save(directory, 2, {}, _tree(2), _steps(9, 12), keep_steps_from=5)
-  assert _replay_files(directory) == ['steps_000000000005_000000000009',
-                                      'steps_000000000009_000000000012']
   meta = checkpoint.load_meta(checkpoint.latest(directory))
-  assert meta['replay_chunks'] == _replay_files(directory)
+  assert meta['replay_chunks'] == ['steps_000000000005_000000000009',
+                                   'steps_000000000009_000000000012']
+  assert _replay_files(directory) == ['steps_000000000000_000000000005'
+                                      ] + meta['replay_chunks']
+  checkpoint.save(directory, 3, {}, _tree(3), _steps(12, 13), keep_steps_from=9)
+  assert _replay_files(directory) == ['steps_000000000005_000000000009',
+                                      'steps_000000000009_000000000012',
+                                      'steps_000000000012_000000000013']
 
 
 def test_a_chunk_split_in_ring_pieces_is_one_file(tmp_path):
@@ -106,7 +114,8 @@ def test_what_a_killed_save_leaves_is_ignored_then_removed(tmp_path):
   stale = checkpoint.load(checkpoint.latest(directory), _tree(0))
   assert [b for b, _ in stale.replay_chunks] == [0]
   checkpoint.save(directory, 1, {}, _tree(1), _steps(4, 6))
-  assert sorted(os.listdir(directory)) == ['iteration_000001', 'replay']
+  assert sorted(os.listdir(directory)) == ['iteration_000000',
+                                           'iteration_000001', 'replay']
   assert _replay_files(directory) == ['steps_000000000000_000000000004',
                                       'steps_000000000004_000000000006']
   saved = checkpoint.load(checkpoint.latest(directory), _tree(0))
@@ -153,6 +162,7 @@ def test_checkpoints_of_the_previous_format_load(tmp_path):
   (path / 'meta.json').write_text(json.dumps({
       'iteration': 4, 'tree_structure': str(treedef),
       'array_names': ['frames'], 'config': {}}))
+  assert checkpoint.verify(str(path)) is None  # No checksums: unverified.
   saved = checkpoint.load(str(path), _tree(0))
   assert int(saved.tree['count']) == 3
   assert saved.replay_chunks == []
@@ -188,3 +198,144 @@ def test_state_keys_added_later_are_optional(tmp_path, named):
   saved = checkpoint.load(checkpoint.latest(str(tmp_path / 'newer')), template,
                           optional=('pending',))
   assert int(saved.tree['pending']) == 2
+
+
+def _replay_arrays(num_streams=2):
+  """Steps with every array kind of zoo.replay's chunks."""
+  def steps(begin, end):
+    n = end - begin
+    return [(begin, {
+        'frames': np.full((num_streams, n, 10, 10, 4), begin, np.uint8),
+        'actions': np.full((num_streams, n), begin, np.int32),
+        'rewards': np.full((num_streams, n), 0.5, np.float32),
+        'discounts': np.ones((num_streams, n), np.float32),
+        'episode_steps': np.arange(n * num_streams, dtype=np.int32).reshape(
+            num_streams, n)})]
+  return steps
+
+
+def _damage(path, how):
+  size = os.path.getsize(path)
+  if how == 'truncated':
+    os.truncate(path, size // 2)
+  elif how == 'emptied':
+    os.truncate(path, 0)
+  elif how == 'corrupted':  # Same size: only the hash can tell.
+    with open(path, 'r+b') as f:
+      f.seek(size // 2)
+      byte = f.read(1)
+      f.seek(size // 2)
+      f.write(bytes([byte[0] ^ 0xFF]))
+  elif how == 'deleted':
+    os.remove(path)
+
+
+_FILES = ['tree.npz', 'meta.json'] + [
+    f'replay/{name}.npy' for name in ('frames', 'actions', 'rewards',
+                                      'discounts', 'episode_steps')]
+
+
+@pytest.mark.parametrize('how', ['truncated', 'emptied', 'corrupted',
+                                 'deleted'])
+def test_every_damage_of_every_file_is_named_and_the_previous_is_used(
+    tmp_path, how):
+  steps = _replay_arrays()
+  clean = tmp_path / 'clean'
+  for iteration in range(2):
+    checkpoint.save(str(clean), iteration, {'iteration': iteration + 1,
+                                            'config': {}}, _tree(iteration),
+                    steps(6 * iteration, 6 * iteration + 6))
+  newest = 'iteration_000001'
+  new_chunk = 'replay/steps_000000000006_000000000012'
+  shared_chunk = 'replay/steps_000000000000_000000000006'
+  reasons = {'truncated': ('truncated',),
+             'emptied': ('empty',), 'deleted': ('missing',),
+             'corrupted': ('corrupted', 'truncated or corrupted')}[how]
+  assert checkpoint.verify(str(clean / newest)) is None
+  for name in _FILES:
+    for chunk in ((new_chunk, shared_chunk) if name.startswith('replay/')
+                  else (newest,)):
+      directory = tmp_path / f'{name.replace("/", "_")}_{chunk[-6:]}'
+      shutil.copytree(clean, directory)
+      file = str(directory / chunk / name.split('/')[-1])
+      _damage(file, how)
+      damage = checkpoint.verify(str(directory / newest))
+      assert damage is not None and damage.file == file, (name, damage)
+      assert damage.reason.startswith(reasons), damage.reason
+      assert str(damage).startswith(f'{file} is ')
+      with pytest.raises(checkpoint.DamagedError, match='is damaged'):
+        checkpoint.load(str(directory / newest), _tree(0))
+      path, damages = checkpoint.newest_intact(str(directory))
+      assert damages[0] == damage
+      if chunk == shared_chunk:  # Both checkpoints use it: none is intact.
+        assert path is None and len(damages) == 2
+        with pytest.raises(checkpoint.DamagedError) as error:
+          checkpoint.choose(str(directory))
+        assert str(error.value).startswith(
+            f'No intact checkpoint in {directory}: {file} is ')
+      else:
+        assert path == str(directory / 'iteration_000000')
+        saved = checkpoint.load(path, _tree(0))
+        assert int(saved.tree['count']) == 0
+        assert checkpoint.choose(str(directory)) == (path, [damage])
+        assert checkpoint.fallback_warning(path, damages) == (
+            f'Warning: the newest checkpoint is damaged: {damage}. Using the '
+            f'previous one, {path}.')
+
+
+def test_a_checkpoint_of_a_given_iteration_is_verified(tmp_path):
+  for iteration in range(3):
+    checkpoint.save(str(tmp_path), iteration, {'config': {}}, _tree(iteration))
+  assert checkpoint.choose(str(tmp_path), 1) == (
+      str(tmp_path / 'iteration_000001'), [])
+  with pytest.raises(ValueError, match=(
+      r'No checkpoint of iteration 0 in .*; it keeps --iteration=1, '
+      r'--iteration=2\.')):
+    checkpoint.choose(str(tmp_path), 0)
+  os.truncate(tmp_path / 'iteration_000001' / 'tree.npz', 10)
+  with pytest.raises(checkpoint.DamagedError, match=(
+      r'iteration_000001 is damaged: .*tree.npz is truncated \(10 bytes')):
+    checkpoint.load_params(str(tmp_path), 1)
+  params, _ = checkpoint.load_params(str(tmp_path), 2)
+  np.testing.assert_array_equal(params['net/~/linear']['w'],
+                                np.full((2, 3), 2.0))
+
+
+@pytest.mark.parametrize('file', ['frames.npy', 'tree.npz', 'meta.json'])
+def test_a_full_disk_during_a_save_keeps_the_previous_checkpoint(
+    tmp_path, monkeypatch, file):
+  directory = str(tmp_path)
+  checkpoint.save(directory, 0, {'config': {}}, _tree(0), _steps(0, 4))
+  before = sorted(os.listdir(directory)), _replay_files(directory)
+  monkeypatch.setenv(checkpoint.FAULT_ENV, f'enospc:1:{file}')
+  with pytest.raises(checkpoint.WriteError) as error:
+    checkpoint.save(directory, 1, {'config': {}}, _tree(1), _steps(4, 8))
+  assert error.value.errno == errno.ENOSPC
+  assert str(error.value).startswith(
+      f'Cannot write the checkpoint of iteration 1 in {directory} ([Errno '
+      '28] No space left on device (injected)')
+  assert str(error.value).endswith(
+      f'the previous checkpoint, {directory}/iteration_000000, is intact: '
+      'free some disk space (or fix the cause) and rerun the same command to '
+      'resume from it.')
+  # What the failed save wrote is gone (it frees the disk).
+  assert (sorted(os.listdir(directory)), _replay_files(directory)) == before
+  assert checkpoint.newest_intact(directory) == (
+      f'{directory}/iteration_000000', [])
+  monkeypatch.delenv(checkpoint.FAULT_ENV)
+  checkpoint.save(directory, 1, {'config': {}}, _tree(1), _steps(4, 8))
+  assert checkpoint.newest_intact(directory)[0].endswith('iteration_000001')
+
+
+def test_verification_reads_each_file_once_per_process(tmp_path, monkeypatch):
+  checkpoint.save(str(tmp_path), 0, {}, _tree(0), _steps(0, 4))
+  path = checkpoint.latest(str(tmp_path))
+  reads = []
+  digest = checkpoint._file_digest
+  monkeypatch.setattr(checkpoint, '_file_digest',
+                      lambda file: reads.append(file) or digest(file))
+  checkpoint._VERIFIED.clear()
+  assert checkpoint.verify(path) is None and len(reads) == 3
+  assert checkpoint.verify(path) is None and len(reads) == 3  # Cached.
+  _damage(os.path.join(path, 'tree.npz'), 'corrupted')  # A new mtime.
+  assert checkpoint.verify(path).reason.startswith('corrupted')

@@ -244,10 +244,12 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path):
                   jax.tree.leaves(agent.get_state())):
     np.testing.assert_array_equal(x, y)
   # Each checkpoint wrote the new steps the replay still held (the last 120
-  # of the iteration's 150) once; older chunks went when overwritten.
+  # of the iteration's 150) once; older chunks went when overwritten and
+  # unused by the previous checkpoint, which is kept.
   assert sorted(os.listdir(tmp_path / 'resumed' / 'replay')) == [
-      'steps_000000000330_000000000450']
-  assert len(os.listdir(tmp_path / 'resumed')) == 2
+      'steps_000000000180_000000000300', 'steps_000000000330_000000000450']
+  assert sorted(os.listdir(tmp_path / 'resumed')) == [
+      'iteration_000002', 'iteration_000003', 'replay']
 
 
 def test_a_checkpoint_older_than_a_setting_and_a_state_key_resumes(tmp_path):
@@ -265,6 +267,8 @@ def test_a_checkpoint_older_than_a_setting_and_a_state_key_resumes(tmp_path):
     meta = json.load(f)
   meta['tree_paths'] = [p for p in meta['tree_paths']
                         if p != ['num_pending_updates']]
+  for key in ('files', 'replay_files', 'meta_sha256'):  # Older: no checksums.
+    del meta[key]
   with open(os.path.join(path, 'meta.json'), 'w') as f:
     json.dump(meta, f)
   with pytest.raises(ValueError, match="--u=None in the checkpoint, 1 now"):
@@ -352,7 +356,9 @@ def test_checkpoints_of_the_previous_format_resume(tmp_path):
     np.save(legacy / f'{name}.npy', np.roll(steps[:, -120:], 300 % 120, 1))
   meta = dict(saved.meta, tree_structure=str(treedef),
               array_names=sorted(saved.replay_chunks[0][1]))
-  del meta['tree_paths'], meta['replay_chunks']
+  for key in ('tree_paths', 'replay_chunks', 'files', 'replay_files',
+              'meta_sha256'):
+    del meta[key]
   (legacy / 'meta.json').write_text(json.dumps(meta))
 
   next_iteration, rows, saved_until = run_loop._restore(

@@ -1,6 +1,7 @@
 """Tests for zoo.tensorboard_writer: event files read back, resume purge."""
 
 import math
+import os
 
 import numpy as np
 
@@ -78,3 +79,13 @@ def test_a_resumed_run_hides_what_a_killed_process_wrote_after_its_checkpoint(
   # Steps 416, 480, 544, 608 were written by both processes: they show once.
   assert steps == list(range(16, 401, 64)) + list(range(416, 801, 64))
   assert [s for s, _ in scalars['eval/episode_return']] == [0, 400, 800]
+
+
+def test_a_run_stopped_before_its_first_scalar_leaves_no_event_file(tmp_path):
+  writer = tensorboard_writer.TensorBoardWriter(str(tmp_path / 'tb'), 64)
+  writer.begin_run(0, _FakeAgent(), [])
+  writer.begin_iteration(0)
+  writer.begin_phase(0, 'eval')
+  writer.on_step(0)
+  writer.end_run()  # As when interrupted during set-up or iteration 0.
+  assert not (tmp_path / 'tb').exists() or not os.listdir(tmp_path / 'tb')

@@ -32,6 +32,7 @@ from zoo import interrupts
 from zoo import progress
 from zoo import replay as replay_lib
 from zoo import results_csv
+from zoo import run_directory
 from zoo import run_json
 from zoo import run_loop
 from zoo import tensorboard_writer
@@ -88,10 +89,10 @@ flags.DEFINE_string('results_csv_path',
                     'runs/{agent}/{environment_name}/seed_{seed}/results.csv',
                     'Run CSV (one row per iteration); {agent}, '
                     '{environment_name} and {seed} are filled in; empty: none.')
-flags.DEFINE_string('checkpoint_dir',
-                    'runs/{agent}/{environment_name}/seed_{seed}/checkpoints',
-                    'Checkpoint directory, resumed from when it holds one '
-                    '(placeholders as --results_csv_path); empty: none.')
+flags.DEFINE_string('checkpoint_dir', '{results_dir}/checkpoints',
+                    'Checkpoint directory, resumed from when it holds one; '
+                    "{results_dir} is the results CSV's directory (and the "
+                    'placeholders of --results_csv_path); empty: none.')
 flags.DEFINE_enum('head', None, ['fc', 'nc'],
                   'Network head; unset: the agent\'s.')
 flags.DEFINE_enum('loss', None, ['qr', 'cramer'],
@@ -107,8 +108,9 @@ flags.DEFINE_integer(
     'Environment streams K acting in lockstep, one batched action selection '
     'per step; every count (epsilon schedule, learn and target periods, '
     'train/eval frames) is in frames summed over the streams, and the replay '
-    'capacity in transitions over all streams, so one update per 16 frames '
-    'holds for any K. 1 (default): the reference mode, DQN Zoo exactly. '
+    'capacity in transitions over all streams, so one update per '
+    '--learn_period frames holds for any K. 1 (default): the reference '
+    'mode, DQN Zoo exactly. '
     'Default chosen from benchmarks.bench_agent on a 2-core CPU, where the '
     'update takes 70-95% of the time and vector K=16 trained only 1.1-1.35x '
     'faster: too little to depart from the DQN Zoo protocol by default '
@@ -125,8 +127,9 @@ flags.DEFINE_string(
     '{results_dir} is the results CSV\'s directory (and the placeholders of '
     '--results_csv_path); empty: none.')
 count_flags.DEFINE_count('tensorboard_loss_period', 8000,
-                         'Frames between training-loss scalars (500 updates '
-                         'at one per 16 frames).')
+                         'Frames between training-loss scalars '
+                         '(--tensorboard_loss_period / --learn_period '
+                         'updates).')
 flags.DEFINE_float('progress_interval_seconds', 30.0,
                    'Seconds between progress lines within a phase (<= 0: '
                    'none).')
@@ -170,6 +173,9 @@ SETTINGS = tuple(
         'environment_mode', 'tensorboard_dir', 'tensorboard_loss_period',
         'progress_interval_seconds', 'num_fused_updates',
         'replay_on_device'))
+
+
+flags.declare_key_flag('restart')  # zoo.run_directory's; --help lists it.
 
 
 class ConfigError(ValueError):
@@ -488,10 +494,13 @@ def check_resume(s: Dict[str, Any], config: Dict[str, Any]
     ConfigError: naming the differing settings, or why an extension would
       change what already ran and the flag value that keeps it.
   """
-  path = checkpoint.latest(s['checkpoint_dir']) if s['checkpoint_dir'] else None
+  try:  # The newest intact checkpoint, its run's own; no finished row lost.
+    path, meta = run_directory.resume_point(s['checkpoint_dir'],
+                                            s['results_csv_path'])
+  except run_directory.Refused as e:
+    raise ConfigError(str(e)) from e
   if path is None:
     return None
-  meta = checkpoint.load_meta(path)
   saved = meta['config']
   differences = run_loop.config_differences(saved, config, EXTENDABLE,
                                             IMPLIED_SETTINGS)
@@ -596,8 +605,10 @@ def _finished(meta: Dict[str, Any], s: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def run(suite: Suite, agent_name: str, settings: Dict[str, Any],
-        make_environment: Optional[Callable] = None):
+        make_environment: Optional[Callable] = None, restart: bool = False):
   """Validate the settings, then train/evaluate (or resume); return rows.
+
+  `restart`: move the run's files aside first (zoo.run_directory.restart).
 
   Raises:
     ConfigError: bad settings or checkpoint, before any long work.
@@ -607,6 +618,12 @@ def run(suite: Suite, agent_name: str, settings: Dict[str, Any],
   s = resolve_settings(suite, agent_name, settings)
   validate_settings(suite, s)
   config = checkpoint_config(suite, agent_name, s)
+  if restart:
+    run_directory.restart(s['results_csv_path'], s['checkpoint_dir'],
+                          s['tensorboard_dir'])
+    if s['checkpoint_dir']:
+      _check_writable(s['checkpoint_dir'], 'checkpoints')
+      check_checkpoint_disk(suite, s)
   meta = check_resume(s, config)
   checkpointing = bool(s['checkpoint_dir'])
   if meta is not None and meta['iteration'] > s['num_iterations']:
@@ -675,8 +692,8 @@ def main(argv, suite: Suite, agent_name: str) -> None:
   if len(argv) > 1:
     sys.exit(f'Unexpected arguments: {argv[1:]}')
   try:
-    run(suite, agent_name, settings_from_flags())
-  except ConfigError as e:
+    run(suite, agent_name, settings_from_flags(), restart=FLAGS.restart)
+  except (ConfigError, checkpoint.DamagedError, checkpoint.WriteError) as e:
     sys.exit(f'Error: {e}')
   except interrupts.Interrupted as e:
     print(e.message, file=sys.stderr, flush=True)

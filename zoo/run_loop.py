@@ -7,6 +7,7 @@ uninterrupted one would. After each iteration the CSV is rewritten atomically
 and a checkpoint is saved; a rerun with the same checkpoint directory resumes.
 """
 
+import os
 import time
 from typing import (Any, Callable, Dict, List, NamedTuple, Optional,
                     Sequence, Tuple)
@@ -168,15 +169,30 @@ def check_checkpoint_config(checkpoint_dir: Optional[str],
                             ) -> Optional[str]:
   """Return the checkpoint to resume, or raise if it has another config.
 
+  The newest intact checkpoint (zoo.checkpoint.newest_intact): damaged newer
+  ones are skipped, and the run resumes from the previous one.
+
   Args:
     checkpoint_dir: the run's checkpoint directory (None: no checkpoints).
     config: the settings a resumable checkpoint must have.
     ignore: settings that may differ (the caller checked them).
     implied: see config_differences.
+
+  Raises:
+    checkpoint.DamagedError: checkpoints exist, but none is intact.
+    ValueError: the checkpoint has another config.
   """
-  path = checkpoint.latest(checkpoint_dir) if checkpoint_dir else None
+  path, damages = (checkpoint.newest_intact(checkpoint_dir) if checkpoint_dir
+                   else (None, []))
   if path is None:
+    if damages:
+      raise checkpoint.DamagedError(
+          checkpoint.no_intact_message(checkpoint_dir, damages) + ' Pass '
+          'another checkpoint directory, or move this one aside to start '
+          'over.', damages)
     return None
+  if damages:
+    logging.info('%s', checkpoint.fallback_warning(path, damages))
   saved = checkpoint.load_meta(path)['config']
   differences = config_differences(saved, config, ignore, implied)
   if differences:
@@ -188,11 +204,13 @@ def check_checkpoint_config(checkpoint_dir: Optional[str],
 
 
 def _save(checkpoint_dir: str, iteration: int, config, rows, agent, replay,
-          saved_until: int) -> int:
+          saved_until: int, results_csv_path: Optional[str] = None) -> int:
   """Checkpoint the run after `iteration`; return the replay steps saved.
 
   Only the replay steps added since `saved_until` (the previous save's) are
-  written; the older ones are already on disk.
+  written; the older ones are already on disk. The checkpoint records its
+  run's results CSV and its own directory (absolute), so that a checkpoint
+  directory is never continued by another run (zoo.run_directory).
   """
   end = replay.num_steps
   keep_from = max(end - replay.capacity // replay.num_streams, 0)
@@ -201,6 +219,9 @@ def _save(checkpoint_dir: str, iteration: int, config, rows, agent, replay,
       'config': config,
       'rows': rows,
       'replay': replay.get_state(),
+      'results_csv_path': (os.path.abspath(results_csv_path)
+                           if results_csv_path else ''),
+      'checkpoint_dir': os.path.abspath(checkpoint_dir),
   }
   checkpoint.save(checkpoint_dir, iteration, meta, agent.get_state(),
                   new_steps=replay.steps(max(saved_until, keep_from), end),
@@ -341,7 +362,7 @@ def run_experiment(
         results_csv.write_rows(results_csv_path, rows)
       if checkpoint_dir:
         saved_until = _save(checkpoint_dir, iteration, config, rows, agent,
-                            replay, saved_until)
+                            replay, saved_until, results_csv_path)
       for hook in hooks:
         hook.end_iteration(iteration, row)
   finally:

@@ -35,8 +35,6 @@ FLAG_DEFAULTS = {
     'hidden_size': 128,
     'results_csv_path':
         'runs/minatar/{agent}/{environment_name}/seed_{seed}/results.csv',
-    'checkpoint_dir':
-        'runs/minatar/{agent}/{environment_name}/seed_{seed}/checkpoints',
 }
 _FIXED = dict(environment_height=10, environment_width=10, num_stacked_frames=1,
               num_action_repeats=1)

@@ -49,22 +49,31 @@ class TensorBoardWriter(run_loop.RunHooks):
     self._logdir = logdir
     self._loss_period = loss_period
     self._writer = None
+    self._start_iteration = 0
+    self._purge_step = None
     self._agent = None
     self._phase = None
     self._next_loss_frame = 0
 
   def begin_run(self, start_iteration: int, agent, rows) -> None:
-    import tensorboardX  # pylint: disable=g-import-not-at-top
     self._agent = agent
+    self._start_iteration = start_iteration
     # A resumed run starts after the frames of its checkpoint: hide whatever
     # a killed process logged beyond them.
-    purge_step = agent.frame_t + 1 if start_iteration > 0 else None
-    # Event files are named by the second they open in: the suffix keeps a
-    # resumed run from truncating the file of a run killed in that second.
-    self._writer = tensorboardX.SummaryWriter(
-        self._logdir, purge_step=purge_step, flush_secs=30,
-        filename_suffix=f'.iteration_{start_iteration}')
+    self._purge_step = agent.frame_t + 1 if start_iteration > 0 else None
     self._next_loss_frame = agent.frame_t  # The first loss, then periodic.
+
+  def _add_scalar(self, tag: str, value: float, step: int) -> None:
+    if self._writer is None:
+      # Opened at the first scalar, so that a run stopped before it leaves
+      # no empty event file behind.
+      import tensorboardX  # pylint: disable=g-import-not-at-top
+      # Event files are named by the second they open in: the suffix keeps a
+      # resumed run from truncating the file of a run killed in that second.
+      self._writer = tensorboardX.SummaryWriter(
+          self._logdir, purge_step=self._purge_step, flush_secs=30,
+          filename_suffix=f'.iteration_{self._start_iteration}')
+    self._writer.add_scalar(tag, value, step)
 
   def begin_phase(self, iteration: int, phase: str) -> None:
     self._phase = phase
@@ -77,15 +86,16 @@ class TensorBoardWriter(run_loop.RunHooks):
       return
     # Reading the value waits for that update; the next action selection
     # would wait for it anyway.
-    self._writer.add_scalar(LOSS_TAG, float(loss), self._agent.frame_t)
+    self._add_scalar(LOSS_TAG, float(loss), self._agent.frame_t)
     self._next_loss_frame = self._agent.frame_t + self._loss_period
 
   def end_iteration(self, iteration: int, row: Dict) -> None:
     for column, tag in ITERATION_SCALARS.items():
       value = float(row[column])
       if math.isfinite(value):
-        self._writer.add_scalar(tag, value, int(row['frame']))
-    self._writer.flush()
+        self._add_scalar(tag, value, int(row['frame']))
+    if self._writer is not None:
+      self._writer.flush()
 
   def end_run(self) -> None:
     if self._writer is not None:

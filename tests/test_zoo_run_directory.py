@@ -1,0 +1,303 @@
+"""Tests for zoo.run_directory: nothing a run has written is ever lost.
+
+Unit tests of the checks, then fault tests through real MinAtar entry-point
+processes on real files: a damaged newest checkpoint (one file of each kind,
+each kind of damage once; zoo/checkpoint.py's tests cover every file x every
+damage in-process), none intact, SIGKILL and a full disk in the middle of a
+checkpoint write, deleted checkpoints, another run's checkpoint directory.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from analysis import evaluate
+from zoo import checkpoint
+from zoo import experiment
+from zoo import results_csv
+from zoo import run_directory
+from zoo import run_minatar
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# One XLA thread: runs in different processes then compute bit-identical
+# updates (as tests/test_zoo_run_atari.py's SIGKILL test explains).
+ENV = dict(os.environ, PYTHONPATH=ROOT,
+           XLA_FLAGS='--xla_cpu_multi_thread_eigen=false '
+                     'intra_op_parallelism_threads=1')
+TINY = dict(environment_name='breakout', num_iterations=2,
+            num_train_frames=200, num_eval_frames=100, replay_capacity=1000,
+            num_quantiles=5, hidden_size=8, target_network_update_period=100,
+            progress_interval_seconds=0.0)
+NEWEST = 'checkpoints/iteration_000002'
+PREVIOUS = 'checkpoints/iteration_000001'
+
+
+def _command(run_dir, *extra):
+  return ([sys.executable, '-m', 'cr_dqn.run_minatar'] +
+          [f'--{k}={v}' for k, v in TINY.items()] +
+          [f'--results_csv_path={run_dir}/results.csv', *extra])
+
+
+def _run(run_dir, *extra, fault=None):
+  env = dict(ENV, **{checkpoint.FAULT_ENV: fault}) if fault else ENV
+  result = subprocess.run(_command(run_dir, *extra), cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+  assert 'Traceback' not in result.stderr, result.stderr[-3000:]
+  return result
+
+
+def _last_line(result):
+  return result.stderr.strip().splitlines()[-1]
+
+
+def _csv(run_dir):
+  return [{c: row[c] for c in results_csv.DETERMINISTIC_COLUMNS}
+          for row in results_csv.read_rows(f'{run_dir}/results.csv')]
+
+
+@pytest.fixture(scope='module')
+def base(tmp_path_factory):
+  """A finished run: iterations 0..2, checkpoints 1 and 2 kept."""
+  run_dir = tmp_path_factory.mktemp('base')
+  result = _run(run_dir)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert sorted(os.listdir(run_dir / 'checkpoints')) == [
+      'iteration_000001', 'iteration_000002', 'replay']
+  return run_dir
+
+
+def _copy(base_dir, tmp_path, name='run'):
+  run_dir = tmp_path / name
+  shutil.copytree(base_dir, run_dir)
+  return run_dir
+
+
+def _settings(run_dir, **overrides):
+  s = dict(experiment.default_settings(run_minatar.MINATAR), **TINY)
+  s.update(results_csv_path=str(run_dir / 'results.csv'), **overrides)
+  return s
+
+
+def _no_environment(*unused_args):
+  raise AssertionError('must stop before building environments')
+
+
+# The checks.
+
+def test_a_checkpoint_belongs_to_its_results_csv_or_a_moved_copy(tmp_path):
+  meta = {'results_csv_path': '/a/run/results.csv',
+          'checkpoint_dir': '/a/run/checkpoints'}
+  run_directory.check_owner(meta, '/a/run/checkpoints', '/a/run/results.csv')
+  run_directory.check_owner(meta, '/b/moved/checkpoints',
+                            '/b/moved/results.csv')
+  run_directory.check_owner({}, '/b/checkpoints', '/c/results.csv')  # Older.
+  with pytest.raises(run_directory.Refused) as error:
+    run_directory.check_owner(meta, '/a/run/checkpoints', '/b/results.csv')
+  assert str(error.value) == (
+      'The checkpoint directory /a/run/checkpoints belongs to another run: '
+      'its results CSV is /a/run/results.csv, not /b/results.csv. To continue '
+      'that run, pass --results_csv_path=/a/run/results.csv; for a new run, '
+      'pass a new --checkpoint_dir (by default the checkpoints lie beside the '
+      "results CSV, in its directory's checkpoints/).")
+
+
+def test_finished_rows_are_kept_unless_an_interrupted_save_explains_them(
+    tmp_path):
+  path = str(tmp_path / 'results.csv')
+  results_csv.write_rows(path, [
+      dict({c: 0.5 for c in results_csv.COLUMNS}, iteration=i)
+      for i in range(4)])
+  ckpt = str(tmp_path / 'checkpoints')
+  run_directory.check_rows(path, ckpt, 3, [])  # Row 3: killed before its save.
+  run_directory.check_rows(path, ckpt, 4, [])
+  damaged = [checkpoint.Damage(f'{ckpt}/iteration_000002', 'f', 'empty')]
+  run_directory.check_rows(path, ckpt, 2, damaged)  # Fallback from 2.
+  with pytest.raises(run_directory.Refused) as error:
+    run_directory.check_rows(path, ckpt, 2, [])
+  assert str(error.value) == (
+      f'The results CSV {path} holds iterations 0..3, but the newest intact '
+      f'checkpoint in {ckpt} resumes at iteration 2: going on would replace '
+      'the finished rows of iterations 2..3. To keep them, pass the '
+      '--checkpoint_dir of the run that wrote this CSV (or put its '
+      'checkpoints back); to start over, add --restart (moves the CSV to '
+      f'{path}.<time>.bak; nothing is deleted).')
+  with pytest.raises(run_directory.Refused, match=(
+      'this run has no --checkpoint_dir, so it starts at iteration 0: going '
+      'on would replace the finished rows of iterations 0..3')):
+    run_directory.check_rows(path, '', 0, [])
+
+
+def test_one_run_one_directory_by_default(tmp_path):
+  s = experiment.resolve_settings(run_minatar.MINATAR, 'cr_dqn', dict(
+      experiment.default_settings(run_minatar.MINATAR),
+      results_csv_path=str(tmp_path / 'y/results.csv')))
+  assert s['checkpoint_dir'] == str(tmp_path / 'y/checkpoints')
+  assert s['tensorboard_dir'] == str(tmp_path / 'y/tensorboard')
+  s = experiment.resolve_settings(run_minatar.MINATAR, 'cr_dqn', dict(
+      experiment.default_settings(run_minatar.MINATAR)))
+  assert s['checkpoint_dir'] == (
+      'runs/minatar/cr_dqn/breakout/seed_1/checkpoints')
+
+
+def test_minatar_help_speaks_of_its_own_learn_period():
+  out = subprocess.run(
+      [sys.executable, '-m', 'cr_dqn.run_minatar', '--help'], cwd=ROOT,
+      env=ENV, capture_output=True, text=True, timeout=120).stdout
+  assert "--learn_period: Frames between updates.\n    (default: '4')" in out
+  assert '16 frames' not in out and '--[no]restart' in out
+  assert ("--checkpoint_dir: Checkpoint directory, resumed from when it holds "
+          'one;') in out
+
+
+# Through the entry point.
+
+@pytest.mark.parametrize('file,how', [
+    ('tree.npz', 'corrupted'), ('meta.json', 'truncated'),
+    ('replay/steps_000000000200_000000000400/rewards.npy', 'emptied')])
+def test_a_damaged_newest_checkpoint_falls_back_and_ends_the_same(
+    base, tmp_path, file, how):
+  run_dir = _copy(base, tmp_path)
+  damaged = run_dir / ('checkpoints/' + file if file.startswith('replay')
+                       else f'{NEWEST}/{file}')
+  size = os.path.getsize(damaged)
+  if how == 'corrupted':  # Zeros inside: the zip's CRC case.
+    with open(damaged, 'r+b') as f:
+      f.seek(size // 2)
+      f.write(bytes(64))
+  else:
+    os.truncate(damaged, size // 2 if how == 'truncated' else 0)
+  result = _run(run_dir)
+  assert result.returncode == 0, result.stderr[-3000:]
+  warning = [line for line in result.stderr.splitlines()
+             if line.startswith('Warning:')]
+  assert len(warning) == 1
+  assert warning[0].startswith(
+      f'Warning: the newest checkpoint is damaged: {damaged} is ')
+  assert warning[0].endswith(f'Using the previous one, {run_dir / PREVIOUS}. '
+                             'The run goes on from iteration 2.')
+  assert 'at iteration 2.' in result.stderr  # Resumed from iteration 1's.
+  assert _csv(run_dir) == _csv(base)
+  assert checkpoint.newest_intact(str(run_dir / 'checkpoints')) == (
+      str(run_dir / NEWEST), [])
+
+
+def test_no_intact_checkpoint_stops_before_any_work_naming_the_files(
+    base, tmp_path):
+  run_dir = _copy(base, tmp_path)
+  os.truncate(run_dir / NEWEST / 'tree.npz', 1000)
+  (run_dir / PREVIOUS / 'meta.json').write_text('')
+  result = _run(run_dir)
+  assert result.returncode == 1
+  message = (
+      f'No intact checkpoint in {run_dir}/checkpoints: {run_dir / NEWEST}/'
+      'tree.npz is truncated (1,000 bytes, ')
+  assert _last_line(result).startswith(f'Error: {message}')
+  assert _last_line(result).endswith(
+      f'{run_dir / PREVIOUS}/meta.json is empty (0 bytes). Either pass another '
+      f'--checkpoint_dir, or move the run directory {run_dir} aside, or add '
+      "--restart (moves the run's files aside to <name>.<time>.bak) to start "
+      'over.')
+  assert 'JAX device' not in result.stderr  # Nothing started.
+  assert _csv(run_dir) == _csv(base)
+  # analysis.evaluate says the same, and can pick among the kept ones.
+  with pytest.raises(checkpoint.DamagedError, match=f'^{re.escape(message)}'):
+    evaluate.evaluate(str(run_dir / 'checkpoints'), 1)
+  with pytest.raises(checkpoint.DamagedError, match=(
+      'iteration_000001 is damaged: .*meta.json is empty.* Pass another '
+      '--checkpoint_dir, or the --iteration of an intact checkpoint it '
+      'keeps.')):
+    evaluate.evaluate(str(run_dir / 'checkpoints'), 1, iteration=1)
+
+
+def test_evaluate_skips_a_damaged_newest_checkpoint_with_a_warning(
+    base, tmp_path):
+  run_dir = _copy(base, tmp_path)
+  os.truncate(run_dir / NEWEST / 'tree.npz', 1000)
+  lines, warnings = [], []
+  episodes = evaluate.evaluate(str(run_dir / 'checkpoints'), 1,
+                               log=lines.append, warn=warnings.append)
+  assert len(episodes) == 1
+  assert warnings == [
+      'Warning: the newest checkpoint is damaged: '
+      f'{run_dir / NEWEST}/tree.npz is truncated (1,000 bytes, '
+      f'{os.path.getsize(base / NEWEST / "tree.npz"):,} written). Using the '
+      f'previous one, {run_dir / PREVIOUS}.']
+  assert f'checkpoint {run_dir / PREVIOUS},' in lines[0]
+  with pytest.raises(ValueError, match=(
+      'No checkpoint of iteration 0 in .*; it keeps --iteration=1, '
+      '--iteration=2.')):
+    evaluate.evaluate(str(base / 'checkpoints'), 1, iteration=0)
+
+
+def test_sigkill_and_a_full_disk_mid_save_then_the_rerun_ends_the_same(
+    base, tmp_path):
+  # As killed after iteration 2's row, before its checkpoint was complete.
+  run_dir = _copy(base, tmp_path)
+  shutil.rmtree(run_dir / NEWEST)
+  # Killed between two files: the new replay chunk written, the tree not.
+  result = _run(run_dir, fault='kill:2:tree.npz')
+  assert result.returncode == -9
+  assert checkpoint.newest_intact(str(run_dir / 'checkpoints')) == (
+      str(run_dir / PREVIOUS), [])
+  # The disk fills while the chunk is written: a clear message, what the
+  # save wrote removed, the previous checkpoint intact.
+  result = _run(run_dir, fault='enospc:2:frames.npy')
+  assert result.returncode == 1
+  assert _last_line(result) == (
+      f'Error: Cannot write the checkpoint of iteration 2 in '
+      f'{run_dir}/checkpoints ([Errno 28] No space left on device (injected):'
+      f" 'frames.npy'); what it wrote was removed, and the previous "
+      f'checkpoint, {run_dir / PREVIOUS}, is intact: free some disk space (or '
+      'fix the cause) and rerun the same command to resume from it.')
+  assert sorted(os.listdir(run_dir / 'checkpoints' / 'replay')) == [
+      'steps_000000000000_000000000200']
+  result = _run(run_dir)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert 'at iteration 2.' in result.stderr and 'Warning' not in result.stderr
+  assert _csv(run_dir) == _csv(base)
+
+
+def test_deleted_checkpoints_never_drop_finished_rows_restart_moves_aside(
+    base, tmp_path):
+  run_dir = _copy(base, tmp_path)
+  shutil.rmtree(run_dir / 'checkpoints')
+  result = _run(run_dir)
+  assert result.returncode == 1
+  assert _last_line(result).startswith(
+      f'Error: The results CSV {run_dir}/results.csv holds iterations 0..2, '
+      f'but {run_dir}/checkpoints holds no checkpoint, so the run starts at '
+      'iteration 0: going on would replace the finished rows of iterations '
+      '0..2.')
+  assert _csv(run_dir) == _csv(base)
+  # --restart moves the run's files aside (nothing deleted) and starts over.
+  before = (run_dir / 'results.csv').read_text()
+  result = _run(run_dir, '--restart')
+  assert result.returncode == 0, result.stderr[-3000:]
+  moved = [line.split(' to ') for line in result.stderr.splitlines()
+           if line.startswith('--restart: moved ')]
+  assert [os.path.basename(a) for a, _ in moved] == [
+      'results.csv', 'run.json', 'tensorboard']
+  backup = moved[0][1]
+  assert backup.startswith(f'{run_dir}/results.csv.') and backup.endswith(
+      '.bak')
+  assert open(backup).read() == before
+  assert _csv(run_dir) == _csv(base)  # Run again from iteration 0.
+
+
+def test_a_checkpoint_directory_of_another_run_is_refused(base, tmp_path):
+  with pytest.raises(experiment.ConfigError, match=(
+      f'^The checkpoint directory {base}/checkpoints belongs to another run: '
+      f'its results CSV is {base}/results.csv, not {tmp_path}/y/results.csv.')):
+    experiment.run(run_minatar.MINATAR, 'cr_dqn', _settings(
+        tmp_path / 'y', checkpoint_dir=str(base / 'checkpoints')),
+        _no_environment)
+  # A run directory moved as a whole is still its own.
+  moved = _copy(base, tmp_path, 'moved')
+  s = experiment.resolve_settings(run_minatar.MINATAR, 'cr_dqn',
+                                  _settings(moved))
+  config = experiment.checkpoint_config(run_minatar.MINATAR, 'cr_dqn', s)
+  assert experiment.check_resume(s, config)['iteration'] == 3

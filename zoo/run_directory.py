@@ -1,0 +1,177 @@
+"""One run, one directory: where a run resumes, and what it may overwrite.
+
+A run's directory is that of its results CSV; its checkpoints, TensorBoard
+events and run.json default to it (zoo.experiment's flags). Before any work,
+`resume_point` picks the checkpoint to resume and refuses, with the fix:
+
+- a checkpoint directory that belongs to another run (each checkpoint
+  records its results CSV; a run directory moved as a whole still resumes);
+- checkpoints of which none is intact (each damaged file named);
+- going on where that would replace finished CSV rows that no interrupted
+  save explains (e.g. after the checkpoints were deleted), unless `--restart`
+  moved the run's files aside (`restart`; nothing is ever deleted).
+
+A damaged newest checkpoint is not refused: the run warns, naming the file,
+and resumes from the previous one (its later rows are run again).
+"""
+
+import os
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from absl import flags
+
+from zoo import checkpoint
+from zoo import results_csv
+from zoo import run_json
+
+flags.DEFINE_bool(
+    'restart', False,
+    'Start the run over at iteration 0: the results CSV, run.json, the '
+    'checkpoint and TensorBoard directories move aside to '
+    '<name>.<time>.bak (nothing is deleted). Needed only where going on '
+    'would replace finished CSV rows.')
+
+
+class Refused(ValueError):
+  """The run must not start as asked; the message says why and the fix."""
+
+
+def _choices(checkpoint_dir: str, results_csv_path: str) -> str:
+  run_dir = os.path.dirname(results_csv_path) if results_csv_path else None
+  where = (f'move the run directory {run_dir or "."} aside' if run_dir
+           else f'move {checkpoint_dir} aside')
+  return (f'Either pass another --checkpoint_dir, or {where}, or add '
+          '--restart (moves the run\'s files aside to <name>.<time>.bak) to '
+          'start over.')
+
+
+def check_owner(meta: Dict[str, Any], checkpoint_dir: str,
+                results_csv_path: str) -> None:
+  """Raise Refused if the checkpoint was written for another results CSV.
+
+  Checkpoints written before the record existed are accepted. A run
+  directory moved or copied as a whole keeps its CSV where its checkpoints
+  expect it (same relative path), and is accepted.
+  """
+  if 'results_csv_path' not in meta:
+    return
+  recorded = meta['results_csv_path']
+  current = os.path.abspath(results_csv_path) if results_csv_path else ''
+  if recorded == current:
+    return
+  if recorded and current and 'checkpoint_dir' in meta and (
+      os.path.relpath(recorded, meta['checkpoint_dir']) ==
+      os.path.relpath(current, os.path.abspath(checkpoint_dir))):
+    return  # The run directory was moved.
+  theirs = recorded or 'none (--results_csv_path=\'\')'
+  fix = (f'To continue that run, pass --results_csv_path={recorded}; '
+         if recorded else "To continue that run, pass --results_csv_path=''; ")
+  raise Refused(
+      f'The checkpoint directory {checkpoint_dir} belongs to another run: '
+      f'its results CSV is {theirs}, not {current or "none"}. {fix}for a new '
+      'run, pass a new --checkpoint_dir (by default the checkpoints lie '
+      'beside the results CSV, in its directory\'s checkpoints/).')
+
+
+def _csv_iterations(path: str) -> List[int]:
+  if not path or not os.path.exists(path):
+    return []
+  try:
+    return [int(float(row['iteration'])) for row in results_csv.read_rows(path)]
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    raise Refused(f'Cannot read the results CSV {path} ({e}); move it aside, '
+                  'or add --restart (moves it aside for you).') from e
+
+
+def check_rows(results_csv_path: str, checkpoint_dir: str,
+               start_iteration: int, damages: List[checkpoint.Damage]) -> None:
+  """Raise Refused if starting at `start_iteration` drops finished rows.
+
+  The CSV may hold one row more than the checkpoint resumed (a process
+  stopped between writing the row and the checkpoint) and, after a fallback
+  from damaged checkpoints, the rows those held; rows beyond are finished
+  work that a rerun would replace.
+  """
+  iterations = _csv_iterations(results_csv_path)
+  if not iterations:
+    return
+  last = max(iterations)
+  allowed = start_iteration
+  if damages:
+    newest = max(checkpoint.iteration_of(d.path) for d in damages)
+    allowed = max(allowed, newest + 1)
+  if last <= allowed:
+    return
+  if not checkpoint_dir:
+    why = 'this run has no --checkpoint_dir, so it starts at iteration 0'
+  elif start_iteration == 0:
+    why = (f'{checkpoint_dir} holds no checkpoint, so the run starts at '
+           'iteration 0')
+  else:
+    why = (f'the newest intact checkpoint in {checkpoint_dir} resumes at '
+           f'iteration {start_iteration}')
+  raise Refused(
+      f'The results CSV {results_csv_path} holds iterations 0..{last}, but '
+      f'{why}: going on would replace the finished rows of iterations '
+      f'{start_iteration}..{last}. To keep them, pass the --checkpoint_dir '
+      'of the run that wrote this CSV (or put its checkpoints back); to '
+      'start over, add --restart (moves the CSV to '
+      f'{results_csv_path}.<time>.bak; nothing is deleted).')
+
+
+def resume_point(checkpoint_dir: str, results_csv_path: str,
+                 warn: Callable[[str], None] = None
+                 ) -> Tuple[Optional[str], Optional[Dict[str, Any]]]:
+  """Return (checkpoint to resume, its meta), or (None, None): start at 0.
+
+  Verifies the checkpoints (newest first), warns (stderr) when the newest is
+  damaged, and checks ownership and the CSV's rows.
+
+  Raises:
+    Refused: another run's checkpoints, none intact, or finished rows that
+      would be replaced; the message names the files and the fix.
+  """
+  warn = warn or (lambda text: print(text, file=sys.stderr, flush=True))
+  path, damages = (checkpoint.newest_intact(checkpoint_dir) if checkpoint_dir
+                   else (None, []))
+  if path is None and damages:
+    raise Refused(checkpoint.no_intact_message(checkpoint_dir, damages) + ' '
+                  + _choices(checkpoint_dir, results_csv_path))
+  meta = checkpoint.load_meta(path) if path else None
+  if meta is not None:
+    check_owner(meta, checkpoint_dir, results_csv_path)
+  start = meta.get('iteration', 0) if meta else 0
+  check_rows(results_csv_path, checkpoint_dir, start, damages)
+  if damages:
+    warn(checkpoint.fallback_warning(path, damages) +
+         f' The run goes on from iteration {start}.')
+  return path, meta
+
+
+def _aside(path: str, stamp: str) -> str:
+  target = f'{path}.{stamp}.bak'
+  number = 1
+  while os.path.exists(target):
+    number += 1
+    target = f'{path}.{stamp}-{number}.bak'
+  os.rename(path, target)
+  return target
+
+
+def restart(results_csv_path: str, checkpoint_dir: str, tensorboard_dir: str,
+            log: Callable[[str], None] = None) -> List[Tuple[str, str]]:
+  """Move a run's files aside to <name>.<time>.bak; return (from, to) pairs."""
+  log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+  stamp = time.strftime('%Y%m%d-%H%M%S')
+  paths = [results_csv_path, checkpoint_dir, tensorboard_dir]
+  if results_csv_path:
+    paths.insert(1, run_json.path_next_to(results_csv_path))
+  moved = []
+  for path in paths:
+    empty = os.path.isdir(path or '') and not os.listdir(path)
+    if path and os.path.exists(path) and not empty:  # Empty: nothing to keep.
+      moved.append((path, _aside(path, stamp)))
+      log(f'--restart: moved {path} to {moved[-1][1]}')
+  return moved
