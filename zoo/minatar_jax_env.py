@@ -17,12 +17,16 @@ docs/minatar-jax-environment.md gives the measured agreement with `minatar`.
 Actions must lie in [0, num_actions): under jit nothing checks them.
 """
 
+import functools
+import time
 from typing import Any, NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from zoo import minatar_env
+from zoo import run_loop
 
 GAMES: Tuple[str, ...] = minatar_env.GAMES
 
@@ -32,12 +36,13 @@ FIRST, MID, LAST = 0, 1, 2
 # refuses them. Empty: every game agrees (docs/minatar-jax-environment.md).
 REFUSED = {}
 
+# pgx-minatar's module, class and observation channels of each game.
 _CLASSES = {
-    'asterix': ('asterix', 'MinAtarAsterix'),
-    'breakout': ('breakout', 'MinAtarBreakout'),
-    'freeway': ('freeway', 'MinAtarFreeway'),
-    'seaquest': ('seaquest', 'MinAtarSeaquest'),
-    'space_invaders': ('space_invaders', 'MinAtarSpaceInvaders'),
+    'asterix': ('asterix', 'MinAtarAsterix', 4),
+    'breakout': ('breakout', 'MinAtarBreakout', 4),
+    'freeway': ('freeway', 'MinAtarFreeway', 7),
+    'seaquest': ('seaquest', 'MinAtarSeaquest', 10),
+    'space_invaders': ('space_invaders', 'MinAtarSpaceInvaders', 6),
 }
 
 
@@ -59,7 +64,7 @@ class EnvState(NamedTuple):
 def _pgx_env(game: str, sticky_action_prob: float):
   """Return pgx-minatar's environment of `game` (minimal action set)."""
   import importlib  # pylint: disable=g-import-not-at-top
-  module_name, class_name = _CLASSES[game]
+  module_name, class_name, _ = _CLASSES[game]
   try:
     importlib.import_module('pgx')
     module = importlib.import_module(f'pgx_minatar.{module_name}')
@@ -95,8 +100,7 @@ class JaxMinAtar:
     self.action_set: Tuple[int, ...] = tuple(
         int(a) for a in self._env.minimal_action_set)
     self.num_actions = len(self.action_set)
-    channels = self._env.init(jax.random.PRNGKey(0)).observation.shape[-1]
-    self.observation_shape: Tuple[int, int, int] = (10, 10, int(channels))
+    self.observation_shape: Tuple[int, int, int] = (10, 10, _CLASSES[game][2])
 
   def __repr__(self) -> str:
     return (f'JaxMinAtar({self.game!r}, max_episode_frames='
@@ -152,3 +156,90 @@ def make(game: str, **kwargs) -> JaxMinAtar:
   zoo.minatar_env.MinAtarEnvironment, with its defaults.
   """
   return JaxMinAtar(game, **kwargs)
+
+
+# The random policy (scripts.minatar_random, scripts.minatar_jax_agreement):
+# pure functions, jitted here with the environment static.
+
+
+@functools.partial(jax.jit, static_argnums=(0, 2))
+def random_policy_steps(env: JaxMinAtar, rng_key, num_steps: int):
+  """Run a uniformly random policy on one stream for `num_steps` timesteps.
+
+  The reset's FIRST is the first timestep, as zoo.run_loop.run_phase counts.
+
+  Returns:
+    (rng_key, step_type [num_steps] int8, reward [num_steps] float32).
+  """
+  rng_key, reset_key = jax.random.split(rng_key)
+  state, first = env.reset(reset_key)
+
+  def body(carry, unused):
+    state, key = carry
+    key, action_key, step_key = jax.random.split(key, 3)
+    action = jax.random.randint(action_key, (), 0, env.num_actions)
+    state, timestep = env.step(state, action, step_key)
+    return (state, key), (timestep.step_type, timestep.reward)
+
+  (_, rng_key), (step_type, reward) = jax.lax.scan(
+      body, (state, rng_key), None, length=num_steps - 1)
+  step_type = jnp.concatenate([first.step_type[None], step_type])
+  reward = jnp.concatenate([first.reward[None], reward])
+  return rng_key, step_type, reward
+
+
+@functools.partial(jax.jit, static_argnums=(0, 2))
+def random_policy_episodes(env: JaxMinAtar, rng_key, num_episodes: int):
+  """Play `num_episodes` independent episodes (vmapped) with a random policy.
+
+  Returns:
+    (rng_key, returns [num_episodes] float32, lengths [num_episodes] int32),
+    a length counting the episode's frames (steps after its FIRST).
+  """
+  rng_key, reset_key = jax.random.split(rng_key)
+  states, _ = jax.vmap(env.reset)(jax.random.split(reset_key, num_episodes))
+  zeros = jnp.zeros(num_episodes)
+
+  def not_all_done(carry):
+    return ~carry[-1].all()
+
+  def body(carry):
+    states, key, returns, lengths, done = carry
+    key, action_key, step_key = jax.random.split(key, 3)
+    actions = jax.random.randint(action_key, (num_episodes,), 0,
+                                 env.num_actions)
+    states, timestep = jax.vmap(env.step)(
+        states, actions, jax.random.split(step_key, num_episodes))
+    returns = returns + jnp.where(done, 0.0, timestep.reward)
+    lengths = lengths + jnp.where(done, 0, 1)
+    done = done | (timestep.step_type == LAST)
+    return states, key, returns, lengths, done
+
+  _, rng_key, returns, lengths, _ = jax.lax.while_loop(
+      not_all_done, body, (states, rng_key, zeros, zeros.astype(jnp.int32),
+                           jnp.zeros(num_episodes, bool)))
+  return rng_key, returns, lengths
+
+
+def random_policy_phase(game: str, seed: int,
+                        num_steps: int) -> run_loop.PhaseStats:
+  """Return a random policy's evaluation phase of `num_steps` on one stream.
+
+  zoo.run_loop.run_phase's budget rule with K = 1: the mean return over the
+  episodes completed within the budget, else the partial return.
+  """
+  if num_steps < 1:
+    raise ValueError(f'A phase needs a positive budget, got {num_steps}.')
+  env = make(game)
+  start = time.perf_counter()
+  _, step_type, reward = random_policy_steps(env, jax.random.PRNGKey(seed),
+                                             num_steps)
+  step_type, reward = np.asarray(step_type), np.asarray(reward, np.float64)
+  duration = time.perf_counter() - start
+  episode = np.cumsum(step_type == FIRST) - 1
+  sums = np.bincount(episode, weights=reward, minlength=episode[-1] + 1)
+  completed = sums[episode[step_type == LAST]]
+  episode_return = float(completed.mean()) if completed.size else float(
+      sums[-1])
+  return run_loop.PhaseStats(episode_return, int(completed.size), num_steps,
+                             num_steps / duration, duration)
