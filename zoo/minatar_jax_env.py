@@ -102,6 +102,16 @@ class JaxMinAtar:
     self.num_actions = len(self.action_set)
     self.observation_shape: Tuple[int, int, int] = (10, 10, _CLASSES[game][2])
 
+  def _key(self):
+    return (self.game, self.max_episode_frames, self.sticky_action_prob)
+
+  # Equal settings, equal environments: jit (static argument) compiles once.
+  def __eq__(self, other) -> bool:
+    return isinstance(other, JaxMinAtar) and self._key() == other._key()
+
+  def __hash__(self) -> int:
+    return hash(self._key())
+
   def __repr__(self) -> str:
     return (f'JaxMinAtar({self.game!r}, max_episode_frames='
             f'{self.max_episode_frames}, sticky_action_prob='
