@@ -91,6 +91,30 @@ def test_deterministic_games_step_exactly_as_minatar(game):
                           ) > 100
 
 
+def test_freeway_steps_exactly_as_minatar_from_the_same_cars():
+  # Freeway draws its cars' speeds at the start (and on a crossing): give
+  # minatar pgx's cars, then every frame must be the same until a crossing.
+  env = minatar_jax_env.make('freeway', sticky_action_prob=0.0)
+  step = jax.jit(env.step)
+  state, timestep = jax.jit(env.reset)(jax.random.PRNGKey(4))
+  reference = minatar.Environment('freeway', sticky_action_prob=0.0)
+  reference.reset()
+  reference.env.cars = np.asarray(state.game._cars).tolist()
+  np.testing.assert_array_equal(timestep.observation, reference.state())
+  rng = np.random.default_rng(4)
+  key = jax.random.PRNGKey(5)
+  for t in range(300):
+    action = int(rng.integers(0, env.num_actions))
+    reward, _ = reference.act(env.action_set[action])
+    key, step_key = jax.random.split(key)
+    state, timestep = step(state, action, step_key)
+    assert float(timestep.reward) == reward
+    if reward:  # New speeds on both sides, drawn apart.
+      break
+    np.testing.assert_array_equal(timestep.observation, reference.state())
+  assert t >= 100
+
+
 def _run(env, key, num_steps, actions=None):
   """Step one stream from reset; return its states and timesteps."""
   key, reset_key = jax.random.split(key)
