@@ -2,6 +2,7 @@ r"""Measure a uniformly random policy's return on MinAtar games.
 
   python -m experiments.minatar_random [--games=asterix,breakout,seaquest]
       [--seeds=1,2,3] [--num_steps=25000] [--output_csv=PATH]
+      [--loop=python|jitted]
 
 The random policy picks each stream's action uniformly from the game's
 minimal action set, in the environment the agents are evaluated in (sticky
@@ -9,7 +10,9 @@ actions, difficulty ramping). Its return is the statistic of the CSV's
 `eval_episode_return`: one evaluation phase of --num_steps steps
 (zoo.run_loop.run_phase's budget rule: the mean over the episodes completed
 within the budget). Each seed seeds the environment and the action draws; the
-table gives the mean over seeds and the episodes behind it.
+table gives the mean over seeds and the episodes behind it. --loop=jitted
+plays the same phases in MinAtar in JAX (zoo.minatar_jax_env), the
+environment of the jitted loop, with JAX's random numbers.
 """
 
 import csv
@@ -39,6 +42,9 @@ def define_flags() -> None:
   flags.DEFINE_integer('num_steps', DEFAULT_NUM_STEPS,
                        'Steps per seed (one evaluation phase).')
   flags.DEFINE_string('output_csv', None, 'Also write the table here.')
+  flags.DEFINE_enum('loop', 'python', ['python', 'jitted'],
+                    'python: zoo.minatar_env (minatar); jitted: '
+                    'zoo.minatar_jax_env (pgx-minatar).')
 
 
 def random_policy_return(game: str, seed: int,
@@ -58,10 +64,15 @@ def random_policy_return(game: str, seed: int,
 
 
 def measure(game: str, seeds: Sequence[int],
-            num_steps: int = DEFAULT_NUM_STEPS
-            ) -> minatar_report.RandomReturn:
+            num_steps: int = DEFAULT_NUM_STEPS,
+            loop: str = 'python') -> minatar_report.RandomReturn:
   """Return the random policy's return on `game` for every seed."""
-  stats = [random_policy_return(game, seed, num_steps) for seed in seeds]
+  if loop == 'jitted':
+    from zoo import minatar_jax_env  # pylint: disable=g-import-not-at-top
+    stats = [minatar_jax_env.random_policy_phase(game, seed, num_steps)
+             for seed in seeds]
+  else:
+    stats = [random_policy_return(game, seed, num_steps) for seed in seeds]
   return minatar_report.RandomReturn(
       game, list(seeds), [s.episode_return for s in stats],
       [s.num_episodes for s in stats], num_steps)
@@ -96,7 +107,15 @@ def main(argv):
           os.path.dirname(os.path.abspath(FLAGS.output_csv)))
     except OSError as e:
       raise app.UsageError(f'--output_csv: cannot write there ({e}).')
-  results = [measure(game, seeds, FLAGS.num_steps) for game in games]
+  if FLAGS.loop == 'jitted':
+    from zoo import minatar_jax_env  # pylint: disable=g-import-not-at-top
+    try:
+      for game in games:
+        minatar_jax_env.make(game)
+    except (ImportError, ValueError) as e:  # No pgx, or a refused game.
+      raise app.UsageError(str(e))
+  results = [measure(game, seeds, FLAGS.num_steps, FLAGS.loop)
+             for game in games]
   print(minatar_report.random_markdown(results))
   if FLAGS.output_csv:
     buffer = io.StringIO()

@@ -66,3 +66,39 @@ def test_cli_without_minatar_says_how_to_install_it(tmp_path):
       cwd=REPO, capture_output=True, text=True, timeout=60,
       env=without_minatar.environment(tmp_path, REPO))
   without_minatar.assert_refused(result)
+
+
+def test_jitted_loop_measures_minatar_in_jax():
+  from zoo import minatar_jax_env  # pylint: disable=g-import-not-at-top
+  result = minatar_random.measure('breakout', [1, 2], num_steps=1000,
+                                  loop='jitted')
+  again = minatar_random.measure('breakout', [1, 2], num_steps=1000,
+                                 loop='jitted')
+  assert result == again  # Seeded by JAX keys.
+  phase = minatar_jax_env.random_policy_phase('breakout', 2, 1000)
+  assert (result.returns[1], result.episodes[1]) == (phase.episode_return,
+                                                     phase.num_episodes)
+  assert result.returns[0] != result.returns[1] and min(result.episodes) > 10
+  python = minatar_random.measure('breakout', [1, 2], num_steps=1000)
+  # The same table, another environment's numbers.
+  header = lambda r: minatar_report.random_markdown([r]).splitlines()[:2]
+  assert header(result) == header(python)
+  assert result.returns != python.returns
+
+
+def test_cli_jitted_loop(tmp_path):
+  path = tmp_path / 'random.csv'
+  out = subprocess.run(
+      [sys.executable, '-m', 'experiments.minatar_random', '--loop=jitted',
+       '--games=space_invaders', '--seeds=1', '--num_steps=500',
+       f'--output_csv={path}'],
+      cwd=REPO, capture_output=True, text=True, timeout=300, check=True).stdout
+  assert '| space_invaders |' in out
+  with open(path) as f:
+    rows = list(csv.DictReader(f))
+  assert [(r['game'], r['seeds'], r['num_steps_per_seed']) for r in rows] == [
+      ('space_invaders', '1', '500')]
+  bad = subprocess.run(
+      [sys.executable, '-m', 'experiments.minatar_random', '--loop=jax'],
+      cwd=REPO, capture_output=True, text=True, timeout=60)
+  assert bad.returncode != 0 and '--loop' in bad.stderr
