@@ -90,7 +90,8 @@ class TrainStreams:
       ValueError: if num_frames is not positive.
     """
     if num_frames <= 0:
-      raise ValueError(f'A phase needs a positive frame budget, got {num_frames}.')
+      raise ValueError(
+          f'A phase needs a positive frame budget, got {num_frames}.')
     start = time.perf_counter()
     try:
       if self._env is None:
