@@ -92,15 +92,17 @@ class TrainStreams:
     if num_frames <= 0:
       raise ValueError(
           f'A phase needs a positive frame budget, got {num_frames}.')
-    start = time.perf_counter()
     try:
       if self._env is None:
         self._env = self._make_environment(iteration)
         self._made_at_iteration = iteration
+        # Timed from here, as zoo.run_loop.run_phase (environment made).
+        start = time.perf_counter()
         timestep = self._env.reset()
         k = self._env.num_envs
         returns, steps = np.zeros(k, np.float64), np.zeros(k, np.int64)
       else:  # The actions chosen at the end of the previous phase run now.
+        start = time.perf_counter()
         timestep = self._env.step(self._actions)
         returns, steps = self._returns, self._episode_steps
       num_streams = self._env.num_envs
