@@ -309,7 +309,15 @@ def test_resume_with_streams_restarts_them_and_is_otherwise_exact(tmp_path):
   assert checkpoint.load_meta(latest)['train_streams'] == {
       'num_envs': 2, 'made_at_iteration': 1, 'episode_steps': [0, 0],
       'episode_returns': [0.0, 0.0]}
+  # A copy as a checkpoint older than training streams wrote it: no key.
   shutil.copytree(tmp_path / 'resumed', tmp_path / 'again')
+  again_meta = os.path.join(checkpoint.latest(str(tmp_path / 'again')),
+                            'meta.json')
+  with open(again_meta) as f:
+    meta = json.load(f)
+  del meta['train_streams']
+  with open(again_meta, 'w') as f:
+    json.dump(meta, f)
   rows, agent = _catch_run(2, str(tmp_path / 'resumed'), num_train_frames=302,
                            made=made)
   # Uninterrupted: one training environment, made at iteration 1. Resumed:
@@ -318,7 +326,8 @@ def test_resume_with_streams_restarts_them_and_is_otherwise_exact(tmp_path):
   assert train(full_made) == [1] and train(made) == [1, 2]
   # What came before the checkpoint is the uninterrupted run's.
   _assert_rows_equal(full_rows[:2], rows[:2])
-  # The resumed run is a deterministic function of its checkpoint.
+  # The resumed run is a deterministic function of its checkpoint, and a
+  # checkpoint without the streams' state resumes the same way.
   again_rows, again_agent = _catch_run(2, str(tmp_path / 'again'),
                                        num_train_frames=302, made=again_made)
   assert train(again_made) == [2]
@@ -331,23 +340,6 @@ def test_resume_with_streams_restarts_them_and_is_otherwise_exact(tmp_path):
                          for _, phase, env in envs if phase == 'train']
   assert counts(full_made) == [(1, 2 * 151)]
   assert counts(made) == [(1, 151), (1, 151)]
-
-
-def test_a_checkpoint_without_stream_state_resumes_as_one_with_it(tmp_path):
-  """Checkpoints older than training streams resume with fresh streams."""
-  _catch_run(1, str(tmp_path / 'new'), num_train_frames=302)
-  shutil.copytree(tmp_path / 'new', tmp_path / 'older')
-  path = checkpoint.latest(str(tmp_path / 'older'))
-  with open(os.path.join(path, 'meta.json')) as f:
-    meta = json.load(f)
-  del meta['train_streams']
-  with open(os.path.join(path, 'meta.json'), 'w') as f:
-    json.dump(meta, f)
-  rows, agent = _catch_run(2, str(tmp_path / 'older'), num_train_frames=302)
-  new_rows, new_agent = _catch_run(2, str(tmp_path / 'new'),
-                                   num_train_frames=302)
-  _assert_rows_equal(rows, new_rows)
-  _assert_states_equal(agent, new_agent)
 
 
 def test_a_checkpoint_older_than_a_setting_and_a_state_key_resumes(tmp_path):
