@@ -131,7 +131,7 @@ def test_default_is_the_reference_mode_and_more_streams_are_vectorized():
   assert s['environment_mode'] == 'reference'
 
 
-def _check_csv(path, agent, num_iterations):
+def _check_csv(path, agent, num_iterations, num_envs=1):
   rows = results_csv.read_rows(path)
   assert [int(r['iteration']) for r in rows] == list(range(num_iterations + 1))
   assert list(rows[0]) == list(results_csv.COLUMNS)
@@ -139,6 +139,11 @@ def _check_csv(path, agent, num_iterations):
     assert row['agent'] == agent and row['environment_name'] == 'pong'
     for column in results_csv.COLUMNS[3:]:
       if row['iteration'] == '0' and column.startswith('train_'):
+        assert row[column] == 'nan'
+      elif (column == 'train_episode_return' and num_envs > 1 and
+            float(row['train_num_episodes']) == 0):
+        # K > 1: no training episode ended in the phase, no partial return
+        # (docs/training-streams.md).
         assert row[column] == 'nan'
       else:
         assert np.isfinite(float(row[column])), (column, row[column])
@@ -155,6 +160,7 @@ def test_agent_end_to_end_on_a_real_rom(agent, tmp_path):
     argv += ['--huber_param=0', '--scale_grad']
   if agent == 'qr_dqn':  # Issue 10's learner: fused updates, device replay.
     argv += ['--num_fused_updates=3', '--replay_on_device']
+  num_envs = {'nc_cr_dqn': 2, 'cr_dqn': 4}.get(agent, 1)
   if agent == 'nc_cr_dqn':
     argv += ['--num_envs=2', '--environment_mode=reference']
   if agent == 'cr_dqn':
@@ -165,7 +171,7 @@ def test_agent_end_to_end_on_a_real_rom(agent, tmp_path):
     importlib.import_module(f'{agent}.run_atari').main(['prog'])
   finally:
     flags.FLAGS.unparse_flags()
-  rows = _check_csv(path, agent, 2)
+  rows = _check_csv(path, agent, 2, num_envs)
   assert int(rows[-1]['frame']) == 640
   assert sorted(os.listdir(tmp_path / 'ckpt')) == ['iteration_000002', 'replay']
   assert float(rows[-1]['train_num_episodes']) >= 0

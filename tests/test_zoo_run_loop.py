@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import shutil
 
 import jax
 import numpy as np
@@ -203,19 +204,48 @@ def test_config_differences_name_the_flags():
                                          '--u=4 in the checkpoint, 1 now']
 
 
+# K = 1 with 150 steps per iteration, as K = 2 with 300 frames.
+_ONE_STREAM = dict(num_envs=1, num_train_frames=150)
+
+
+class _CountingCatch(catch.CatchBatchedEnvironment):
+  """Catch that counts its resets and the timesteps it returned."""
+
+  def __init__(self, *args):
+    super().__init__(*args)
+    self.num_resets = self.num_timesteps = 0
+
+  def reset(self):
+    self.num_resets += 1
+    self.num_timesteps += 1
+    return super().reset()
+
+  def step(self, actions):
+    self.num_timesteps += 1
+    return super().step(actions)
+
+
 def _catch_run(num_iterations, checkpoint_dir, config=None, hooks=(),
-               **kwargs):
-  # 120 slots per stream, 150 steps per iteration: the replay wraps, so
-  # checkpoints drop and add chunks.
+               num_envs=2, num_train_frames=300, made=None, **kwargs):
+  # 120 slots per stream, 150 steps per iteration (K = 2): the replay wraps,
+  # so checkpoints drop and add chunks. `made`: a list that collects the
+  # environments made, (iteration, phase, env).
   s = test_zoo_agent._settings('cr_dqn', num_iterations=3,
-                               num_train_frames=300, num_eval_frames=50,
-                               num_envs=2, replay_capacity=240)
+                               num_train_frames=num_train_frames,
+                               num_eval_frames=50, num_envs=num_envs,
+                               replay_capacity=120 * num_envs)
+
+  def make(it, phase):
+    env = _CountingCatch(num_envs, run_loop.environment_seed(5, it, phase))
+    if made is not None:
+      made.append((it, phase, env))
+    return env
+
   agent, replay = test_zoo_agent._catch_agent(s)
   rows = run_loop.run_experiment(
-      agent=agent, replay=replay,
-      make_environment=lambda it, phase: catch.CatchBatchedEnvironment(
-          2, run_loop.environment_seed(5, it, phase)),
-      num_iterations=num_iterations, num_train_frames=300, num_eval_frames=50,
+      agent=agent, replay=replay, make_environment=make,
+      num_iterations=num_iterations, num_train_frames=num_train_frames,
+      num_eval_frames=50,
       num_action_repeats=1, agent_name='cr_dqn', environment_name='catch',
       seed=5, normalize=lambda x: x / 2, config=config or {'x': 1},
       checkpoint_dir=checkpoint_dir, hooks=hooks, **kwargs)
@@ -227,22 +257,35 @@ def _deterministic(rows):
           for row in rows]
 
 
-def test_resumed_run_equals_uninterrupted_run(tmp_path):
-  full_rows, full_agent = _catch_run(3, str(tmp_path / 'full'))
-  # Stop after iteration 1, then resume with fresh objects (as a restart).
-  _catch_run(1, str(tmp_path / 'resumed'))
-  assert checkpoint.latest(str(tmp_path / 'resumed')).endswith('000001')
-  rows, agent = _catch_run(3, str(tmp_path / 'resumed'))
-  assert len(rows) == 4 and agent.num_updates > 100  # It learned.
-  a, b = _deterministic(full_rows), _deterministic(rows)
+def _assert_rows_equal(a, b):
+  a, b = _deterministic(a), _deterministic(b)
+  assert len(a) == len(b)
   for x, y in zip(a, b):
     assert x.keys() == y.keys()
     for key in x:
       assert x[key] == y[key] or (isinstance(x[key], float) and
                                   math.isnan(x[key]) and math.isnan(y[key]))
-  for x, y in zip(jax.tree.leaves(full_agent.get_state()),
-                  jax.tree.leaves(agent.get_state())):
+
+
+def _assert_states_equal(a, b):
+  for x, y in zip(jax.tree.leaves(a.get_state()),
+                  jax.tree.leaves(b.get_state())):
     np.testing.assert_array_equal(x, y)
+
+
+def test_resumed_run_equals_uninterrupted_run_with_one_stream(tmp_path):
+  """K = 1 (DQN Zoo: a fresh environment per phase): resume is exact."""
+  full_rows, full_agent = _catch_run(3, str(tmp_path / 'full'), **_ONE_STREAM)
+  # Stop after iteration 1, then resume with fresh objects (as a restart).
+  _catch_run(1, str(tmp_path / 'resumed'), **_ONE_STREAM)
+  latest = checkpoint.latest(str(tmp_path / 'resumed'))
+  assert latest.endswith('000001')
+  # Nothing runs between phases at K = 1.
+  assert checkpoint.load_meta(latest)['train_streams'] is None
+  rows, agent = _catch_run(3, str(tmp_path / 'resumed'), **_ONE_STREAM)
+  assert len(rows) == 4 and agent.num_updates > 100  # It learned.
+  _assert_rows_equal(full_rows, rows)
+  _assert_states_equal(full_agent, agent)
   # Each checkpoint wrote the new steps the replay still held (the last 120
   # of the iteration's 150) once; older chunks went when overwritten and
   # unused by the previous checkpoint, which is kept.
@@ -252,10 +295,59 @@ def test_resumed_run_equals_uninterrupted_run(tmp_path):
       'iteration_000002', 'iteration_000003', 'replay']
 
 
+def test_resume_with_streams_restarts_them_and_is_otherwise_exact(tmp_path):
+  """K > 1: the resumed run's streams are fresh ones of the next iteration.
+
+  302 frames per training phase: 151 steps per stream, so that iteration 2
+  starts inside a Catch episode (5 steps) when the streams go on.
+  """
+  full_made, made, again_made = [], [], []
+  full_rows, _ = _catch_run(2, str(tmp_path / 'full'), num_train_frames=302,
+                            made=full_made)
+  _catch_run(1, str(tmp_path / 'resumed'), num_train_frames=302, made=made)
+  latest = checkpoint.latest(str(tmp_path / 'resumed'))
+  # The checkpoint records the episodes running: each stream acted on its
+  # 151st step, step 0 of its 31st episode.
+  assert checkpoint.load_meta(latest)['train_streams'] == {
+      'num_envs': 2, 'made_at_iteration': 1, 'episode_steps': [0, 0],
+      'episode_returns': [0.0, 0.0]}
+  # A copy as a checkpoint older than training streams wrote it: no key.
+  shutil.copytree(tmp_path / 'resumed', tmp_path / 'again')
+  again_meta = os.path.join(checkpoint.latest(str(tmp_path / 'again')),
+                            'meta.json')
+  with open(again_meta) as f:
+    meta = json.load(f)
+  del meta['train_streams']
+  with open(again_meta, 'w') as f:
+    json.dump(meta, f)
+  rows, agent = _catch_run(2, str(tmp_path / 'resumed'), num_train_frames=302,
+                           made=made)
+  # Uninterrupted: one training environment, made at iteration 1. Resumed:
+  # a fresh one of iteration 2 (its episodes start at FIRST).
+  train = lambda envs: [it for it, phase, _ in envs if phase == 'train']
+  assert train(full_made) == [1] and train(made) == [1, 2]
+  # What came before the checkpoint is the uninterrupted run's.
+  _assert_rows_equal(full_rows[:2], rows[:2])
+  # The resumed run is a deterministic function of its checkpoint, and a
+  # checkpoint without the streams' state resumes the same way.
+  again_rows, again_agent = _catch_run(2, str(tmp_path / 'again'),
+                                       num_train_frames=302, made=again_made)
+  assert train(again_made) == [2]
+  _assert_rows_equal(rows, again_rows)
+  _assert_states_equal(agent, again_agent)
+  # Every training timestep came from one unbroken environment (151 per
+  # stream and iteration) when the streams go on; after the resume, from the
+  # fresh one, which started with a reset (all FIRST).
+  counts = lambda envs: [(env.num_resets, env.num_timesteps)
+                         for _, phase, env in envs if phase == 'train']
+  assert counts(full_made) == [(1, 2 * 151)]
+  assert counts(made) == [(1, 151), (1, 151)]
+
+
 def test_a_checkpoint_older_than_a_setting_and_a_state_key_resumes(tmp_path):
   """A run checkpointed before fused updates existed resumes exactly."""
-  full_rows, full_agent = _catch_run(3, str(tmp_path / 'full'))
-  _catch_run(1, str(tmp_path / 'older'))
+  full_rows, full_agent = _catch_run(3, str(tmp_path / 'full'), **_ONE_STREAM)
+  _catch_run(1, str(tmp_path / 'older'), **_ONE_STREAM)
   path = checkpoint.latest(str(tmp_path / 'older'))
   # Make it as older code wrote it: no num_pending_updates leaf (the config
   # {'x': 1} lacks the later setting 'u' already).
@@ -272,9 +364,10 @@ def test_a_checkpoint_older_than_a_setting_and_a_state_key_resumes(tmp_path):
   with open(os.path.join(path, 'meta.json'), 'w') as f:
     json.dump(meta, f)
   with pytest.raises(ValueError, match="--u=None in the checkpoint, 1 now"):
-    _catch_run(3, str(tmp_path / 'older'), config={'x': 1, 'u': 1})
+    _catch_run(3, str(tmp_path / 'older'), config={'x': 1, 'u': 1},
+               **_ONE_STREAM)
   rows, agent = _catch_run(3, str(tmp_path / 'older'), config={'x': 1, 'u': 1},
-                           implied_settings={'u': 1})
+                           implied_settings={'u': 1}, **_ONE_STREAM)
   assert _deterministic(rows)[1:] == _deterministic(full_rows)[1:]
   for x, y in zip(jax.tree.leaves(full_agent.get_state()),
                   jax.tree.leaves(agent.get_state())):

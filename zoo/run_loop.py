@@ -1,10 +1,13 @@
 """The iteration loop shared by every agent: phases, CSV rows, checkpoints.
 
 Iteration 0 evaluates only; each later iteration trains `num_train_frames`
-then evaluates `num_eval_frames`, each phase on a fresh environment seeded
-from (seed, iteration, phase), so that a resumed run sees the environments an
-uninterrupted one would. After each iteration the CSV is rewritten atomically
-and a checkpoint is saved; a rerun with the same checkpoint directory resumes.
+then evaluates `num_eval_frames`. Every evaluation runs on a fresh environment
+seeded from (seed, iteration, 'eval'). Training runs on zoo.train_streams: with
+K = 1 a fresh environment of (seed, iteration, 'train') per phase (DQN Zoo);
+with K > 1 streams made at the first training phase that go on across phases
+(docs/training-streams.md). After each iteration the CSV is rewritten
+atomically and a checkpoint is saved; a rerun with the same checkpoint
+directory resumes (exactly at K = 1; at K > 1 with fresh training streams).
 """
 
 import os
@@ -18,6 +21,7 @@ import numpy as np
 from zoo import checkpoint
 from zoo import environment
 from zoo import results_csv
+from zoo import train_streams as train_streams_lib
 
 PHASES = ('train', 'eval')
 
@@ -47,8 +51,9 @@ def run_phase(env: environment.BatchedEnvironment,
   `num_action_repeats` frames (its FIRST one too, as DQN Zoo counts), summed
   over the streams. Returns are of raw (unclipped) rewards. Two rules:
 
-  - Budget (`whole_episodes=False`; training, and evaluation with K = 1, which
-    is DQN Zoo's rule exactly): every stream steps until `num_frames` frames
+  - Budget (`whole_episodes=False`; evaluation with K = 1, DQN Zoo's rule
+    exactly; a run's training phases use zoo.train_streams, which keeps this
+    rule at K = 1): every stream steps until `num_frames` frames
     are spent. The episode return is the mean over the episodes that
     completed; if none did, the running (partial) return averaged over the
     streams. With K streams each gets num_frames / K frames, so at K > 1 the
@@ -204,13 +209,16 @@ def check_checkpoint_config(checkpoint_dir: Optional[str],
 
 
 def _save(checkpoint_dir: str, iteration: int, config, rows, agent, replay,
-          saved_until: int, results_csv_path: Optional[str] = None) -> int:
+          saved_until: int, results_csv_path: Optional[str] = None,
+          extra_meta: Optional[Dict[str, Any]] = None) -> int:
   """Checkpoint the run after `iteration`; return the replay steps saved.
 
   Only the replay steps added since `saved_until` (the previous save's) are
   written; the older ones are already on disk. The checkpoint records its
   run's results CSV and its own directory (absolute), so that a checkpoint
   directory is never continued by another run (zoo.run_directory).
+  `extra_meta`: the state of parts of the loop, each under its own key (e.g.
+  training streams).
   """
   end = replay.num_steps
   keep_from = max(end - replay.capacity // replay.num_streams, 0)
@@ -223,6 +231,7 @@ def _save(checkpoint_dir: str, iteration: int, config, rows, agent, replay,
                            if results_csv_path else ''),
       'checkpoint_dir': os.path.abspath(checkpoint_dir),
   }
+  meta.update(extra_meta or {})
   checkpoint.save(checkpoint_dir, iteration, meta, agent.get_state(),
                   new_steps=replay.steps(max(saved_until, keep_from), end),
                   keep_steps_from=keep_from)
@@ -279,6 +288,28 @@ def _run_fresh_phase(make_environment, iteration: int, phase: str, step_fn,
   return stats
 
 
+def _run_train_phase(streams: train_streams_lib.TrainStreams, iteration: int,
+                     step_fn, num_frames: int, num_action_repeats: int,
+                     hooks: Sequence[RunHooks]) -> PhaseStats:
+  """Run a training phase on the run's training streams."""
+  for hook in hooks:
+    hook.begin_phase(iteration, 'train')
+
+  def on_step(frames):
+    for hook in hooks:
+      hook.on_step(frames)
+
+  result = streams.run_phase(iteration, step_fn, num_frames,
+                             num_action_repeats,
+                             on_step=on_step if hooks else None)
+  stats = PhaseStats(result.episode_return, result.num_episodes,
+                     result.num_frames,
+                     result.num_frames / result.duration, result.duration)
+  for hook in hooks:
+    hook.end_phase(iteration, 'train', stats)
+  return stats
+
+
 def run_experiment(
     *,
     agent,
@@ -304,7 +335,9 @@ def run_experiment(
   Args:
     agent: a zoo.agent.QuantileAgent (step, eval_step, statistics, state).
     replay: the agent's replay (checkpointed with it).
-    make_environment: fn(iteration, phase) -> fresh BatchedEnvironment.
+    make_environment: fn(iteration, phase) -> fresh BatchedEnvironment
+      (training with K > 1 streams keeps the first one made; see
+      zoo.train_streams).
     num_iterations: training iterations after the eval-only iteration 0.
     num_train_frames: frames per training phase.
     num_eval_frames: frames per evaluation phase.
@@ -325,10 +358,15 @@ def run_experiment(
   rows: List[Dict[str, Any]] = []
   start_iteration = 0
   saved_until = 0
+  streams = train_streams_lib.TrainStreams(
+      lambda iteration: make_environment(iteration, 'train'))
   path = check_checkpoint_config(checkpoint_dir, config, extendable,
                                 implied_settings)
   if path is not None:
     start_iteration, rows, saved_until = _restore(path, agent, replay)
+    # Older checkpoints lack the key: fresh streams, as for newer ones.
+    streams.set_state(checkpoint.load_meta(path).get(
+        train_streams_lib.META_KEY))
     rows = rows[:start_iteration]
     logging.info('Resumed from %s at iteration %d.', path, start_iteration)
     if results_csv_path:
@@ -343,9 +381,9 @@ def run_experiment(
       train_stats = None
       if iteration > 0:
         agent.reset_statistics()
-        train_stats = _run_fresh_phase(make_environment, iteration, 'train',
-                                       agent.step, num_train_frames,
-                                       num_action_repeats, hooks)
+        train_stats = _run_train_phase(streams, iteration, agent.step,
+                                       num_train_frames, num_action_repeats,
+                                       hooks)
       eval_stats = _run_fresh_phase(make_environment, iteration, 'eval',
                                     agent.eval_step, num_eval_frames,
                                     num_action_repeats, hooks)
@@ -361,11 +399,14 @@ def run_experiment(
       if results_csv_path:
         results_csv.write_rows(results_csv_path, rows)
       if checkpoint_dir:
-        saved_until = _save(checkpoint_dir, iteration, config, rows, agent,
-                            replay, saved_until, results_csv_path)
+        saved_until = _save(
+            checkpoint_dir, iteration, config, rows, agent, replay,
+            saved_until, results_csv_path,
+            {train_streams_lib.META_KEY: streams.get_state()})
       for hook in hooks:
         hook.end_iteration(iteration, row)
   finally:
+    streams.close()
     for hook in hooks:
       hook.end_run()
   return rows
