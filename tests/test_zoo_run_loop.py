@@ -12,6 +12,7 @@ from tests import catch
 from tests import test_zoo_agent
 from zoo import checkpoint
 from zoo import environment
+from zoo import resume
 from zoo import run_loop
 
 
@@ -189,36 +190,42 @@ def test_environment_seeds_differ_by_iteration_and_phase():
       1, 3, 'eval')
 
 
-def test_config_differences_name_the_flags():
-  diffs = run_loop.config_differences({'a': 1, 'b': 2}, {'a': 1, 'b': 3})
-  assert diffs == ["--b=2 in the checkpoint, 3 now"]
-  # A setting added later: a checkpoint without it holds the implied value.
-  assert run_loop.config_differences({'a': 1}, {'a': 1, 'u': 1},
-                                     implied={'u': 1}) == []
-  assert run_loop.config_differences({'a': 1}, {'a': 1, 'u': 4},
-                                     implied={'u': 1}) == [
-                                         '--u=1 in the checkpoint, 4 now']
-  assert run_loop.config_differences({'a': 1, 'u': 4}, {'a': 1, 'u': 1},
-                                     implied={'u': 1}) == [
-                                         '--u=4 in the checkpoint, 1 now']
+class _Stop(Exception):
+  pass
 
 
-def _catch_run(num_iterations, checkpoint_dir, config=None, hooks=(),
-               **kwargs):
+class _StopAfter(run_loop.RunHooks):
+  """Stop the run once `iteration` is checkpointed (as an interrupt would)."""
+
+  def __init__(self, iteration):
+    self._iteration = iteration
+
+  def end_iteration(self, iteration, row):
+    if iteration == self._iteration:
+      raise _Stop()
+
+
+def _catch_run(stop_after, checkpoint_dir, hooks=(), **overrides):
+  """Run 3 iterations on Catch, or stop after iteration `stop_after`."""
   # 120 slots per stream, 150 steps per iteration: the replay wraps, so
   # checkpoints drop and add chunks.
   s = test_zoo_agent._settings('cr_dqn', num_iterations=3,
                                num_train_frames=300, num_eval_frames=50,
-                               num_envs=2, replay_capacity=240)
+                               num_envs=2, replay_capacity=240, seed=5,
+                               checkpoint_dir=checkpoint_dir, **overrides)
+  found = resume.check_resume(s)
   agent, replay = test_zoo_agent._catch_agent(s)
-  rows = run_loop.run_experiment(
-      agent=agent, replay=replay,
-      make_environment=lambda it, phase: catch.CatchBatchedEnvironment(
-          2, run_loop.environment_seed(5, it, phase)),
-      num_iterations=num_iterations, num_train_frames=300, num_eval_frames=50,
-      num_action_repeats=1, agent_name='cr_dqn', environment_name='catch',
-      seed=5, normalize=lambda x: x / 2, config=config or {'x': 1},
-      checkpoint_dir=checkpoint_dir, hooks=hooks, **kwargs)
+  try:
+    rows = run_loop.run_experiment(
+        agent=agent, replay=replay,
+        make_environment=lambda it, phase: catch.CatchBatchedEnvironment(
+            2, run_loop.environment_seed(5, it, phase)),
+        settings=s, environment_name='catch', normalize=lambda x: x / 2,
+        resume_from=found.path if found else None,
+        hooks=list(hooks) + ([_StopAfter(stop_after)] if stop_after < 3
+                             else []))
+  except _Stop:
+    rows = None
   return rows, agent
 
 
@@ -255,8 +262,8 @@ def test_a_checkpoint_older_than_a_setting_and_a_state_key_resumes(tmp_path):
   full_rows, full_agent = _catch_run(3, str(tmp_path / 'full'))
   _catch_run(1, str(tmp_path / 'older'))
   path = checkpoint.latest(str(tmp_path / 'older'))
-  # Make it as older code wrote it: no num_pending_updates leaf (the config
-  # {'x': 1} lacks the later setting 'u' already).
+  # Make it as older code wrote it: no num_pending_updates leaf, no
+  # num_fused_updates setting.
   with np.load(os.path.join(path, 'tree.npz')) as f:
     leaves = {name: f[name] for name in f.files
               if name != 'num_pending_updates'}
@@ -265,12 +272,13 @@ def test_a_checkpoint_older_than_a_setting_and_a_state_key_resumes(tmp_path):
     meta = json.load(f)
   meta['tree_paths'] = [p for p in meta['tree_paths']
                         if p != ['num_pending_updates']]
+  del meta['config']['num_fused_updates']
   with open(os.path.join(path, 'meta.json'), 'w') as f:
     json.dump(meta, f)
-  with pytest.raises(ValueError, match="--u=None in the checkpoint, 1 now"):
-    _catch_run(3, str(tmp_path / 'older'), config={'x': 1, 'u': 1})
-  rows, agent = _catch_run(3, str(tmp_path / 'older'), config={'x': 1, 'u': 1},
-                           implied_settings={'u': 1})
+  with pytest.raises(resume.ConfigError,
+                     match='--num_fused_updates=1 in the checkpoint, 2 now'):
+    _catch_run(3, str(tmp_path / 'older'), num_fused_updates=2)
+  rows, agent = _catch_run(3, str(tmp_path / 'older'))
   assert _deterministic(rows)[1:] == _deterministic(full_rows)[1:]
   for x, y in zip(jax.tree.leaves(full_agent.get_state()),
                   jax.tree.leaves(agent.get_state())):
@@ -278,9 +286,10 @@ def test_a_checkpoint_older_than_a_setting_and_a_state_key_resumes(tmp_path):
 
 
 def test_checkpoint_of_another_configuration_is_refused(tmp_path):
-  _catch_run(0, str(tmp_path), config={'num_quantiles': 11})
-  with pytest.raises(ValueError, match='--num_quantiles=11 in the checkpoint'):
-    run_loop.check_checkpoint_config(str(tmp_path), {'num_quantiles': 201})
+  _catch_run(0, str(tmp_path))
+  with pytest.raises(resume.ConfigError,
+                     match='--num_quantiles=11 in the checkpoint, 13 now'):
+    _catch_run(1, str(tmp_path), num_quantiles=13)
 
 
 class _Recorder(run_loop.RunHooks):
