@@ -10,17 +10,13 @@ the platform and the size (form='auto'):
   spread rather than of the distance; the gradient is a sum of ±1/(N·M),
   equal to the sorted form's to float rounding.
 
-Where each form is the faster (jit(value_and_grad), batch 32; the README,
-"Losses", has the tables): on the CPU the pairwise form up to N·M = 32², the
-sorted form above; on a GPU (NVIDIA H200, issue 10's figures) the pairwise
-form at N = 201 (0.084 ms against 0.133 ms; rlax's QR loss 0.095 ms) and the
-sorted form at N = 4000 (0.268 ms; rlax 1.157 ms). Between those two GPU sizes
-nothing was measured: the switch at N·M = 512² is an estimate.
+form='auto' takes the pairwise form while N·M is at most
+PAIRWISE_MAX_ATOM_PAIRS of the platform, the sorted form above (timings:
+scripts/bench_losses.py).
 
-How the sorted form is computed, and why (measured on a 2-core CPU, batch 32,
-jit(value_and_grad); see scripts/bench_losses.py, which keeps the variants):
-- Source and target are sorted apart, as integer keys (losses.sorting): XLA's
-  CPU sort of one integer operand is ~6x faster than of floats, and a
+How the sorted form is computed, and why:
+- Source and target are sorted apart, as integer keys (losses.sorting): an
+  XLA sort of one integer operand is faster than of floats, and a
   multi-operand sort (atoms with their jumps) is slower still.
 - Each sorted atom finds the next larger atom of the other distribution by a
   count (search), so the merged order is never built and no index travels

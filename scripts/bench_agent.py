@@ -2,7 +2,7 @@
 
 Runs, in one process on one game, the reference mode (one Python DQN Zoo
 environment, `--num_envs=1 --environment_mode=reference`), the vectorized
-mode (ale_py.AtariVectorEnv, K streams) and the learner options of issue 10
+mode (ale_py.AtariVectorEnv, K streams) and the accelerator learner options
 (fused updates, replay on the device) with learning active: one update
 every 16 frames in total, as a real run. The modes are measured in turns
 (round robin, `--repeats` rounds) so that load from other processes hits them
@@ -52,7 +52,7 @@ from zoo import settings_flags  # pylint: disable=unused-import
 
 SUITES = {'atari': run_atari.ATARI, 'minatar': run_minatar.MINATAR}
 
-_DQN_ZOO = {  # DeepMind's DQN Zoo QR-DQN on a comparable CPU (issue text).
+_DQN_ZOO = {  # DeepMind's DQN Zoo QR-DQN, as reported on a comparable CPU.
     'frames/s': '189-205', 'update ms': '58', 'act ms/frame': '0.30',
     'env ms/frame': '0.6'}
 
