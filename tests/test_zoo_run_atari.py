@@ -19,6 +19,7 @@ from zoo import environment
 from zoo import experiment
 from zoo import results_csv
 from zoo import run_atari
+from zoo import settings as settings_lib
 
 _preset = agents.default_preset
 

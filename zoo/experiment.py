@@ -7,6 +7,7 @@ resume (zoo.resume) before any work, builds the agent (zoo.build) and runs the
 iterations (zoo.run_loop) with progress, TensorBoard and interrupt hooks.
 """
 
+import os
 import sys
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
