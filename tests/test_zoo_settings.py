@@ -10,21 +10,16 @@ from zoo import resume
 from zoo import run_atari
 from zoo import run_minatar
 from zoo import settings
-from zoo import settings_flags
 
 _preset = agents.default_preset
 
 
-def test_every_flag_setting_is_a_flag_with_the_fields_default():
-  for field in dataclasses.fields(settings.Settings):
-    if field.name in ('agent', 'suite'):
-      assert field.name not in settings.SETTINGS
-      continue
-    assert field.name in settings.SETTINGS
-    assert settings_flags.FLAGS[field.name].default == field.default
-    help_text = settings_flags.FLAGS[field.name].help
-    assert 'Issue' not in help_text and 'README' not in help_text
+def test_the_settings_are_the_flags_plus_agent_and_suite():
   assert len(settings.SETTINGS) == 41
+  assert settings.FIELDS == settings.SETTINGS + ('agent', 'suite')
+  for name in settings.SETTINGS:
+    help_text = settings.Settings.__dataclass_fields__[name].metadata['help']
+    assert 'Issue' not in help_text and 'README' not in help_text
 
 
 def test_the_preset_fills_what_the_flags_leave_unset():
