@@ -164,7 +164,7 @@ def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
   game = s.environment_name
   log(f'{settings["agent"]} on {suite.name} {game}, checkpoint '
       f'{checkpoint.latest(checkpoint_dir)}, ε = '
-      f'{s["eval_exploration_epsilon"]}, {num_episodes} episodes')
+      f'{s.eval_exploration_epsilon}, {num_episodes} episodes')
   try:
     episodes, screens = play(
         env, act, num_episodes, s.num_action_repeats,
