@@ -24,6 +24,7 @@ from absl import flags
 import numpy as np
 
 from analysis import run_data
+from zoo import agents
 from zoo import run_json
 
 FLAGS = flags.FLAGS
@@ -39,26 +40,39 @@ class Variant:
   settings: Mapping[str, Any]
 
 
-VARIANTS = {v.name: v for v in (
-    Variant('CR-DQN', 'paper', 'CR-DQN', 'cr_dqn',
-            dict(head='fc', loss='cramer', scale_grad=False)),
-    Variant('NC-CR-DQN', 'paper', 'NC-CR-DQN', 'nc_cr_dqn',
-            dict(head='nc', loss='cramer', scale_grad=False,
-                 nc_scale_activation='relu')),
-    Variant('NC-QR-DQN-1', 'paper', 'NC-QR-DQN-1', 'nc_qr_dqn',
-            dict(head='nc', loss='qr', huber_param=1.0, scale_grad=False,
-                 nc_scale_activation='relu')),
-    Variant('NC-QR-DQN-0', 'paper', 'NC-QR-DQN-0', 'nc_qr_dqn',
-            dict(head='nc', loss='qr', huber_param=0.0, scale_grad=True,
-                 nc_scale_activation='relu')),
-    Variant('QR-DQN-0', 'paper', 'QR-DQN-0', 'qr_dqn',
-            dict(head='fc', loss='qr', huber_param=0.0, scale_grad=False)),
-    Variant('QR-DQN-1', 'dqn_zoo', 'qrdqn', 'qr_dqn',
-            dict(head='fc', loss='qr', huber_param=1.0, scale_grad=False)),
-)}
+# The published runs of each preset (zoo.agents): (run_data.REFERENCE_FILES
+# key, its agent column there).
+PUBLISHED = {
+    'CR-DQN': ('paper', 'CR-DQN'),
+    'NC-CR-DQN': ('paper', 'NC-CR-DQN'),
+    'NC-QR-DQN-1': ('paper', 'NC-QR-DQN-1'),
+    'NC-QR-DQN-0': ('paper', 'NC-QR-DQN-0'),
+    'QR-DQN-0': ('paper', 'QR-DQN-0'),
+    'QR-DQN-1': ('dqn_zoo', 'qrdqn'),
+}
+# The NC head of the published runs.
+PUBLISHED_NC_SCALE_ACTIVATION = 'relu'
+
+
+def _variant(preset: agents.AgentPreset) -> Variant:
+  """Return the published variant of a preset: the settings that define it."""
+  settings = dict(head=preset.head, loss=preset.loss,
+                  scale_grad=preset.scale_grad)
+  if preset.loss == 'qr':  # κ means nothing to the Cramér loss.
+    settings['huber_param'] = preset.huber_param
+  if preset.head == 'nc':
+    settings['nc_scale_activation'] = PUBLISHED_NC_SCALE_ACTIVATION
+  source, reference_agent = PUBLISHED[preset.name]
+  return Variant(preset.name, source, reference_agent, preset.package,
+                 settings)
+
+
+_PRESETS = agents.presets()
+VARIANTS = {name: _variant(_PRESETS[name]) for name in PUBLISHED}
 # What a package runs when run.json does not say otherwise.
-PACKAGE_DEFAULTS = {'cr_dqn': 'CR-DQN', 'nc_cr_dqn': 'NC-CR-DQN',
-                    'nc_qr_dqn': 'NC-QR-DQN-1', 'qr_dqn': 'QR-DQN-1'}
+PACKAGE_DEFAULTS = {package: agents.default_preset(package).name
+                    for package in sorted({v.package
+                                           for v in VARIANTS.values()})}
 # Settings that do not change what is compared with the published runs.
 # Paths (where a run writes) and display settings are never protocol.
 _NOT_PROTOCOL = ('results_csv_path', 'checkpoint_dir', 'tensorboard_dir',
@@ -163,15 +177,16 @@ def protocol_differences(run: run_data.Run, resolution: Resolution
   """Return 'name=ours (published)' for run.json settings off the protocol."""
   if resolution.settings is None or resolution.variant is None:
     return []
-  # Imported here: only runs with a run.json need the runner's defaults.
-  from zoo import experiment  # pylint: disable=g-import-not-at-top
-  from zoo import run_atari  # pylint: disable=g-import-not-at-top
-  defaults = dict(experiment.default_settings(run_atari.ATARI),
+  # Imported here: only runs with a run.json need the run defaults (JAX).
+  # pylint: disable=g-import-not-at-top
+  from zoo import run_atari
+  from zoo import settings as settings_lib
+  defaults = dict(settings_lib.default_settings(run_atari.ATARI),
                   **resolution.variant.settings, results_csv_path='',
                   checkpoint_dir='')
   defaults['optimizer_epsilon'] = None  # Derived from the variant.
-  published = experiment.resolve_settings(run_atari.ATARI,
-                                          resolution.variant.package, defaults)
+  published = settings_lib.resolve_settings(
+      run_atari.ATARI, _PRESETS[resolution.variant.name], defaults).as_dict()
   out = []
   for name in sorted(published):
     if name in _NOT_PROTOCOL or name not in resolution.settings:

@@ -19,6 +19,7 @@ episode, one per agent step (15 per second of game time): a GIF (Pillow), or
 an MP4 when the ffmpeg program is on PATH.
 """
 
+import dataclasses
 import functools
 import os
 import shutil
@@ -35,9 +36,11 @@ import numpy as np
 from zoo import agent as agent_lib
 from zoo import checkpoint
 from zoo import environment
-from zoo import experiment
 from zoo import files
 from zoo import minatar_env
+from zoo import settings as settings_lib
+from zoo import settings_flags  # pylint: disable=unused-import
+from zoo import suites
 
 VIDEO_FORMATS = ('.gif', '.mp4')
 FRAMES_PER_SECOND = 15  # 60 Hz emulator, one screen per 4-frame step.
@@ -52,7 +55,7 @@ class Episode(NamedTuple):
 def define_flags() -> None:
   """Define this entry point's flags (only when run, to avoid flag clashes).
 
-  --checkpoint_dir and --seed are zoo.experiment's (imported with it): here
+  --checkpoint_dir and --seed are the run flags (zoo.settings_flags): here
   they name the run to evaluate and seed the environment and ε draws.
   """
   flags.declare_key_flag('checkpoint_dir')
@@ -167,11 +170,12 @@ def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
   if damages:
     warn(checkpoint.fallback_warning(path, damages))
   params, settings = checkpoint.load_params(checkpoint_dir, path=path)
-  suite = experiment.suite_by_name(settings['suite'])
+  suite = suites.suite_by_name(settings['suite'])
   if video_path and suite.render is None:
     raise ValueError(f'The {suite.name} suite cannot render a video yet.')
   # DQN Zoo evaluates one environment; the reference mode is its exact one.
-  s = dict(settings, num_envs=1, environment_mode='reference')
+  s = dataclasses.replace(settings_lib.Settings.from_dict(settings),
+                          num_envs=1, environment_mode='reference')
   env = suite.make_environment(s, seed)
   network = hk.transform(suite.network_fn(s, env.num_actions))
   select = jax.jit(functools.partial(agent_lib.select_action, network))
@@ -180,16 +184,16 @@ def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
   def act(timestep):
     nonlocal key
     key, actions, _ = select(params, key, timestep.observation,
-                             s['eval_exploration_epsilon'])
+                             s.eval_exploration_epsilon)
     return np.asarray(actions)
 
-  game = s['environment_name']
+  game = s.environment_name
   log(f'{settings["agent"]} on {suite.name} {game}, checkpoint '
       f'{path}, ε = '
-      f'{s["eval_exploration_epsilon"]}, {num_episodes} episodes')
+      f'{s.eval_exploration_epsilon}, {num_episodes} episodes')
   try:
     episodes, screens = play(
-        env, act, num_episodes, s['num_action_repeats'],
+        env, act, num_episodes, s.num_action_repeats,
         lambda score: suite.normalize(game, score),
         suite.render if video_path else None, video_max_steps)
   finally:
@@ -225,8 +229,7 @@ def main(argv):
     evaluate(checkpoint_dir, flags.FLAGS.num_episodes,
              flags.FLAGS.seed, flags.FLAGS.video_path,
              flags.FLAGS.video_max_steps, iteration=flags.FLAGS.iteration)
-  except (ValueError, experiment.ConfigError,
-          minatar_env.NotInstalledError) as e:
+  except (ValueError, minatar_env.NotInstalledError) as e:  # ConfigError too.
     sys.exit(f'Error: {e}')
 
 

@@ -2,7 +2,7 @@
 
 Runs, in one process on one game, the reference mode (one Python DQN Zoo
 environment, `--num_envs=1 --environment_mode=reference`), the vectorized
-mode (ale_py.AtariVectorEnv, K streams) and the learner options of issue 10
+mode (ale_py.AtariVectorEnv, K streams) and the accelerator learner options
 (fused updates, replay on the device) with learning active: one update
 every 16 frames in total, as a real run. The modes are measured in turns
 (round robin, `--repeats` rounds) so that load from other processes hits them
@@ -43,15 +43,18 @@ import jax
 import numpy as np
 
 from benchmarks import timing
-from zoo import experiment
+from zoo import agents
+from zoo import build
 from zoo import minatar_env
 from zoo import run_atari
 from zoo import run_loop
 from zoo import run_minatar
+from zoo import settings as settings_lib
+from zoo import settings_flags  # pylint: disable=unused-import
 
 SUITES = {'atari': run_atari.ATARI, 'minatar': run_minatar.MINATAR}
 
-_DQN_ZOO = {  # DeepMind's DQN Zoo QR-DQN on a comparable CPU (issue text).
+_DQN_ZOO = {  # DeepMind's DQN Zoo QR-DQN, as reported on a comparable CPU.
     'frames/s': '189-205', 'update ms': '58', 'act ms/frame': '0.30',
     'env ms/frame': '0.6'}
 
@@ -100,29 +103,29 @@ def parse_modes(text: str):
 class ModeBench:
   """One mode's agent, replay and training environment, warmed up."""
 
-  def __init__(self, suite, agent_name, game, mode: Mode, replay_capacity,
+  def __init__(self, suite, preset, game, mode: Mode, replay_capacity,
                min_replay):
     self.name = mode.name
     self.mode = mode
     num_envs = self.num_envs = mode.num_envs
     rss_before = _rss_bytes()
     settings = dict(
-        experiment.default_settings(suite), environment_name=game,
+        settings_lib.default_settings(suite), environment_name=game,
         replay_capacity=replay_capacity, num_envs=num_envs,
         environment_mode=mode.environment_mode,
         num_fused_updates=mode.num_fused_updates,
         replay_on_device=mode.replay_on_device,
         min_replay_capacity_fraction=min_replay / replay_capacity,
         results_csv_path='', checkpoint_dir='')
-    s = self.settings = experiment.resolve_settings(suite, agent_name,
+    s = self.settings = settings_lib.resolve_settings(suite, preset,
                                                     settings)
-    experiment.validate_settings(suite, s)
-    self.env = experiment.make_environment_factory(suite, s)(1, 'train')
-    self.agent, self.replay = experiment.build_agent(suite, s,
+    settings_lib.validate_settings(suite, s)
+    self.env = build.make_environment_factory(suite, s)(1, 'train')
+    self.agent, self.replay = build.build_agent(suite, s,
                                                     self.env.num_actions)
     # Fill past the minimum, then compile the update (learning from then on,
     # as in the middle of a run).
-    self.repeats = s['num_action_repeats']
+    self.repeats = s.num_action_repeats
     warm_frames = self.repeats * (min_replay + 64 * num_envs)
     run_loop.run_phase(self.env, self.agent.step, warm_frames, self.repeats)
     if self.agent.num_updates == 0:
@@ -197,17 +200,17 @@ def main(argv):
     except minatar_env.NotInstalledError as e:
       sys.exit(f'Error: {e}')
   game = (f.environment_name if f['environment_name'].present else
-          experiment.default_settings(suite)['environment_name'])
+          settings_lib.default_settings(suite)['environment_name'])
   benches = []
   for mode in modes:
     start = time.perf_counter()
-    benches.append(ModeBench(suite, f.agent, game, mode,
-                             f.bench_replay_capacity, f.min_replay))
+    benches.append(ModeBench(suite, agents.default_preset(f.agent), game,
+                             mode, f.bench_replay_capacity, f.min_replay))
     if len(benches) == 1:
       s = benches[0].settings
       print(f'JAX device: {jax.devices()[0]}; {suite.name} {game}; agent '
-            f'{f.agent}; batch {s["batch_size"]}, N={s["num_quantiles"]}; '
-            f'one update per {s["learn_period"]} frames; {f.num_frames} '
+            f'{f.agent}; batch {s.batch_size}, N={s.num_quantiles}; '
+            f'one update per {s.learn_period} frames; {f.num_frames} '
             f'frames per mode per round, {f.repeats} rounds.', flush=True)
     print(f'{benches[-1].name}: warmed up in '
           f'{time.perf_counter() - start:.0f}s', flush=True)
@@ -239,11 +242,11 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  # --environment_name comes from zoo.experiment's flags (unset: the suite's
+  # --environment_name is a run flag (zoo.settings_flags; unset: the suite's
   # default game, pong or breakout).
   flags.DEFINE_enum('suite', 'atari', sorted(SUITES), 'Family of games.')
-  flags.DEFINE_string('agent', 'cr_dqn', 'qr_dqn, cr_dqn, nc_cr_dqn or '
-                      'nc_qr_dqn.')
+  flags.DEFINE_enum('agent', 'cr_dqn', list(agents.agent_packages()),
+                    'Agent package (its default preset).')
   flags.DEFINE_string('modes', 'reference:1,vector:1,vector:4,vector:8,'
                       'vector:16,vector:16:u4,vector:16:device,'
                       'vector:16:u4:device',

@@ -3,11 +3,11 @@ r"""Benchmark the MinAtar loop: training and evaluation steps/s, and the parts.
   python -m benchmarks.bench_minatar [--environment_name=breakout]
       [--num_steps=3000] [--repeats=3]
       [--configs=QR-DQN-1,QR-DQN-0,CR-DQN,NC-CR-DQN,NC-QR-DQN-0,CR-DQN-K8]
-      [any flag of zoo.experiment, e.g. --num_quantiles=51]
+      [any run flag, e.g. --num_quantiles=51]
 
 For every configuration of experiments.minatar_study, with MinAtar's defaults
 (N = 201, hidden layer 128, one update per 4 steps, replay 100k, learning
-from 5k steps; zoo.experiment's flags change them), in one process, after a
+from 5k steps; the run flags change them), in one process, after a
 warm-up that fills the replay to its minimum and compiles the update: a
 training phase of --num_steps steps with learning active (env, act, replay,
 updates) and an evaluation phase (env, act), then each part on its own: one
@@ -35,14 +35,17 @@ import jax
 import numpy as np
 
 from analysis import minatar_report
-from experiments import minatar_study
 from benchmarks import timing
+from experiments import minatar_study
+from zoo import agents
+from zoo import build
 from zoo import environment
-from zoo import experiment
 from zoo import minatar_env
 from zoo import replay as replay_lib
 from zoo import run_loop
 from zoo import run_minatar
+from zoo import settings as settings_lib
+from zoo import settings_flags
 
 FLAGS = flags.FLAGS
 SINGLE_THREADED_XLA = ('--xla_cpu_multi_thread_eigen=false '
@@ -53,7 +56,7 @@ COLUMNS = ('train steps/s', 'train ms/step', 'eval ms/step', 'update ms',
 
 def define_flags() -> None:
   """Define the flags of this entry point (only when run)."""
-  # The run settings are zoo.experiment's flags, with MinAtar's defaults.
+  # The run settings are the run flags, with MinAtar's defaults.
   labels = [c.label for c in minatar_study.CONFIGS]
   flags.DEFINE_list('configs', labels + [minatar_study.K_STREAM_CONFIG.label],
                     'Configurations of experiments.minatar_study to measure.')
@@ -80,19 +83,20 @@ class ConfigBench:
     self.name = config.label
     settings = dict(base_settings, results_csv_path='', checkpoint_dir='')
     settings.update(minatar_study.config_settings(config))
-    s = experiment.resolve_settings(run_minatar.MINATAR, config.agent,
-                                    settings)
-    experiment.validate_settings(run_minatar.MINATAR, s)
+    s = settings_lib.resolve_settings(run_minatar.MINATAR,
+                                      agents.presets()[config.preset],
+                                      settings)
+    settings_lib.validate_settings(run_minatar.MINATAR, s)
     self.settings = s
-    make = experiment.make_environment_factory(run_minatar.MINATAR, s)
+    make = build.make_environment_factory(run_minatar.MINATAR, s)
     self.env, self.eval_env = make(1, 'train'), make(1, 'eval')
     self.num_envs = self.env.num_envs
-    self.agent, self.replay = experiment.build_agent(
+    self.agent, self.replay = build.build_agent(
         run_minatar.MINATAR, s, self.env.num_actions)
     # Fill past the minimum, then compile the update: learning from then on,
     # as in the middle of a run.
     run_loop.run_phase(self.env, self.agent.step,
-                       experiment.min_replay_size(s) + 64 * self.num_envs, 1)
+                       s.min_replay_size() + 64 * self.num_envs, 1)
     if self.agent.num_updates == 0:
       raise RuntimeError(f'{self.name}: no update during the warm-up.')
     run_loop.run_phase(self.eval_env, self.agent.eval_step, 64, 1)
@@ -185,16 +189,17 @@ def main(argv):
   for name in ('num_steps', 'repeats', 'timing_repeats'):
     if FLAGS[name].value < 1:
       raise app.UsageError(f'--{name} must be >= 1, got {FLAGS[name].value}.')
-  base_settings = experiment.settings_from_flags()
+  base_settings = settings_flags.values_from_flags()
   for config in configs:  # Every configuration's settings, before any work.
     settings = dict(base_settings, results_csv_path='', checkpoint_dir='',
                     **minatar_study.config_settings(config))
     try:
-      experiment.validate_settings(run_minatar.MINATAR,
-                                   experiment.resolve_settings(
-                                       run_minatar.MINATAR, config.agent,
-                                       settings))
-    except experiment.ConfigError as e:
+      settings_lib.validate_settings(run_minatar.MINATAR,
+                                     settings_lib.resolve_settings(
+                                         run_minatar.MINATAR,
+                                         agents.presets()[config.preset],
+                                         settings))
+    except settings_lib.ConfigError as e:
       raise app.UsageError(f'{config.label}: {e}')
   if FLAGS.single_threaded:
     # Read when the XLA backend starts, which is below.
@@ -212,8 +217,8 @@ def main(argv):
     start = time.perf_counter()
     benches.append(ConfigBench(config, base_settings))
     s = benches[-1].settings
-    print(f'{config.label}: N={s["num_quantiles"]}, K={s["num_envs"]}, one '
-          f'update per {s["learn_period"]} steps; warmed up in '
+    print(f'{config.label}: N={s.num_quantiles}, K={s.num_envs}, one '
+          f'update per {s.learn_period} steps; warmed up in '
           f'{time.perf_counter() - start:.0f} s', flush=True)
   for round_index in range(FLAGS.repeats):
     for bench in benches:
@@ -243,6 +248,6 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  experiment.set_flag_defaults(run_minatar.MINATAR)
+  settings_flags.set_flag_defaults(run_minatar.MINATAR)
   define_flags()
   app.run(main)

@@ -5,9 +5,9 @@ r"""The MinAtar study: the paper's five agents x games x seeds, on the sweep.
   python -m experiments.minatar_study --root_dir=runs/minatar_study --report \
       --output_dir=docs/minatar
 
-Configurations (README, "MinAtar"): QR-DQN-1, QR-DQN-0, CR-DQN, NC-CR-DQN and
-NC-QR-DQN-0 on --games x --seeds, each run `python -m <agent>.run_minatar`
-with MinAtar's defaults except the length (--num_iterations x
+Configurations: the presets QR-DQN-1, QR-DQN-0, CR-DQN, NC-CR-DQN and
+NC-QR-DQN-0 (zoo.agents) on --games x --seeds, each run `python -m
+<agent>.run_minatar --preset=NAME` with MinAtar's defaults except the length (--num_iterations x
 --num_train_frames steps; ε still decays over the first 100k steps after the
 learning start), plus the K-stream check: CR-DQN with --num_envs=8 on
 --k_stream_game (the same seeds), to compare with its K = 1 runs. Runs of a
@@ -28,6 +28,7 @@ from absl import app
 from absl import flags
 
 from experiments import sweep
+from zoo import agents
 from zoo import files
 from zoo import minatar_env
 
@@ -37,36 +38,39 @@ EPSILON_DECAY_STEPS = 100_000  # Young & Tian: ε 1 -> 0.1 over 100k steps.
 
 class Config(NamedTuple):
   label: str
-  agent: str
-  flags: Tuple[str, ...]
+  preset: str                  # A zoo.agents preset name.
+  flags: Tuple[str, ...] = ()  # Beyond the preset's.
+
+  @property
+  def agent(self) -> str:
+    """The preset's package (whose run_minatar runs it)."""
+    return agents.presets()[self.preset].package
+
+  def command_flags(self) -> Tuple[str, ...]:
+    return (f'--preset={self.preset}',) + self.flags
 
 
-CONFIGS = (
-    Config('QR-DQN-1', 'qr_dqn', ()),
-    Config('QR-DQN-0', 'qr_dqn', ('--huber_param=0',)),
-    Config('CR-DQN', 'cr_dqn', ()),
-    Config('NC-CR-DQN', 'nc_cr_dqn', ()),
-    Config('NC-QR-DQN-0', 'nc_qr_dqn', ('--huber_param=0', '--scale_grad')),
-)
-K_STREAM_CONFIG = Config('CR-DQN-K8', 'cr_dqn', ('--num_envs=8',))
+STUDY_PRESETS = ('QR-DQN-1', 'QR-DQN-0', 'CR-DQN', 'NC-CR-DQN', 'NC-QR-DQN-0')
+CONFIGS = tuple(Config(name, name) for name in STUDY_PRESETS)
+K_STREAM_CONFIG = Config('CR-DQN-K8', 'CR-DQN', ('--num_envs=8',))
 
 
 def config_settings(config: Config) -> Dict[str, Any]:
-  """Return a configuration's flags as settings, parsed as the entry point does.
+  """Return a configuration's flags beyond its preset, parsed as the entry
+  point parses them.
 
-  '--name=value' is parsed by zoo.experiment's flag `name`; '--name' alone is
-  a boolean set to True.
+  '--name=value' is parsed by the run flag `name`; '--name' alone is a
+  boolean set to True.
   """
-  # Imported here: the plan and the dry run need no JAX.
-  from zoo import experiment  # pylint: disable=g-import-not-at-top
+  # Imported here: the run flags would clash with this tool's own.
+  from zoo import settings_flags  # pylint: disable=g-import-not-at-top
   settings = {}
   for flag in config.flags:
     name, has_value, value = flag[2:].partition('=')
-    if name not in experiment.SETTINGS:
-      raise ValueError(f'{config.label}: {flag} is not a setting of '
-                       'zoo.experiment.')
-    settings[name] = (experiment.FLAGS[name].parser.parse(value) if has_value
-                      else True)
+    if name not in settings_flags.settings_lib.SETTINGS:
+      raise ValueError(f'{config.label}: {flag} is not a run setting.')
+    settings[name] = (settings_flags.FLAGS[name].parser.parse(value)
+                      if has_value else True)
   return settings
 
 # `python -m benchmarks.bench_minatar` on the project's idle 2-core CPU (AMD EPYC,
@@ -143,7 +147,7 @@ def plan(root_dir: str, configs: Sequence[Config], games: Sequence[str],
   for config, game, seed in runs:
     spec, = sweep.expand([config.agent], [game], [seed],
                          os.path.join(root_dir, config.label),
-                         list(common) + list(config.flags),
+                         list(common) + list(config.command_flags()),
                          sweep.MINATAR_COMMAND_TEMPLATE)
     out.append((config.label, spec))
   return out

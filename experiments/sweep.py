@@ -14,10 +14,10 @@ status) and sweep.json (its command and num_iterations). It is executed as
   python -m <agent>.run_atari --environment_name=<game> --seed=<s>
       --results_csv_path=.../results.csv --checkpoint_dir=.../checkpoints <--flags>
 (`<agent>.run_minatar` with --suite=minatar, whose games are MinAtar's five
-and whose complete runs have 50 iterations by default). Relaunching the same
-sweep skips finished runs (CSV holds iterations
-0..num_iterations), skips running ones (live run.pid), and restarts the others,
-which resume from their checkpoint directory. With --ray_address, each run is one
+and whose complete runs have MinAtar's --num_iterations default). Relaunching
+the same sweep skips finished runs (CSV holds iterations 0..num_iterations),
+skips running ones (live run.pid), and restarts the others, which resume from
+their checkpoint directory. With --ray_address, each run is one
 Ray task declaring --cpus_per_run/--gpus_per_run, and --root_dir must be on a
 file system shared by every node. Ray is optional: pip install '.[sweep]'.
 """
@@ -39,18 +39,21 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from absl import app
 from absl import flags
 
+from zoo import agents as agents_lib
 from zoo import files
+from zoo import settings as settings_lib
 
-AGENTS = ('qr_dqn', 'cr_dqn', 'nc_cr_dqn', 'nc_qr_dqn')
-DEFAULT_NUM_ITERATIONS = 200
+AGENTS = agents_lib.agent_packages()
+DEFAULT_NUM_ITERATIONS = settings_lib.Settings.num_iterations  # Atari's.
 DEFAULT_COMMAND_TEMPLATE = (
     '{python} -m {agent}.run_atari --environment_name={game} --seed={seed} '
     '--results_csv_path={results_csv_path} --checkpoint_dir={checkpoint_dir}')
 MINATAR_COMMAND_TEMPLATE = DEFAULT_COMMAND_TEMPLATE.replace('.run_atari',
                                                             '.run_minatar')
-MINATAR_NUM_ITERATIONS = 50  # zoo.run_minatar's default: 50 x 100k steps.
 SUITES = ('atari', 'minatar')
-RESULTS_FILE, CHECKPOINT_DIR, LOG_FILE = 'results.csv', 'checkpoints', 'run.log'
+RESULTS_FILE = settings_lib.RESULTS_FILE
+CHECKPOINT_DIR = settings_lib.CHECKPOINT_DIR
+LOG_FILE = 'run.log'
 PID_FILE, EXIT_FILE, SPEC_FILE = 'run.pid', 'exit.json', 'sweep.json'
 DONE, RUNNING, FAILED, PENDING = 'done', 'running', 'failed', 'pending'
 
@@ -75,8 +78,7 @@ def define_flags() -> None:
       'flags', '', "Extra flags for every run, e.g. '--num_iterations=2'.")
   flags.DEFINE_integer(
       'num_iterations', None, 'Iterations of a complete run (default: '
-      f'--num_iterations inside --flags, else {DEFAULT_NUM_ITERATIONS} for '
-      f'Atari, {MINATAR_NUM_ITERATIONS} for MinAtar).')
+      "--num_iterations inside --flags, else the suite's default).")
   flags.DEFINE_integer(
       'parallel', 1, 'Local mode: runs at the same time.')
   flags.DEFINE_string(
@@ -126,7 +128,7 @@ class RunStatus:
 
 
 def run_dir_of(root_dir: str, agent: str, game: str, seed: int) -> str:
-  return os.path.join(root_dir, agent, game, f'seed_{seed}')
+  return settings_lib.run_dir(root_dir, agent, game, seed)
 
 
 def parse_num_iterations(extra_flags: Sequence[str]) -> Optional[int]:
@@ -144,7 +146,10 @@ def suite_defaults(suite: str) -> Tuple[str, int]:
   if suite == 'atari':
     return DEFAULT_COMMAND_TEMPLATE, DEFAULT_NUM_ITERATIONS
   if suite == 'minatar':
-    return MINATAR_COMMAND_TEMPLATE, MINATAR_NUM_ITERATIONS
+    # pylint: disable=g-import-not-at-top
+    from zoo import run_minatar  # Imported here: MinAtar is an extra.
+    return (MINATAR_COMMAND_TEMPLATE,
+            run_minatar.FLAG_DEFAULTS['num_iterations'])
   raise ValueError(f'Unknown suite {suite!r}; choose from {", ".join(SUITES)}.')
 
 

@@ -1,4 +1,6 @@
-"""NC-CR-DQN on Atari: non-crossing head, Cramér loss, Adam ε (0.01/32)·(2/N).
+"""NC-CR-DQN on Atari: non-crossing head, sort-based Cramér loss.
+
+Presets (--preset=NAME, nc_cr_dqn/agent.py): NC-CR-DQN.
 
 Usage: python -m nc_cr_dqn.run_atari --environment_name=pong --seed=1
 writes runs/nc_cr_dqn/pong/seed_1/ (results.csv, run.json, tensorboard/,
@@ -16,16 +18,17 @@ if __name__ == '__main__':
 from absl import app
 from absl import flags
 
+from nc_cr_dqn import agent
 from zoo import experiment
 from zoo import run_atari
+from zoo import settings_flags
 
-flags.adopt_module_key_flags(experiment)  # --help lists the run's flags.
-
-AGENT = 'nc_cr_dqn'
+flags.adopt_module_key_flags(settings_flags)  # --help lists the run's flags.
 
 
 def main(argv):
-  run_atari.main(argv, AGENT)
+  experiment.main(argv, run_atari.ATARI, agent.PRESETS,
+                  agent.DEFAULT_PRESET)
 
 
 if __name__ == '__main__':

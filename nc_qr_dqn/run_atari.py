@@ -1,4 +1,6 @@
-"""NC-QR-DQN on Atari: non-crossing head, QR loss κ = 1, Adam ε 0.01/32; --huber_param=0 --scale_grad gives NC-QR-DQN-0 (gradient × 2/N, ε (0.01/32)·(2/N)).
+"""NC-QR-DQN on Atari: non-crossing head, quantile regression loss.
+
+Presets (--preset=NAME, nc_qr_dqn/agent.py): NC-QR-DQN-1 (default) and NC-QR-DQN-0.
 
 Usage: python -m nc_qr_dqn.run_atari --environment_name=pong --seed=1
 writes runs/nc_qr_dqn/pong/seed_1/ (results.csv, run.json, tensorboard/,
@@ -16,16 +18,17 @@ if __name__ == '__main__':
 from absl import app
 from absl import flags
 
+from nc_qr_dqn import agent
 from zoo import experiment
 from zoo import run_atari
+from zoo import settings_flags
 
-flags.adopt_module_key_flags(experiment)  # --help lists the run's flags.
-
-AGENT = 'nc_qr_dqn'
+flags.adopt_module_key_flags(settings_flags)  # --help lists the run's flags.
 
 
 def main(argv):
-  run_atari.main(argv, AGENT)
+  experiment.main(argv, run_atari.ATARI, agent.PRESETS,
+                  agent.DEFAULT_PRESET)
 
 
 if __name__ == '__main__':

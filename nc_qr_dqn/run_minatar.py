@@ -1,9 +1,11 @@
-"""NC-QR-DQN on MinAtar: non-crossing head, QR loss κ = 1, Adam ε 0.01/32; --huber_param=0 --scale_grad gives NC-QR-DQN-0 (gradient × 2/N, ε (0.01/32)·(2/N)).
+"""NC-QR-DQN on MinAtar: non-crossing head, quantile regression loss.
+
+Presets (--preset=NAME, nc_qr_dqn/agent.py): NC-QR-DQN-1 (default) and NC-QR-DQN-0.
 
 Usage: python -m nc_qr_dqn.run_minatar --environment_name=breakout --seed=1
-writes runs/minatar/nc_qr_dqn/breakout/seed_1/ (results.csv, run.json,
-tensorboard/, checkpoints/); rerun the same command to resume. The run's flags
-are below, with MinAtar's defaults (zoo/run_minatar.py; 1e6 accepted).
+writes runs/minatar/nc_qr_dqn/breakout/seed_1/ (results.csv, run.json, tensorboard/,
+checkpoints/); rerun the same command to resume. The run's flags are below
+with MinAtar's defaults (zoo/run_minatar.py; 1e6 accepted).
 """
 
 from zoo import interrupts
@@ -16,18 +18,20 @@ if __name__ == '__main__':
 from absl import app
 from absl import flags
 
+from nc_qr_dqn import agent
 from zoo import experiment
 from zoo import run_minatar
+from zoo import settings_flags
 
-flags.adopt_module_key_flags(experiment)  # --help lists the run's flags.
-
-AGENT = 'nc_qr_dqn'
+flags.adopt_module_key_flags(settings_flags)  # --help lists the run's flags.
 
 
 def main(argv):
-  run_minatar.main(argv, AGENT)
+  experiment.main(argv, run_minatar.MINATAR, agent.PRESETS,
+                  agent.DEFAULT_PRESET)
 
 
 if __name__ == '__main__':
-  experiment.set_flag_defaults(run_minatar.MINATAR)  # --help shows them too.
+  # --help shows MinAtar's defaults too.
+  settings_flags.set_flag_defaults(run_minatar.MINATAR)
   app.run(main)

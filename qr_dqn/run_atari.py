@@ -1,4 +1,6 @@
-"""QR-DQN on Atari: FC head, quantile regression loss (κ = --huber_param, 1 by default; 0 gives QR-DQN-0), Adam ε 0.01/32.
+"""QR-DQN on Atari: FC head, quantile regression loss.
+
+Presets (--preset=NAME, qr_dqn/agent.py): QR-DQN-1 (default) and QR-DQN-0.
 
 Usage: python -m qr_dqn.run_atari --environment_name=pong --seed=1
 writes runs/qr_dqn/pong/seed_1/ (results.csv, run.json, tensorboard/,
@@ -16,16 +18,17 @@ if __name__ == '__main__':
 from absl import app
 from absl import flags
 
+from qr_dqn import agent
 from zoo import experiment
 from zoo import run_atari
+from zoo import settings_flags
 
-flags.adopt_module_key_flags(experiment)  # --help lists the run's flags.
-
-AGENT = 'qr_dqn'
+flags.adopt_module_key_flags(settings_flags)  # --help lists the run's flags.
 
 
 def main(argv):
-  run_atari.main(argv, AGENT)
+  experiment.main(argv, run_atari.ATARI, agent.PRESETS,
+                  agent.DEFAULT_PRESET)
 
 
 if __name__ == '__main__':

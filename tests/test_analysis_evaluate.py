@@ -9,9 +9,12 @@ from PIL import Image
 import pytest
 
 from analysis import evaluate
+from zoo import agents
 from zoo import experiment
 from zoo import run_atari
 from zoo import run_minatar
+
+_preset = agents.default_preset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -26,7 +29,7 @@ def checkpoint_dir(tmp_path_factory):
       num_iterations=0, num_eval_frames=40, num_quantiles=11, hidden_size=16,
       max_frames_per_episode=400, results_csv_path='', tensorboard_dir='',
       checkpoint_dir=str(directory / 'checkpoints'))
-  experiment.run(run_atari.ATARI, 'nc_cr_dqn', settings)
+  experiment.run(run_atari.ATARI, _preset('nc_cr_dqn'), settings)
   return str(directory / 'checkpoints')
 
 
@@ -78,7 +81,7 @@ def test_minatar_checkpoint_prints_returns_without_normalised_scores(
       num_eval_frames=40, num_quantiles=11, hidden_size=16,
       results_csv_path='', tensorboard_dir='',
       checkpoint_dir=str(tmp_path / 'checkpoints'))
-  experiment.run(run_minatar.MINATAR, 'cr_dqn', settings)
+  experiment.run(run_minatar.MINATAR, _preset('cr_dqn'), settings)
   lines = []
   episodes = evaluate.evaluate(str(tmp_path / 'checkpoints'), 2,
                                log=lines.append)

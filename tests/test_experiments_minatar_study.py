@@ -32,7 +32,7 @@ def test_plan_is_seed_by_seed_with_the_k_stream_check(tmp_path):
   assert spec.run_dir == str(tmp_path / 'QR-DQN-0' / 'qr_dqn' / 'breakout' /
                              'seed_1')
   assert spec.command[2] == 'qr_dqn.run_minatar'
-  assert spec.command[-1] == '--huber_param=0'
+  assert spec.command[-1] == '--preset=QR-DQN-0'
   assert spec.num_iterations == 2
   # ε decays over 100k of the run's 200k steps.
   assert '--exploration_epsilon_decay_frame_fraction=0.5' in spec.command
@@ -51,18 +51,20 @@ def test_estimate_is_waves_of_runs_times_a_runs_steps():
       pytest.approx(11.0))
 
 
-def test_config_settings_parse_the_flags_as_the_entry_point_does():
+def test_configs_are_presets_of_the_registry():
   configs = {c.label: c for c in minatar_study.CONFIGS}
+  assert list(configs) == ['QR-DQN-1', 'QR-DQN-0', 'CR-DQN', 'NC-CR-DQN',
+                           'NC-QR-DQN-0']
+  assert configs['QR-DQN-0'].agent == 'qr_dqn'
+  assert configs['NC-QR-DQN-0'].command_flags() == ('--preset=NC-QR-DQN-0',)
   assert minatar_study.config_settings(configs['QR-DQN-1']) == {}
-  assert minatar_study.config_settings(configs['QR-DQN-0']) == {
-      'huber_param': 0.0}
-  assert minatar_study.config_settings(configs['NC-QR-DQN-0']) == {
-      'huber_param': 0.0, 'scale_grad': True}
+  assert minatar_study.K_STREAM_CONFIG.command_flags() == (
+      '--preset=CR-DQN', '--num_envs=8')
   assert minatar_study.config_settings(minatar_study.K_STREAM_CONFIG) == {
       'num_envs': 8}
-  with pytest.raises(ValueError, match='not a setting'):
+  with pytest.raises(ValueError, match='not a run setting'):
     minatar_study.config_settings(
-        minatar_study.Config('X', 'cr_dqn', ('--nope=1',)))
+        minatar_study.Config('X', 'CR-DQN', ('--nope=1',)))
 
 
 def test_dry_run_prints_the_plan_and_the_estimate(tmp_path):

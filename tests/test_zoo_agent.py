@@ -1,5 +1,6 @@
 """Tests for zoo.agent: pure functions, schedules, and that every agent learns."""
 
+import dataclasses
 import functools
 import math
 
@@ -14,11 +15,13 @@ import losses
 import networks
 from tests import catch
 from zoo import agent as agent_lib
+from zoo import agents
+from zoo import build
 from zoo import environment
 from zoo import replay as replay_lib
-from zoo import experiment
 from zoo import run_atari
 from zoo import run_loop
+from zoo import settings as settings_lib
 
 
 def _table_network(num_states, num_actions, num_quantiles):
@@ -187,7 +190,7 @@ class _ConstantEnv(environment.BatchedEnvironment):
 
 def _settings(agent_name, **overrides):
   settings = dict(
-      experiment.default_settings(run_atari.ATARI), environment_name='pong',
+      settings_lib.default_settings(run_atari.ATARI), environment_name='pong',
       replay_capacity=2000, min_replay_capacity_fraction=0.05, batch_size=32,
       num_action_repeats=1, num_stacked_frames=1,
       exploration_epsilon_decay_frame_fraction=0.5,
@@ -197,18 +200,20 @@ def _settings(agent_name, **overrides):
       num_eval_frames=200, learn_period=2, num_quantiles=11, seed=0,
       results_csv_path='', checkpoint_dir='')
   settings.update(overrides)
-  return experiment.resolve_settings(run_atari.ATARI, agent_name, settings)
+  return settings_lib.resolve_settings(
+      run_atari.ATARI, agents.default_preset(agent_name), settings)
 
 
 def _catch_agent(settings):
   network_fn = networks.quantile_network(
       networks.mlp_torso([64]),
-      (networks.fc_quantile_head if settings['head'] == 'fc' else
+      (networks.fc_quantile_head if settings.head == 'fc' else
        functools.partial(networks.nc_quantile_head,
-                         scale_activation=settings['nc_scale_activation']))(
-                             3, settings['num_quantiles'], 1, 64))
-  settings = dict(settings, environment_height=5, environment_width=5)
-  return experiment.build_agent(run_atari.ATARI, settings, 3,
+                         scale_activation=settings.nc_scale_activation))(
+                             3, settings.num_quantiles, 1, 64))
+  settings = dataclasses.replace(settings, environment_height=5,
+                                 environment_width=5)
+  return build.build_agent(run_atari.ATARI, settings, 3,
                                 network_fn=network_fn)
 
 
@@ -244,12 +249,8 @@ def _run_catch(agent_name, **overrides):
   return run_loop.run_experiment(
       agent=agent, replay=replay,
       make_environment=lambda it, phase: catch.CatchBatchedEnvironment(
-          s['num_envs'], run_loop.environment_seed(0, it, phase)),
-      num_iterations=s['num_iterations'],
-      num_train_frames=s['num_train_frames'],
-      num_eval_frames=s['num_eval_frames'], num_action_repeats=1,
-      agent_name=agent_name, environment_name='catch', seed=0,
-      normalize=lambda x: float('nan'), config={})
+          s.num_envs, run_loop.environment_seed(0, it, phase)),
+      settings=s, environment_name='catch', normalize=lambda x: float('nan'))
 
 
 @pytest.mark.parametrize('agent_name,overrides', [
@@ -440,7 +441,7 @@ def test_state_round_trip_keeps_pending_updates_and_the_device_replay():
   for _ in range(25):  # Frames 0 -> 200: 3 updates due from frame 160.
     timestep = env.step(agent.step(timestep))
   assert agent.num_pending_updates == 2  # One ran before the target copy.
-  restored, restored_replay = _catch_agent(dict(s, seed=5))
+  restored, restored_replay = _catch_agent(dataclasses.replace(s, seed=5))
   restored.set_state(agent.get_state())
   restored_replay.set_state(replay.get_state())
   for first, arrays in replay.steps(0, replay.num_steps):  # All held.

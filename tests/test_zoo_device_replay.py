@@ -11,15 +11,14 @@ from tests.test_zoo_replay import FakeStackingEnv, H, S, W, _fill
 from zoo import device_replay
 from zoo import replay as replay_lib
 
-_gather = jax.jit(device_replay.gather, static_argnums=(3, 4))
+_gather = jax.jit(device_replay.gather, static_argnums=3)
 _sample_indices = jax.jit(device_replay.sample_indices, static_argnums=(2, 3))
 
 
-def _filled(padding, num_streams, num_steps, stream_capacity=40, seed=0):
+def _filled(num_streams, num_steps, stream_capacity=40, seed=0):
   replay = device_replay.DeviceFrameReplay(
-      stream_capacity * num_streams, num_streams, (H, W), S,
-      stack_padding=padding, seed=seed)
-  _fill(replay, FakeStackingEnv(num_streams, padding, seed=seed + 1),
+      stream_capacity * num_streams, num_streams, (H, W), S, seed=seed)
+  _fill(replay, FakeStackingEnv(num_streams, 'trailing', seed=seed + 1),
         num_steps)
   return replay
 
@@ -35,26 +34,24 @@ def _assert_device_mirrors_host(replay):
                                 replay.get_state()['num_added'])
 
 
-@pytest.mark.parametrize('padding', replay_lib.STACK_PADDINGS)
 @pytest.mark.parametrize('num_streams', [1, 3])
-def test_stacks_are_bit_identical_to_the_host_replay(padding, num_streams):
+def test_stacks_are_bit_identical_to_the_host_replay(num_streams):
   # Wrap around the circular regions twice: stacks cross the slot boundary.
-  replay = _filled(padding, num_streams, 2 * 40 + 17)
+  replay = _filled(num_streams, 2 * 40 + 17)
   _assert_device_mirrors_host(replay)
   stream, logical = replay.valid_indices()
   host = replay.gather(stream, logical, stacks_last=False)
   device = _gather(replay.device_arrays, jnp.asarray(stream, jnp.int32),
-                   jnp.asarray(logical, jnp.int32), S, padding)
+                   jnp.asarray(logical, jnp.int32), S)
   for name, want, got in zip(replay_lib.Transitions._fields, host, device):
     assert got.dtype == want.dtype and got.shape == want.shape, name
     np.testing.assert_array_equal(got, want, err_msg=name)
-  # Stacks near episode starts are padded (some zero frames), both rules.
+  # Stacks near episode starts are padded (some zero frames).
   assert (np.asarray(device.s_tm1) == 0).all(axis=(2, 3)).any()
 
 
-@pytest.mark.parametrize('padding', replay_lib.STACK_PADDINGS)
-def test_samples_uniformly_over_the_host_replays_valid_transitions(padding):
-  replay = _filled(padding, 3, 2 * 40 + 17)
+def test_samples_uniformly_over_the_host_replays_valid_transitions():
+  replay = _filled(3, 2 * 40 + 17)
   stream, logical = replay.valid_indices()
   valid = {pair: i for i, pair in enumerate(zip(stream.tolist(),
                                                 logical.tolist()))}
@@ -77,7 +74,7 @@ def test_samples_uniformly_over_the_host_replays_valid_transitions(padding):
 
 
 def test_sample_is_gather_of_sample_indices_with_the_same_key():
-  replay = _filled('trailing', 2, 50)
+  replay = _filled(2, 50)
   key = jax.random.PRNGKey(3)
   key_a, transitions = jax.jit(replay.sampler, static_argnums=2)(
       replay.device_arrays, key, 16)
@@ -92,7 +89,7 @@ def test_sample_is_gather_of_sample_indices_with_the_same_key():
 
 
 def test_add_writes_only_the_new_step_in_place():
-  replay = _filled('trailing', 2, 10)
+  replay = _filled(2, 10)
   before = replay.device_arrays
   _fill(replay, FakeStackingEnv(2, 'trailing', seed=9), 1)
   # The previous buffers were donated to the write: updated in place.
@@ -101,9 +98,8 @@ def test_add_writes_only_the_new_step_in_place():
 
 
 def test_a_restore_uploads_the_restored_host_replay():
-  replay = _filled('leading', 3, 55)
-  restored = device_replay.DeviceFrameReplay(120, 3, (H, W), S,
-                                             stack_padding='leading')
+  replay = _filled(3, 55)
+  restored = device_replay.DeviceFrameReplay(120, 3, (H, W), S)
   # As run_loop restores a checkpoint: the counters, then the held steps.
   restored.set_state(replay.get_state())
   held_from = replay.num_steps - 120 // 3
@@ -118,12 +114,10 @@ def test_a_restore_uploads_the_restored_host_replay():
     np.testing.assert_array_equal(x, y)
 
 
-@pytest.mark.parametrize('padding', replay_lib.STACK_PADDINGS)
-def test_frames_of_any_rank_unstacked(padding):
+def test_frames_of_any_rank_unstacked():
   # MinAtar's layout: frames [10, 10, C], a stack of one.
   rng = np.random.default_rng(0)
-  replay = device_replay.DeviceFrameReplay(40, 2, (10, 10, 3), 1,
-                                           stack_padding=padding)
+  replay = device_replay.DeviceFrameReplay(40, 2, (10, 10, 3), 1)
   for t in range(15):
     observation = rng.integers(0, 2, (2, 10, 10, 3, 1)).astype(np.uint8)
     replay.add(np.full(2, 0 if t == 0 else 1, np.int8), observation,
@@ -131,7 +125,7 @@ def test_frames_of_any_rank_unstacked(padding):
   _assert_device_mirrors_host(replay)
   stream, logical = replay.valid_indices()
   device = _gather(replay.device_arrays, jnp.asarray(stream, jnp.int32),
-                   jnp.asarray(logical, jnp.int32), 1, padding)
+                   jnp.asarray(logical, jnp.int32), 1)
   host = replay.gather(stream, logical, stacks_last=False)
   assert device.s_t.shape == (len(stream), 1, 10, 10, 3)
   for got, want in zip(device, host):

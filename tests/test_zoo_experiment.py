@@ -11,15 +11,19 @@ import time
 
 import pytest
 
+from zoo import agents
 from zoo import checkpoint
 from zoo import experiment
 from zoo import results_csv
 from zoo import run_atari
 from zoo import run_json
+from zoo import settings as settings_lib
 from zoo import tensorboard_writer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, PYTHONPATH=ROOT)
+CR_DQN = agents.default_preset('cr_dqn')
+QR_DQN = agents.default_preset('qr_dqn')
 TINY_FLAGS = [
     '--environment_name=pong', '--replay_capacity=400',
     '--min_replay_capacity_fraction=0.1', '--batch_size=8',
@@ -78,33 +82,37 @@ def test_bad_paths_and_counts_are_refused_before_any_work(tmp_path):
   assert result.returncode == 1
   assert "'2.5e0' is not an integer count" in result.stderr
   assert 'JAX device' not in result.stderr  # Nothing started.
+  result = _entry('qr_dqn', '--preset=CR-DQN')
+  assert result.returncode == 1
+  assert result.stderr.strip().splitlines()[-1] == (
+      "Error: Unknown preset 'CR-DQN'; this agent runs QR-DQN-1, QR-DQN-0 "
+      '(--preset=NAME).')
 
 
 def _finished_checkpoint(tmp_path, **overrides):
   """Write the checkpoint of a finished run (as if it ran) for settings."""
-  s = experiment.resolve_settings(run_atari.ATARI, 'cr_dqn',
+  s = experiment.resolve_settings(run_atari.ATARI, CR_DQN,
                                   _settings(tmp_path, **overrides))
-  config = experiment.checkpoint_config(run_atari.ATARI, 'cr_dqn', s)
+  config = s.checkpoint_config()
   rows = [dict({c: 0.5 for c in results_csv.COLUMNS}, iteration=i)
-          for i in range(s['num_iterations'] + 1)]
-  checkpoint.save(s['checkpoint_dir'], s['num_iterations'],
-                  {'iteration': s['num_iterations'] + 1, 'config': config,
+          for i in range(s.num_iterations + 1)]
+  checkpoint.save(s.checkpoint_dir, s.num_iterations,
+                  {'iteration': s.num_iterations + 1, 'config': config,
                    'rows': rows}, {})
   return s
 
 
 def test_rerunning_a_finished_run_says_it_is_complete(tmp_path, capsys):
   s = _finished_checkpoint(tmp_path, num_iterations=3)
-  rows = experiment.run(run_atari.ATARI, 'cr_dqn',
+  rows = experiment.run(run_atari.ATARI, CR_DQN,
                         _settings(tmp_path, num_iterations=3), _no_environment)
   assert [r['iteration'] for r in rows] == [0, 1, 2, 3]
   # The CSV was missing: it is rewritten from the checkpoint.
-  assert len(results_csv.read_rows(s['results_csv_path'])) == 4
+  assert len(results_csv.read_rows(s.results_csv_path)) == 4
   assert capsys.readouterr().out == (
-      f'Run complete: iterations 0..3 are in {s["results_csv_path"]} '
-      f'(checkpoint {s["checkpoint_dir"]}/iteration_000003); nothing to do. '
-      'To train longer, raise --num_iterations (README, "Extending a finished '
-      'run").\n')
+      f'Run complete: iterations 0..3 are in {s.results_csv_path} '
+      f'(checkpoint {s.checkpoint_dir}/iteration_000003); nothing to do. '
+      'To train longer, raise --num_iterations.\n')
 
 
 def test_extending_a_finished_run_keeps_or_explains_the_epsilon_schedule(
@@ -113,7 +121,7 @@ def test_extending_a_finished_run_keeps_or_explains_the_epsilon_schedule(
   # from frame 160 (the replay's minimum), long before the 1200 frames run.
   _finished_checkpoint(tmp_path, num_iterations=3)
   with pytest.raises(experiment.ConfigError) as error:
-    experiment.run(run_atari.ATARI, 'cr_dqn',
+    experiment.run(run_atari.ATARI, CR_DQN,
                    _settings(tmp_path, num_iterations=5), _no_environment)
   assert str(error.value) == (
       'Changing --num_iterations from 3 to 5 would change the ε schedule of '
@@ -122,24 +130,23 @@ def test_extending_a_finished_run_keeps_or_explains_the_epsilon_schedule(
       'num_train_frames = 24 frames in the checkpoint, 40 now. To extend the '
       'run with the same schedule, add '
       '--exploration_epsilon_decay_frame_fraction=0.012 (same 24 frames).')
-  extended = experiment.resolve_settings(run_atari.ATARI, 'cr_dqn', _settings(
+  extended = experiment.resolve_settings(run_atari.ATARI, CR_DQN, _settings(
       tmp_path, num_iterations=5,
       exploration_epsilon_decay_frame_fraction=0.012))
-  config = experiment.checkpoint_config(run_atari.ATARI, 'cr_dqn', extended)
-  assert experiment.check_resume(extended, config)['iteration'] == 4
+  assert experiment.check_resume(extended).meta['iteration'] == 4
   with pytest.raises(experiment.ConfigError, match=(
       r'^Changing --exploration_epsilon_decay_frame_fraction from 0.02 to '
       r'0.03 would change the ε schedule')):
-    experiment.run(run_atari.ATARI, 'cr_dqn', _settings(
+    experiment.run(run_atari.ATARI, CR_DQN, _settings(
         tmp_path, num_iterations=3,
         exploration_epsilon_decay_frame_fraction=0.03), _no_environment)
   with pytest.raises(experiment.ConfigError,
                      match='iterations 0..3; --num_iterations=2 is fewer'):
-    experiment.run(run_atari.ATARI, 'cr_dqn',
+    experiment.run(run_atari.ATARI, CR_DQN,
                    _settings(tmp_path, num_iterations=2), _no_environment)
   with pytest.raises(experiment.ConfigError,
                      match='--learning_rate=5e-05 in the checkpoint'):
-    experiment.run(run_atari.ATARI, 'cr_dqn',
+    experiment.run(run_atari.ATARI, CR_DQN,
                    _settings(tmp_path, num_iterations=5, learning_rate=1e-3),
                    _no_environment)
 
@@ -148,19 +155,18 @@ def test_extension_before_epsilon_decays_needs_no_change(tmp_path):
   # The replay minimum (10% of 1e5 = 1e4 transitions, 4e4 frames) is not
   # reached in 1200 frames: ε has not moved, any decay length keeps it.
   _finished_checkpoint(tmp_path, num_iterations=3, replay_capacity=100_000)
-  s = experiment.resolve_settings(run_atari.ATARI, 'cr_dqn', _settings(
+  s = experiment.resolve_settings(run_atari.ATARI, CR_DQN, _settings(
       tmp_path, num_iterations=5, replay_capacity=100_000))
-  config = experiment.checkpoint_config(run_atari.ATARI, 'cr_dqn', s)
-  assert experiment.check_resume(s, config)['iteration'] == 4
+  assert experiment.check_resume(s).meta['iteration'] == 4
 
 
 def test_a_checkpoint_disk_too_small_for_the_replay_is_refused(
     tmp_path, monkeypatch):
-  usage = experiment.shutil.disk_usage(str(tmp_path))
-  monkeypatch.setattr(experiment.shutil, 'disk_usage',
+  usage = settings_lib.shutil.disk_usage(str(tmp_path))
+  monkeypatch.setattr(settings_lib.shutil, 'disk_usage',
                       lambda path: usage._replace(free=5 * 10**9))
   with pytest.raises(experiment.ConfigError) as error:
-    experiment.run(run_atari.ATARI, 'cr_dqn', _settings(
+    experiment.run(run_atari.ATARI, CR_DQN, _settings(
         tmp_path, replay_capacity=10**6, num_iterations=200,
         num_train_frames=10**6), _no_environment)
   assert str(error.value).startswith(
@@ -169,20 +175,20 @@ def test_a_checkpoint_disk_too_small_for_the_replay_is_refused(
       'transitions of 7,072 B: --replay_capacity plus one iteration\'s new '
       'steps), of which 0.00 GB are already saved.')
   # A short run needs only its own steps: 2 x 100 transitions.
-  s = experiment.resolve_settings(run_atari.ATARI, 'cr_dqn', _settings(
+  s = experiment.resolve_settings(run_atari.ATARI, CR_DQN, _settings(
       tmp_path, num_iterations=2, num_train_frames=400,
       replay_capacity=10**6))
-  assert experiment.replay_checkpoint_bytes(run_atari.ATARI, s) == 200 * 7072
+  assert settings_lib.replay_checkpoint_bytes(run_atari.ATARI, s) == 200 * 7072
 
 
 def test_results_dir_placeholder_puts_tensorboard_next_to_the_csv(tmp_path):
-  s = experiment.resolve_settings(run_atari.ATARI, 'qr_dqn', dict(
+  s = experiment.resolve_settings(run_atari.ATARI, QR_DQN, dict(
       experiment.default_settings(run_atari.ATARI), environment_name='pong'))
-  assert s['tensorboard_dir'] == 'runs/qr_dqn/pong/seed_1/tensorboard'
-  s = experiment.resolve_settings(run_atari.ATARI, 'qr_dqn', dict(
+  assert s.tensorboard_dir == 'runs/qr_dqn/pong/seed_1/tensorboard'
+  s = experiment.resolve_settings(run_atari.ATARI, QR_DQN, dict(
       experiment.default_settings(run_atari.ATARI), results_csv_path=''))
-  assert s['tensorboard_dir'] == ''  # No CSV: no default TensorBoard dir.
-  config = experiment.checkpoint_config(run_atari.ATARI, 'qr_dqn', s)
+  assert s.tensorboard_dir == ''  # No CSV: no default TensorBoard dir.
+  config = s.checkpoint_config()
   for display in ('tensorboard_dir', 'tensorboard_loss_period',
                   'progress_interval_seconds'):
     assert display not in config  # Changing them keeps a run resumable.

@@ -102,14 +102,12 @@ def _keys(transitions):
           for i in range(transitions.a_tm1.shape[0])]
 
 
-@pytest.mark.parametrize('padding', ['trailing', 'leading'])
 @pytest.mark.parametrize('num_streams', [1, 3])
-def test_samples_are_exactly_the_emitted_valid_transitions(padding,
-                                                           num_streams):
+def test_samples_are_exactly_the_emitted_valid_transitions(num_streams):
   stream_capacity = 40
   replay = replay_lib.FrameReplay(stream_capacity * num_streams, num_streams,
-                                  (H, W), S, stack_padding=padding, seed=3)
-  env = FakeStackingEnv(num_streams, padding, seed=num_streams)
+                                  (H, W), S, seed=3)
+  env = FakeStackingEnv(num_streams, 'trailing', seed=num_streams)
   # Wrap around the circular regions more than twice.
   history = _fill(replay, env, 2 * stream_capacity + 17)
   valid = _valid_transitions(history, stream_capacity, S)
@@ -132,7 +130,7 @@ def test_first_stack_padding_rules():
 
 def test_wrong_padding_rule_is_detected():
   """Reading a leading-padded env as trailing must break reconstruction."""
-  replay = replay_lib.FrameReplay(60, 1, (H, W), S, stack_padding='trailing')
+  replay = replay_lib.FrameReplay(60, 1, (H, W), S)
   env = FakeStackingEnv(1, 'leading', max_len=3)
   history = _fill(replay, env, 50)
   valid = _valid_transitions(history, 60, S)
@@ -219,8 +217,6 @@ def test_put_steps_keeps_the_newest_when_given_more_than_capacity():
 
 
 def test_bad_arguments_are_refused():
-  with pytest.raises(ValueError, match='stack_padding'):
-    replay_lib.FrameReplay(100, 1, (H, W), S, stack_padding='middle')
   with pytest.raises(ValueError, match='slots per stream'):
     replay_lib.FrameReplay(8, 4, (H, W), S)
 
@@ -244,13 +240,11 @@ def test_sampling_cost_does_not_grow_with_capacity():
     assert batch.s_tm1.nbytes == 32 * H * W * S
 
 
-@pytest.mark.parametrize('padding', replay_lib.STACK_PADDINGS)
-def test_frames_of_any_rank_unstacked_come_back_exactly(padding):
+def test_frames_of_any_rank_unstacked_come_back_exactly():
   # MinAtar's layout: frames [10, 10, C] of object channels, stack of one.
   rng = np.random.default_rng(0)
   num_streams, frame_shape, num_steps = 2, (10, 10, 3), 12
-  replay = replay_lib.FrameReplay(100, num_streams, frame_shape, 1,
-                                  stack_padding=padding, seed=0)
+  replay = replay_lib.FrameReplay(100, num_streams, frame_shape, 1, seed=0)
   observations = rng.integers(0, 2, (num_steps, num_streams) + frame_shape +
                               (1,)).astype(np.uint8)
   step_types = np.ones((num_steps, num_streams), np.int8)
@@ -268,10 +262,9 @@ def test_frames_of_any_rank_unstacked_come_back_exactly(padding):
                for k in range(num_streams))
 
 
-@pytest.mark.parametrize('padding', replay_lib.STACK_PADDINGS)
-def test_valid_indices_gather_exactly_the_emitted_valid_transitions(padding):
-  replay = replay_lib.FrameReplay(120, 3, (H, W), S, stack_padding=padding)
-  history = _fill(replay, FakeStackingEnv(3, padding, seed=4), 2 * 40 + 17)
+def test_valid_indices_gather_exactly_the_emitted_valid_transitions():
+  replay = replay_lib.FrameReplay(120, 3, (H, W), S)
+  history = _fill(replay, FakeStackingEnv(3, 'trailing', seed=4), 2 * 40 + 17)
   stream, logical = replay.valid_indices()
   keys = _keys(replay.gather(stream, logical))
   assert len(keys) == len(set(keys))  # Each transition once.

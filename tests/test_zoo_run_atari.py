@@ -13,11 +13,15 @@ from absl import flags
 import numpy as np
 import pytest
 
+from zoo import agents
 from zoo import checkpoint
 from zoo import environment
 from zoo import experiment
 from zoo import results_csv
 from zoo import run_atari
+from zoo import settings as settings_lib
+
+_preset = agents.default_preset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_FLAGS = [
@@ -49,7 +53,7 @@ def _settings(**overrides):
 ])
 def test_bad_settings_are_refused_before_any_work(overrides, message):
   with pytest.raises(experiment.ConfigError, match=message):
-    experiment.run(run_atari.ATARI, 'cr_dqn', _settings(**overrides),
+    experiment.run(run_atari.ATARI, _preset('cr_dqn'), _settings(**overrides),
                   make_environment=_no_environment)
 
 
@@ -66,13 +70,13 @@ class _SmallDevice:
 
 
 def test_replay_on_device_must_fit_the_devices_memory(monkeypatch):
-  monkeypatch.setattr(experiment.jax, 'devices', lambda: [_SmallDevice()])
+  monkeypatch.setattr(settings_lib.jax, 'devices', lambda: [_SmallDevice()])
   with pytest.raises(experiment.ConfigError,
                      match=r'needs 7\.1 GB, more than 80% of the 4\.0 GB of '
                      r'cuda:0; lower --replay_capacity'):
-    experiment.run(run_atari.ATARI, 'cr_dqn', _settings(replay_on_device=True),
+    experiment.run(run_atari.ATARI, _preset('cr_dqn'), _settings(replay_on_device=True),
                    make_environment=_no_environment)
-  s = experiment.resolve_settings(run_atari.ATARI, 'cr_dqn', _settings(
+  s = experiment.resolve_settings(run_atari.ATARI, _preset('cr_dqn'), _settings(
       replay_on_device=True, replay_capacity=300_000))
   experiment.validate_settings(run_atari.ATARI, s)  # 2.1 GB fits.
 
@@ -81,25 +85,25 @@ def test_unwritable_paths_are_refused(tmp_path):
   blocker = tmp_path / 'file'
   blocker.write_text('x')
   with pytest.raises(experiment.ConfigError, match='results CSV'):
-    experiment.run(run_atari.ATARI, 'qr_dqn', _settings(
+    experiment.run(run_atari.ATARI, _preset('qr_dqn'), _settings(
         results_csv_path=str(blocker / 'run.csv')), _no_environment)
   with pytest.raises(experiment.ConfigError, match='checkpoints'):
-    experiment.run(run_atari.ATARI, 'qr_dqn', _settings(checkpoint_dir=str(blocker / 'c')),
+    experiment.run(run_atari.ATARI, _preset('qr_dqn'), _settings(checkpoint_dir=str(blocker / 'c')),
                   _no_environment)
 
 
 def test_checkpoint_of_another_agent_or_config_is_refused(tmp_path):
   directory = str(tmp_path)
-  s = experiment.resolve_settings(run_atari.ATARI, 'qr_dqn', _settings(checkpoint_dir=directory))
-  config = experiment.checkpoint_config(run_atari.ATARI, 'qr_dqn', s)
-  checkpoint.save(directory, 0, {'config': config}, {}, {})
-  experiment.run_loop.check_checkpoint_config(directory, config)  # Same: ok.
+  s = experiment.resolve_settings(run_atari.ATARI, _preset('qr_dqn'), _settings(checkpoint_dir=directory))
+  checkpoint.save(directory, 0, {'iteration': 1, 'config': s.checkpoint_config()},
+                  {}, {})
+  assert experiment.check_resume(s).path.endswith('iteration_000000')
   with pytest.raises(experiment.ConfigError,
                      match=r"--agent='qr_dqn' in the checkpoint, 'cr_dqn' now"):
-    experiment.run(run_atari.ATARI, 'cr_dqn', _settings(checkpoint_dir=directory),
+    experiment.run(run_atari.ATARI, _preset('cr_dqn'), _settings(checkpoint_dir=directory),
                   _no_environment)
   with pytest.raises(experiment.ConfigError, match='--num_quantiles=201'):
-    experiment.run(run_atari.ATARI, 'qr_dqn', _settings(checkpoint_dir=directory,
+    experiment.run(run_atari.ATARI, _preset('qr_dqn'), _settings(checkpoint_dir=directory,
                                       num_quantiles=51), _no_environment)
 
 
@@ -113,22 +117,22 @@ def test_agent_defaults_follow_spec_table():
       ('nc_qr_dqn', 'nc', 'qr', eps * 2 / 201,
        {'huber_param': 0.0, 'scale_grad': True}),
   ]:
-    s = experiment.resolve_settings(run_atari.ATARI, agent, _settings(**extra))
-    assert (s['head'], s['loss']) == (head, loss)
-    assert math.isclose(s['optimizer_epsilon'], expected_eps)
-  s = experiment.resolve_settings(run_atari.ATARI, 'cr_dqn', _settings(optimizer_epsilon=1e-3))
-  assert s['optimizer_epsilon'] == 1e-3
+    s = experiment.resolve_settings(run_atari.ATARI, _preset(agent), _settings(**extra))
+    assert (s.head, s.loss) == (head, loss)
+    assert math.isclose(s.optimizer_epsilon, expected_eps)
+  s = experiment.resolve_settings(run_atari.ATARI, _preset('cr_dqn'), _settings(optimizer_epsilon=1e-3))
+  assert s.optimizer_epsilon == 1e-3
 
 
 
 def test_default_is_the_reference_mode_and_more_streams_are_vectorized():
-  s = experiment.resolve_settings(run_atari.ATARI, 'cr_dqn', _settings())
-  assert (s['num_envs'], s['environment_mode']) == (1, 'reference')
-  s = experiment.resolve_settings(run_atari.ATARI, 'cr_dqn', _settings(num_envs=16))
-  assert s['environment_mode'] == 'vector'
-  s = experiment.resolve_settings(run_atari.ATARI, 'cr_dqn', _settings(
+  s = experiment.resolve_settings(run_atari.ATARI, _preset('cr_dqn'), _settings())
+  assert (s.num_envs, s.environment_mode) == (1, 'reference')
+  s = experiment.resolve_settings(run_atari.ATARI, _preset('cr_dqn'), _settings(num_envs=16))
+  assert s.environment_mode == 'vector'
+  s = experiment.resolve_settings(run_atari.ATARI, _preset('cr_dqn'), _settings(
       num_envs=16, environment_mode='reference'))
-  assert s['environment_mode'] == 'reference'
+  assert s.environment_mode == 'reference'
 
 
 def _check_csv(path, agent, num_iterations, num_envs=1):
@@ -157,8 +161,8 @@ def test_agent_end_to_end_on_a_real_rom(agent, tmp_path):
   argv = ['prog'] + TINY_FLAGS + [f'--results_csv_path={path}',
                                   f'--checkpoint_dir={tmp_path / "ckpt"}']
   if agent == 'nc_qr_dqn':
-    argv += ['--huber_param=0', '--scale_grad']
-  if agent == 'qr_dqn':  # Issue 10's learner: fused updates, device replay.
+    argv += ['--preset=NC-QR-DQN-0']
+  if agent == 'qr_dqn':  # The accelerator's learner: fused, device replay.
     argv += ['--num_fused_updates=3', '--replay_on_device']
   num_envs = {'nc_cr_dqn': 2, 'cr_dqn': 4}.get(agent, 1)
   if agent == 'nc_cr_dqn':
@@ -212,7 +216,7 @@ def test_vectorized_evaluation_counts_whole_pong_episodes(tmp_path):
                 replay_capacity=400, min_replay_capacity_fraction=0.1,
                 batch_size=8, results_csv_path=path)
   factory = experiment.make_environment_factory(
-      run_atari.ATARI, experiment.resolve_settings(run_atari.ATARI, 'cr_dqn',
+      run_atari.ATARI, experiment.resolve_settings(run_atari.ATARI, _preset('cr_dqn'),
                                                    s))
   made = []
 
@@ -220,7 +224,7 @@ def test_vectorized_evaluation_counts_whole_pong_episodes(tmp_path):
     made.append(_RecordingEnvironment(factory(iteration, phase)))
     return made[-1]
 
-  experiment.run(run_atari.ATARI, 'cr_dqn', s, make_environment=make)
+  experiment.run(run_atari.ATARI, _preset('cr_dqn'), s, make_environment=make)
   (row,) = results_csv.read_rows(path)
   episodes = made[-1].returns  # made[0] is the probe for the action count.
   assert all(len(stream) >= 1 for stream in episodes)
@@ -284,10 +288,10 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
 
 
 def test_default_paths_are_per_run_and_resumable():
-  s = experiment.resolve_settings(run_atari.ATARI, 'nc_cr_dqn', dict(
+  s = experiment.resolve_settings(run_atari.ATARI, _preset('nc_cr_dqn'), dict(
       experiment.default_settings(run_atari.ATARI), environment_name='pong', seed=3))
-  assert s['results_csv_path'] == 'runs/nc_cr_dqn/pong/seed_3/results.csv'
-  assert s['checkpoint_dir'] == 'runs/nc_cr_dqn/pong/seed_3/checkpoints'
-  s = experiment.resolve_settings(run_atari.ATARI, 'cr_dqn', dict(
+  assert s.results_csv_path == 'runs/nc_cr_dqn/pong/seed_3/results.csv'
+  assert s.checkpoint_dir == 'runs/nc_cr_dqn/pong/seed_3/checkpoints'
+  s = experiment.resolve_settings(run_atari.ATARI, _preset('cr_dqn'), dict(
       experiment.default_settings(run_atari.ATARI), checkpoint_dir='', results_csv_path=''))
-  assert (s['results_csv_path'], s['checkpoint_dir']) == ('', '')
+  assert (s.results_csv_path, s.checkpoint_dir) == ('', '')

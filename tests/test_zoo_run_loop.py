@@ -13,6 +13,7 @@ from tests import catch
 from tests import test_zoo_agent
 from zoo import checkpoint
 from zoo import environment
+from zoo import resume
 from zoo import run_loop
 
 
@@ -190,18 +191,8 @@ def test_environment_seeds_differ_by_iteration_and_phase():
       1, 3, 'eval')
 
 
-def test_config_differences_name_the_flags():
-  diffs = run_loop.config_differences({'a': 1, 'b': 2}, {'a': 1, 'b': 3})
-  assert diffs == ["--b=2 in the checkpoint, 3 now"]
-  # A setting added later: a checkpoint without it holds the implied value.
-  assert run_loop.config_differences({'a': 1}, {'a': 1, 'u': 1},
-                                     implied={'u': 1}) == []
-  assert run_loop.config_differences({'a': 1}, {'a': 1, 'u': 4},
-                                     implied={'u': 1}) == [
-                                         '--u=1 in the checkpoint, 4 now']
-  assert run_loop.config_differences({'a': 1, 'u': 4}, {'a': 1, 'u': 1},
-                                     implied={'u': 1}) == [
-                                         '--u=4 in the checkpoint, 1 now']
+class _Stop(Exception):
+  pass
 
 
 # K = 1 with 150 steps per iteration, as K = 2 with 300 frames.
@@ -225,30 +216,52 @@ class _CountingCatch(catch.CatchBatchedEnvironment):
     return super().step(actions)
 
 
-def _catch_run(num_iterations, checkpoint_dir, config=None, hooks=(),
-               num_envs=2, num_train_frames=300, made=None, **kwargs):
-  # 120 slots per stream, 150 steps per iteration (K = 2): the replay wraps,
-  # so checkpoints drop and add chunks. `made`: a list that collects the
-  # environments made, (iteration, phase, env).
-  s = test_zoo_agent._settings('cr_dqn', num_iterations=3,
-                               num_train_frames=num_train_frames,
-                               num_eval_frames=50, num_envs=num_envs,
-                               replay_capacity=120 * num_envs)
+class _Stop(Exception):
+  pass
+
+
+class _StopAfter(run_loop.RunHooks):
+  """Stop the run once `iteration` is checkpointed (as an interrupt would)."""
+
+  def __init__(self, iteration):
+    self._iteration = iteration
+
+  def end_iteration(self, iteration, row):
+    if iteration == self._iteration:
+      raise _Stop()
+
+
+def _catch_run(stop_after, checkpoint_dir, hooks=(), made=None, **overrides):
+  """Run the iterations on Catch, or stop after iteration `stop_after`.
+
+  `made`: a list that collects the environments made, (iteration, phase,
+  env).
+  """
+  # 120 slots per stream, 150 steps per stream and iteration: the replay
+  # wraps, so checkpoints drop and add chunks.
+  values = dict(num_iterations=3, num_train_frames=300, num_eval_frames=50,
+                num_envs=2, seed=5, checkpoint_dir=checkpoint_dir)
+  values.update(overrides)
+  values.setdefault('replay_capacity', 120 * values['num_envs'])
+  s = test_zoo_agent._settings('cr_dqn', **values)
 
   def make(it, phase):
-    env = _CountingCatch(num_envs, run_loop.environment_seed(5, it, phase))
+    env = _CountingCatch(s.num_envs, run_loop.environment_seed(5, it, phase))
     if made is not None:
       made.append((it, phase, env))
     return env
 
+  found = resume.check_resume(s)
   agent, replay = test_zoo_agent._catch_agent(s)
-  rows = run_loop.run_experiment(
-      agent=agent, replay=replay, make_environment=make,
-      num_iterations=num_iterations, num_train_frames=num_train_frames,
-      num_eval_frames=50,
-      num_action_repeats=1, agent_name='cr_dqn', environment_name='catch',
-      seed=5, normalize=lambda x: x / 2, config=config or {'x': 1},
-      checkpoint_dir=checkpoint_dir, hooks=hooks, **kwargs)
+  try:
+    rows = run_loop.run_experiment(
+        agent=agent, replay=replay, make_environment=make,
+        settings=s, environment_name='catch', normalize=lambda x: x / 2,
+        resume_from=found.path if found else None,
+        hooks=list(hooks) + ([_StopAfter(stop_after)]
+                             if stop_after < s.num_iterations else []))
+  except _Stop:
+    rows = None
   return rows, agent
 
 
@@ -302,9 +315,9 @@ def test_resume_with_streams_restarts_them_and_is_otherwise_exact(tmp_path):
   starts inside a Catch episode (5 steps) when the streams go on.
   """
   full_made, made, again_made = [], [], []
-  full_rows, _ = _catch_run(2, str(tmp_path / 'full'), num_train_frames=302,
-                            made=full_made)
-  _catch_run(1, str(tmp_path / 'resumed'), num_train_frames=302, made=made)
+  two = dict(num_iterations=2, num_train_frames=302)
+  full_rows, _ = _catch_run(2, str(tmp_path / 'full'), made=full_made, **two)
+  _catch_run(1, str(tmp_path / 'resumed'), made=made, **two)
   latest = checkpoint.latest(str(tmp_path / 'resumed'))
   # The checkpoint records the episodes running: each stream acted on its
   # 151st step, step 0 of its 31st episode.
@@ -318,10 +331,11 @@ def test_resume_with_streams_restarts_them_and_is_otherwise_exact(tmp_path):
   with open(again_meta) as f:
     meta = json.load(f)
   del meta['train_streams']
+  for key in ('files', 'replay_files', 'meta_sha256'):  # Older: no checksums.
+    del meta[key]
   with open(again_meta, 'w') as f:
     json.dump(meta, f)
-  rows, agent = _catch_run(2, str(tmp_path / 'resumed'), num_train_frames=302,
-                           made=made)
+  rows, agent = _catch_run(2, str(tmp_path / 'resumed'), made=made, **two)
   # Uninterrupted: one training environment, made at iteration 1. Resumed:
   # a fresh one of iteration 2 (its episodes start at FIRST).
   train = lambda envs: [it for it, phase, _ in envs if phase == 'train']
@@ -331,7 +345,7 @@ def test_resume_with_streams_restarts_them_and_is_otherwise_exact(tmp_path):
   # The resumed run is a deterministic function of its checkpoint, and a
   # checkpoint without the streams' state resumes the same way.
   again_rows, again_agent = _catch_run(2, str(tmp_path / 'again'),
-                                       num_train_frames=302, made=again_made)
+                                       made=again_made, **two)
   assert train(again_made) == [2]
   _assert_rows_equal(rows, again_rows)
   _assert_states_equal(agent, again_agent)
@@ -349,8 +363,8 @@ def test_a_checkpoint_older_than_a_setting_and_a_state_key_resumes(tmp_path):
   full_rows, full_agent = _catch_run(3, str(tmp_path / 'full'), **_ONE_STREAM)
   _catch_run(1, str(tmp_path / 'older'), **_ONE_STREAM)
   path = checkpoint.latest(str(tmp_path / 'older'))
-  # Make it as older code wrote it: no num_pending_updates leaf (the config
-  # {'x': 1} lacks the later setting 'u' already).
+  # Make it as older code wrote it: no num_pending_updates leaf, no
+  # num_fused_updates setting.
   with np.load(os.path.join(path, 'tree.npz')) as f:
     leaves = {name: f[name] for name in f.files
               if name != 'num_pending_updates'}
@@ -361,13 +375,13 @@ def test_a_checkpoint_older_than_a_setting_and_a_state_key_resumes(tmp_path):
                         if p != ['num_pending_updates']]
   for key in ('files', 'replay_files', 'meta_sha256'):  # Older: no checksums.
     del meta[key]
+  del meta['config']['num_fused_updates']
   with open(os.path.join(path, 'meta.json'), 'w') as f:
     json.dump(meta, f)
-  with pytest.raises(ValueError, match="--u=None in the checkpoint, 1 now"):
-    _catch_run(3, str(tmp_path / 'older'), config={'x': 1, 'u': 1},
-               **_ONE_STREAM)
-  rows, agent = _catch_run(3, str(tmp_path / 'older'), config={'x': 1, 'u': 1},
-                           implied_settings={'u': 1}, **_ONE_STREAM)
+  with pytest.raises(resume.ConfigError,
+                     match='--num_fused_updates=1 in the checkpoint, 2 now'):
+    _catch_run(3, str(tmp_path / 'older'), num_fused_updates=2, **_ONE_STREAM)
+  rows, agent = _catch_run(3, str(tmp_path / 'older'), **_ONE_STREAM)
   assert _deterministic(rows)[1:] == _deterministic(full_rows)[1:]
   for x, y in zip(jax.tree.leaves(full_agent.get_state()),
                   jax.tree.leaves(agent.get_state())):
@@ -375,9 +389,10 @@ def test_a_checkpoint_older_than_a_setting_and_a_state_key_resumes(tmp_path):
 
 
 def test_checkpoint_of_another_configuration_is_refused(tmp_path):
-  _catch_run(0, str(tmp_path), config={'num_quantiles': 11})
-  with pytest.raises(ValueError, match='--num_quantiles=11 in the checkpoint'):
-    run_loop.check_checkpoint_config(str(tmp_path), {'num_quantiles': 201})
+  _catch_run(0, str(tmp_path))
+  with pytest.raises(resume.ConfigError,
+                     match='--num_quantiles=11 in the checkpoint, 13 now'):
+    _catch_run(1, str(tmp_path), num_quantiles=13)
 
 
 class _Recorder(run_loop.RunHooks):

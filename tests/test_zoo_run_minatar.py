@@ -9,10 +9,13 @@ import pytest
 
 from experiments import minatar_random
 from tests import without_minatar
+from zoo import agents
 from zoo import experiment
 from zoo import results_csv
 from zoo import run_atari
 from zoo import run_minatar
+
+_preset = agents.default_preset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = dict(replay_capacity=2000, min_replay_capacity_fraction=0.05,
@@ -26,21 +29,21 @@ def _settings(**overrides):
 
 
 def test_defaults_are_young_and_tians_protocol_with_the_papers_agents():
-  s = experiment.resolve_settings(run_minatar.MINATAR, 'cr_dqn', _settings())
-  assert s['replay_capacity'] == 100_000
-  assert experiment.min_replay_size(s) == 5000
-  assert s['target_network_update_period'] == 1000
-  assert (s['num_action_repeats'], s['num_stacked_frames']) == (1, 1)
-  assert s['num_iterations'] * s['num_train_frames'] == 5_000_000
+  s = experiment.resolve_settings(run_minatar.MINATAR, _preset('cr_dqn'), _settings())
+  assert s.replay_capacity == 100_000
+  assert s.min_replay_size() == 5000
+  assert s.target_network_update_period == 1000
+  assert (s.num_action_repeats, s.num_stacked_frames) == (1, 1)
+  assert s.num_iterations * s.num_train_frames == 5_000_000
   # ε: 1 -> 0.1 over 100k steps.
-  assert s['exploration_epsilon_end_value'] == 0.1
-  assert (s['exploration_epsilon_decay_frame_fraction'] * s['num_iterations']
-          * s['num_train_frames']) == 100_000
-  assert s['environment_mode'] == 'reference'
-  assert s['results_csv_path'] == (
+  assert s.exploration_epsilon_end_value == 0.1
+  assert (s.exploration_epsilon_decay_frame_fraction * s.num_iterations
+          * s.num_train_frames) == 100_000
+  assert s.environment_mode == 'reference'
+  assert s.results_csv_path == (
       'runs/minatar/cr_dqn/breakout/seed_1/results.csv')
   # The agent's own choices stay the paper's.
-  assert (s['head'], s['loss'], s['num_quantiles']) == ('fc', 'cramer', 201)
+  assert (s.head, s.loss, s.num_quantiles) == ('fc', 'cramer', 201)
   # Atari's defaults are untouched.
   atari = experiment.default_settings(run_atari.ATARI)
   assert atari['replay_capacity'] == 1_000_000 and atari['learn_period'] == 16
@@ -56,7 +59,7 @@ def test_bad_settings_are_refused_before_any_work(overrides, message):
   def no_environment(*unused):
     raise AssertionError('validation must come first')
   with pytest.raises(experiment.ConfigError, match=message):
-    experiment.run(run_minatar.MINATAR, 'cr_dqn', _settings(**overrides),
+    experiment.run(run_minatar.MINATAR, _preset('cr_dqn'), _settings(**overrides),
                    make_environment=no_environment)
 
 
@@ -65,7 +68,7 @@ def test_bad_settings_are_refused_before_any_work(overrides, message):
     ('nc_qr_dqn', {'huber_param': 0.0, 'scale_grad': True})])
 def test_every_agent_runs_on_minatar(agent, extra, tmp_path):
   path = str(tmp_path / 'run.csv')
-  rows = experiment.run(run_minatar.MINATAR, agent, _settings(
+  rows = experiment.run(run_minatar.MINATAR, _preset(agent), _settings(
       **dict(TINY, environment_name='asterix', results_csv_path=path,
              **extra)))
   assert [r['iteration'] for r in rows] == [0, 1, 2]
@@ -137,7 +140,7 @@ def test_cr_dqn_learns_breakout_well_above_a_random_policy(
   taken from another transition of the batch (0.07 to 1.7).
   """
   assert random_breakout_return < 1.0
-  rows = experiment.run(run_minatar.MINATAR, 'cr_dqn', _settings(
+  rows = experiment.run(run_minatar.MINATAR, _preset('cr_dqn'), _settings(
       environment_name='breakout', seed=seed, **LEARNING))
   assert rows[-1]['eval_episode_return'] >= random_breakout_return + 3.0
   # The values learned carry the rewards (a return of a few bricks).

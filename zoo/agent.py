@@ -1,7 +1,7 @@
 """One quantile agent (QR-DQN, CR-DQN, NC-CR-DQN, NC-QR-DQN).
 
-The agents differ only by network head and loss (README, "Training agents on
-Atari"). The agent acts on K environment streams at once, stores each step
+The agents differ only by network head and loss (their presets,
+zoo.agents). The agent acts on K environment streams at once, stores each step
 in a `zoo.replay.FrameReplay` and learns every `learn_period` frames once
 the replay holds its minimum. `select_action` and `update` are pure
 module-level functions, jitted in the agent's constructor.
@@ -21,7 +21,7 @@ optimizer state donated) and the step returns, so the environments step and
 the replay fills while it computes; the next action selection reads the new
 parameters, so acting is never behind the learner (zero staleness).
 
-Two learner options (README, "Training throughput"), off by default:
+Two learner options for accelerators, off by default:
 - Fused updates (`num_fused_updates` U > 1): updates that fall due are held
   until U are, then run as one dispatch (`fused_update`, U sequential Adam
   steps on U batches sampled at once, the target network run once on all

@@ -616,13 +616,14 @@ def load_params(checkpoint_dir: str, iteration: Optional[int] = None,
   `choose` returned it). The parameters are the online network's Haiku
   params (nested dicts of arrays, as `hk.transform(network_fn).init` returns
   them), read by name from the checkpoint without rebuilding the agent. The
-  settings are the run's (`zoo.experiment.checkpoint_config`: every setting
-  plus 'agent' and 'suite'), enough to rebuild the network:
+  settings are the run's (`zoo.settings.Settings.checkpoint_config()`: every
+  setting but paths, plus 'agent' and 'suite'), enough to rebuild the network:
 
     params, settings = checkpoint.load_params(
         'runs/cr_dqn/pong/seed_1/checkpoints')
-    suite = experiment.suite_by_name(settings['suite'])
-    network = hk.transform(suite.network_fn(settings, num_actions))
+    suite = suites.suite_by_name(settings['suite'])
+    network = hk.transform(suite.network_fn(
+        settings_lib.Settings.from_dict(settings), num_actions))
     network.apply(params, None, observations)
 
   Raises:

@@ -83,8 +83,8 @@ def sample_indices(arrays: DeviceArrays, rng_key, batch_size: int,
   return key, stream, logical
 
 
-def gather(arrays: DeviceArrays, stream, logical, num_stacked: int,
-           stack_padding: str) -> replay_lib.Transitions:
+def gather(arrays: DeviceArrays, stream, logical, num_stacked: int
+           ) -> replay_lib.Transitions:
   """Return the transitions at (stream, logical) [B], stacks [B, S, *frame].
 
   Jitted code's zoo.replay.FrameReplay.gather(..., stacks_last=False).
@@ -97,7 +97,7 @@ def gather(arrays: DeviceArrays, stream, logical, num_stacked: int,
   stacks = []
   for logical_s, step_s in ((logical - 1, step_t - 1), (logical, step_t)):
     index, valid = replay_lib.stack_indices(logical_s, step_s, num_stacked,
-                                            stack_padding, xp=jnp)
+                                            xp=jnp)
     frames = arrays.frames[stream[:, None], index % capacity]
     valid = valid.reshape(valid.shape + (1,) * frame_rank)
     stacks.append(jnp.where(valid, frames, jnp.zeros((), frames.dtype)))
@@ -110,12 +110,11 @@ def gather(arrays: DeviceArrays, stream, logical, num_stacked: int,
   )
 
 
-def sample(arrays: DeviceArrays, rng_key, batch_size: int, num_stacked: int,
-           stack_padding: str):
+def sample(arrays: DeviceArrays, rng_key, batch_size: int, num_stacked: int):
   """Return (rng_key, Transitions [B]) drawn uniformly, stacks [B, S, ...]."""
   rng_key, stream, logical = sample_indices(arrays, rng_key, batch_size,
                                             num_stacked)
-  return rng_key, gather(arrays, stream, logical, num_stacked, stack_padding)
+  return rng_key, gather(arrays, stream, logical, num_stacked)
 
 
 def _write_step(arrays: DeviceArrays, slot, frame, action, reward, discount,
@@ -141,9 +140,7 @@ class DeviceFrameReplay(replay_lib.FrameReplay):
     # The one place where this module's pure functions are jitted. Donating
     # the arrays makes each step's write in place (no copy of the replay).
     self._write_step = jax.jit(_write_step, donate_argnums=0)
-    self.sampler = functools.partial(
-        sample, num_stacked=self._num_stacked,
-        stack_padding=self._stack_padding)
+    self.sampler = functools.partial(sample, num_stacked=self._num_stacked)
     self._device_arrays = self._upload()
     self._stale = False  # Host arrays changed outside `add` (a restore).
 

@@ -68,8 +68,6 @@ def game_spec(game: str) -> Tuple[int, Tuple[int, ...]]:
 class MinAtarEnvironment(environment.BatchedEnvironment):
   """K MinAtar streams stepped one after another in Python."""
 
-  stack_padding = 'trailing'
-
   def __init__(self, game: str, seed: int, num_envs: int = 1,
                max_episode_frames: int = 108_000,
                sticky_action_prob: float = 0.1,

@@ -11,11 +11,9 @@ Slot p (p >= 1 steps into its episode) gives the transition
 s_t = stack at p). A FIRST slot gives none (the step into a new episode is no
 transition), nor does a slot whose stacks need frames already overwritten.
 
-Stack padding rules (`stack_padding`), with n = min(episode_step + 1, S):
-- 'trailing' (DQN Zoo's processors; zoo.environment): the n frames first,
-  oldest first, then zeros: A000, AB00, ABC0, ABCD, BCDE.
-- 'leading' (ale_py.AtariVectorEnv): zeros first, then the n frames, newest
-  last: 000A, 00AB, 0ABC, ABCD, BCDE.
+Stacks follow DQN Zoo's layout (zoo.environment), with n = min(episode_step +
+1, S): the n frames first, oldest first, then zeros: A000, AB00, ABC0, ABCD,
+BCDE.
 """
 
 from typing import Any, Dict, List, NamedTuple, Tuple
@@ -23,8 +21,6 @@ from typing import Any, Dict, List, NamedTuple, Tuple
 import numpy as np
 
 from zoo import environment
-
-STACK_PADDINGS = ('trailing', 'leading')
 
 
 class Transitions(NamedTuple):
@@ -35,8 +31,7 @@ class Transitions(NamedTuple):
   s_t: np.ndarray         # [B, H, W, S] uint8
 
 
-def stack_indices(logical, episode_step, num_stacked: int,
-                  stack_padding: str, xp=np):
+def stack_indices(logical, episode_step, num_stacked: int, xp=np):
   """Return logical frame indices [B, S] of the stacks at `logical` [B].
 
   Also returns which of the S positions hold a frame (the others are padding
@@ -46,12 +41,8 @@ def stack_indices(logical, episode_step, num_stacked: int,
   """
   offsets = xp.arange(num_stacked)
   count = xp.minimum(episode_step, num_stacked - 1)[:, None] + 1
-  if stack_padding == 'trailing':
-    index = logical[:, None] - (count - 1) + offsets
-    valid = offsets < count
-  else:
-    index = logical[:, None] - (num_stacked - 1) + offsets
-    valid = offsets >= num_stacked - count
+  index = logical[:, None] - (count - 1) + offsets
+  valid = offsets < count
   return index, valid
 
 
@@ -74,7 +65,6 @@ class FrameReplay:
       num_streams: int,
       frame_shape=(84, 84),
       num_stacked_frames: int = 4,
-      stack_padding: str = 'trailing',
       seed: int = 0,
   ):
     """Allocate the replay (pages are touched, hence resident, as it fills).
@@ -84,12 +74,8 @@ class FrameReplay:
       num_streams: K, the number of environment streams adding each step.
       frame_shape: (H, W) of one processed frame.
       num_stacked_frames: S, frames per observation stack.
-      stack_padding: 'trailing' or 'leading', the env's stack rule.
       seed: seeds the sampling generator.
     """
-    if stack_padding not in STACK_PADDINGS:
-      raise ValueError(f'stack_padding must be one of {STACK_PADDINGS}, got '
-                       f'{stack_padding!r}.')
     if num_streams < 1:
       raise ValueError(f'num_streams must be >= 1, got {num_streams}.')
     if num_stacked_frames < 1:
@@ -104,7 +90,6 @@ class FrameReplay:
     self._num_streams = num_streams
     self._stream_capacity = stream_capacity
     self._num_stacked = num_stacked_frames
-    self._stack_padding = stack_padding
     self._frame_shape = tuple(frame_shape)
     shape = (num_streams, stream_capacity)
     self._frames = np.zeros(shape + self._frame_shape, np.uint8)
@@ -123,10 +108,6 @@ class FrameReplay:
   @property
   def num_streams(self) -> int:
     return self._num_streams
-
-  @property
-  def stack_padding(self) -> str:
-    return self._stack_padding
 
   @property
   def size(self) -> int:
@@ -163,12 +144,9 @@ class FrameReplay:
     self._episode_step = np.where(first, 0, self._episode_step + 1)
     slot = self._num_added % self._stream_capacity
     streams = np.arange(k)
-    if self._stack_padding == 'leading':
-      newest = observation[..., -1]
-    else:
-      newest = observation[streams, ..., environment.newest_frame_index(
-          self._episode_step, self._num_stacked)]
-    self._frames[streams, slot] = newest
+    self._frames[streams, slot] = observation[
+        streams, ..., environment.newest_frame_index(self._episode_step,
+                                                     self._num_stacked)]
     self._actions[streams, slot] = action
     self._rewards[streams, slot] = reward
     self._discounts[streams, slot] = discount
@@ -227,8 +205,7 @@ class FrameReplay:
     step_t = self._episode_steps[stream, slot_t]
     stacks = []
     for logical_s, step_s in ((logical - 1, step_t - 1), (logical, step_t)):
-      index, valid = stack_indices(logical_s, step_s, self._num_stacked,
-                                   self._stack_padding)
+      index, valid = stack_indices(logical_s, step_s, self._num_stacked)
       frames = self._frames[stream[:, None], index % cap]  # [B, S, H, W]
       frames[~valid] = 0  # Padding of stacks near an episode start.
       if stacks_last:

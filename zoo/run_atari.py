@@ -1,7 +1,7 @@
-"""The Atari suite: DQN Zoo's 57 games, protocol and network (zoo.experiment).
+"""The Atari suite: DQN Zoo's 57 games, protocol and network.
 
-Each agent package's `run_atari.py` calls `main(argv, agent_name)`. Every
-setting is a flag of zoo.experiment with DQN Zoo's name and default.
+Each agent package's `run_atari.py` runs it (zoo.experiment.main). Every
+setting has DQN Zoo's name and default (zoo.settings).
 """
 
 from typing import Any, Dict
@@ -11,8 +11,9 @@ import numpy as np
 from zoo import atari_data
 from zoo import atari_env
 from zoo import environment
-from zoo import experiment
 import networks
+from zoo import settings as settings_lib
+from zoo import suites
 
 _VECTOR_ONLY = dict(num_action_repeats=4, num_stacked_frames=4,
                     environment_height=84, environment_width=84)
@@ -26,43 +27,42 @@ def _resolve(s: Dict[str, Any]) -> Dict[str, Any]:
   return s
 
 
-def _validate(s: Dict[str, Any]) -> None:
-  if s['environment_mode'] == 'vector':
+def _validate(s: settings_lib.Settings) -> None:
+  if s.environment_mode == 'vector':
     for name, value in _VECTOR_ONLY.items():
-      if s[name] != value:
-        raise experiment.ConfigError(
-            f'--{name}={s[name]} is not supported in vector mode (only '
-            f'{value}); use --environment_mode=reference.')
+      if getattr(s, name) != value:
+        raise settings_lib.ConfigError(
+            f'--{name}={getattr(s, name)} is not supported in vector mode '
+            f'(only {value}); use --environment_mode=reference.')
 
 
-def _observation_shape(s: Dict[str, Any]):
-  return (s['environment_height'], s['environment_width'],
-          s['num_stacked_frames'])
+def _observation_shape(s: settings_lib.Settings):
+  return (s.environment_height, s.environment_width, s.num_stacked_frames)
 
 
-def _make_environment(s: Dict[str, Any], seed: int
+def _make_environment(s: settings_lib.Settings, seed: int
                       ) -> environment.BatchedEnvironment:
-  if s['environment_mode'] == 'vector':
+  if s.environment_mode == 'vector':
     return atari_env.make_atari_environment(
-        s['environment_name'], seed, num_envs=s['num_envs'], mode='vector',
-        max_episode_frames=s['max_frames_per_episode'])
+        s.environment_name, seed, num_envs=s.num_envs, mode='vector',
+        max_episode_frames=s.max_frames_per_episode)
   envs = [
       atari_env.AtariEnvironment(
-          s['environment_name'], int(stream_seed),
-          max_episode_frames=s['max_frames_per_episode'],
-          num_action_repeats=s['num_action_repeats'],
-          num_stacked_frames=s['num_stacked_frames'],
-          height=s['environment_height'], width=s['environment_width'])
-      for stream_seed in environment.stream_seeds(seed, s['num_envs'])
+          s.environment_name, int(stream_seed),
+          max_episode_frames=s.max_frames_per_episode,
+          num_action_repeats=s.num_action_repeats,
+          num_stacked_frames=s.num_stacked_frames,
+          height=s.environment_height, width=s.environment_width)
+      for stream_seed in environment.stream_seeds(seed, s.num_envs)
   ]
   return atari_env.ReferenceBatchedEnvironment(envs)
 
 
-def _network_fn(s: Dict[str, Any], num_actions: int):
+def _network_fn(s: settings_lib.Settings, num_actions: int):
   return networks.atari_quantile_network(
-      num_actions, s['num_quantiles'], head=s['head'],
-      num_layers=s['num_hidden_layers'], hidden_size=s['hidden_size'],
-      nc_scale_activation=s['nc_scale_activation'])
+      num_actions, s.num_quantiles, head=s.head,
+      num_layers=s.num_hidden_layers, hidden_size=s.hidden_size,
+      nc_scale_activation=s.nc_scale_activation)
 
 
 def _render(env: atari_env.ReferenceBatchedEnvironment):
@@ -70,7 +70,7 @@ def _render(env: atari_env.ReferenceBatchedEnvironment):
   return np.stack([e.ale.getScreenRGB() for e in env.environments])
 
 
-ATARI = experiment.Suite(
+ATARI = suites.Suite(
     name='atari',
     csv_prefix='',
     check_game=atari_data.check_game,
@@ -84,7 +84,3 @@ ATARI = experiment.Suite(
     render=_render,
 )
 
-
-def main(argv, agent_name: str) -> None:
-  """Entry point of `python -m <agent>.run_atari`."""
-  experiment.main(argv, ATARI, agent_name)

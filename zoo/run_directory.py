@@ -1,7 +1,7 @@
 """One run, one directory: where a run resumes, and what it may overwrite.
 
 A run's directory is that of its results CSV; its checkpoints, TensorBoard
-events and run.json default to it (zoo.experiment's flags). Before any work,
+events and run.json default to it (zoo.settings). Before any work,
 `resume_point` picks the checkpoint to resume and refuses, with the fix:
 
 - a checkpoint directory that belongs to another run (each checkpoint
@@ -20,18 +20,10 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from absl import flags
-
 from zoo import checkpoint
 from zoo import results_csv
 from zoo import run_json
 
-flags.DEFINE_bool(
-    'restart', False,
-    'Start the run over at iteration 0: the results CSV, run.json, the '
-    'checkpoint and TensorBoard directories move aside to '
-    '<name>.<time>.bak (nothing is deleted). Needed only where going on '
-    'would replace finished CSV rows.')
 
 
 class Refused(ValueError):

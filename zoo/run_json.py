@@ -1,7 +1,7 @@
 """`run.json`: a run's resolved settings, next to its results CSV.
 
   {"agent": "cr_dqn", "suite": "atari",
-   "settings": {<every flag of zoo.experiment.SETTINGS>, "agent", "suite"}}
+   "settings": {<every flag of zoo.settings.SETTINGS>, "agent", "suite"}}
 
 Written (atomically) when a run starts, so that a results directory says how
 it was made. Readers must work without it: runs made before it existed have

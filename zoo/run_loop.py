@@ -21,6 +21,7 @@ import numpy as np
 from zoo import checkpoint
 from zoo import environment
 from zoo import results_csv
+from zoo import settings as settings_lib
 from zoo import train_streams as train_streams_lib
 
 PHASES = ('train', 'eval')
@@ -149,65 +150,6 @@ class RunHooks:
     pass
 
 
-def config_differences(saved: Dict[str, Any], current: Dict[str, Any],
-                       ignore: Sequence[str] = (),
-                       implied: Optional[Dict[str, Any]] = None) -> List[str]:
-  """Return '--name: saved vs current' for every differing setting.
-
-  `implied`: settings added after older checkpoints were written, with the
-  value that reproduces the behaviour before them; a checkpoint without one
-  counts as holding that value.
-  """
-  saved = dict(implied or {}, **saved)
-  out = []
-  for name in sorted(set(saved) | set(current)):
-    if name not in ignore and saved.get(name) != current.get(name):
-      out.append(f'--{name}={saved.get(name)!r} in the checkpoint, '
-                 f'{current.get(name)!r} now')
-  return out
-
-
-def check_checkpoint_config(checkpoint_dir: Optional[str],
-                            config: Dict[str, Any],
-                            ignore: Sequence[str] = (),
-                            implied: Optional[Dict[str, Any]] = None
-                            ) -> Optional[str]:
-  """Return the checkpoint to resume, or raise if it has another config.
-
-  The newest intact checkpoint (zoo.checkpoint.newest_intact): damaged newer
-  ones are skipped, and the run resumes from the previous one.
-
-  Args:
-    checkpoint_dir: the run's checkpoint directory (None: no checkpoints).
-    config: the settings a resumable checkpoint must have.
-    ignore: settings that may differ (the caller checked them).
-    implied: see config_differences.
-
-  Raises:
-    checkpoint.DamagedError: checkpoints exist, but none is intact.
-    ValueError: the checkpoint has another config.
-  """
-  path, damages = (checkpoint.newest_intact(checkpoint_dir) if checkpoint_dir
-                   else (None, []))
-  if path is None:
-    if damages:
-      raise checkpoint.DamagedError(
-          checkpoint.no_intact_message(checkpoint_dir, damages) + ' Pass '
-          'another checkpoint directory, or move this one aside to start '
-          'over.', damages)
-    return None
-  if damages:
-    logging.info('%s', checkpoint.fallback_warning(path, damages))
-  saved = checkpoint.load_meta(path)['config']
-  differences = config_differences(saved, config, ignore, implied)
-  if differences:
-    raise ValueError(
-        f'The checkpoint {path} was written by another agent or '
-        'configuration: ' + '; '.join(differences) + '. Rerun with the same '
-        'flags to resume, or use a new --checkpoint_dir.')
-  return path
-
-
 def _save(checkpoint_dir: str, iteration: int, config, rows, agent, replay,
           saved_until: int, results_csv_path: Optional[str] = None,
           extra_meta: Optional[Dict[str, Any]] = None) -> int:
@@ -315,20 +257,11 @@ def run_experiment(
     agent,
     replay,
     make_environment: Callable[[int, str], environment.BatchedEnvironment],
-    num_iterations: int,
-    num_train_frames: int,
-    num_eval_frames: int,
-    num_action_repeats: int,
-    agent_name: str,
+    settings: settings_lib.Settings,
     environment_name: str,
-    seed: int,
     normalize: Callable[[float], float],
-    config: Dict[str, Any],
-    results_csv_path: Optional[str] = None,
-    checkpoint_dir: Optional[str] = None,
+    resume_from: Optional[str] = None,
     hooks: Sequence[RunHooks] = (),
-    extendable: Sequence[str] = (),
-    implied_settings: Optional[Dict[str, Any]] = None,
 ) -> List[Dict[str, Any]]:
   """Run (or resume) iterations 0..num_iterations; return the CSV rows.
 
@@ -338,37 +271,34 @@ def run_experiment(
     make_environment: fn(iteration, phase) -> fresh BatchedEnvironment
       (training with K > 1 streams keeps the first one made; see
       zoo.train_streams).
-    num_iterations: training iterations after the eval-only iteration 0.
-    num_train_frames: frames per training phase.
-    num_eval_frames: frames per evaluation phase.
-    num_action_repeats: frames per agent step.
-    agent_name: the CSV's agent column.
+    settings: the run's settings: iterations, frames per phase and per step,
+      the CSV's agent and seed, where the CSV and checkpoints go, and the
+      checkpoints' config.
     environment_name: the CSV's environment_name column.
-    seed: the CSV's seed column.
     normalize: eval return -> human-normalised score.
-    config: settings stored in checkpoints; a resume needs equal ones.
-    results_csv_path: where the CSV goes (None: not written).
-    checkpoint_dir: where checkpoints go (None: none).
+    resume_from: a checkpoint to restore first, already checked against the
+      settings (zoo.resume.check_resume); None: start at iteration 0.
     hooks: RunHooks told of the run's progress (in this order).
-    extendable: settings that may differ from the checkpoint's (the caller
-      checked that the iterations already run stay valid).
-    implied_settings: settings an older checkpoint may lack, with the value
-      it implies (config_differences).
   """
+  s = settings
+  num_iterations, num_action_repeats = s.num_iterations, s.num_action_repeats
+  num_train_frames, num_eval_frames = s.num_train_frames, s.num_eval_frames
+  results_csv_path = s.results_csv_path or None
+  checkpoint_dir = s.checkpoint_dir or None
+  config = s.checkpoint_config()
   rows: List[Dict[str, Any]] = []
   start_iteration = 0
   saved_until = 0
   streams = train_streams_lib.TrainStreams(
       lambda iteration: make_environment(iteration, 'train'))
-  path = check_checkpoint_config(checkpoint_dir, config, extendable,
-                                implied_settings)
-  if path is not None:
-    start_iteration, rows, saved_until = _restore(path, agent, replay)
+  if resume_from is not None:
+    start_iteration, rows, saved_until = _restore(resume_from, agent, replay)
     # Older checkpoints lack the key: fresh streams, as for newer ones.
-    streams.set_state(checkpoint.load_meta(path).get(
+    streams.set_state(checkpoint.load_meta(resume_from).get(
         train_streams_lib.META_KEY))
     rows = rows[:start_iteration]
-    logging.info('Resumed from %s at iteration %d.', path, start_iteration)
+    logging.info('Resumed from %s at iteration %d.', resume_from,
+                 start_iteration)
     if results_csv_path:
       results_csv.write_rows(results_csv_path, rows)
 
@@ -389,7 +319,7 @@ def run_experiment(
                                     num_action_repeats, hooks)
 
       row = results_csv.make_row(
-          agent=agent_name, environment_name=environment_name, seed=seed,
+          agent=s.agent, environment_name=environment_name, seed=s.seed,
           iteration=iteration, frame=iteration * num_train_frames,
           eval_stats=eval_stats, train_stats=train_stats,
           train_exploration_epsilon=agent.exploration_epsilon,

@@ -1,9 +1,8 @@
-"""The MinAtar suite: five small games after Young & Tian (2019) (zoo.experiment).
+"""The MinAtar suite: five small games after Young & Tian (2019).
 
-Each agent package's `run_minatar.py` calls `main(argv, agent_name)` after
-`experiment.set_flag_defaults(MINATAR)`. The flags are zoo.experiment's; the
-defaults below follow Young & Tian's DQN where the paper's agents do not
-differ (README, "MinAtar" has the table and the reason for each departure).
+Each agent package's `run_minatar.py` runs it (zoo.experiment.main) after
+`settings_flags.set_flag_defaults(MINATAR)`. The defaults below follow
+Young & Tian's DQN where the paper's agents do not differ.
 """
 
 import math
@@ -11,8 +10,9 @@ from typing import Any, Dict
 
 import networks
 from zoo import environment
-from zoo import experiment
 from zoo import minatar_env
+from zoo import settings as settings_lib
+from zoo import suites
 
 FLAG_DEFAULTS = {
     'environment_name': 'breakout',
@@ -33,8 +33,7 @@ FLAG_DEFAULTS = {
     'num_train_frames': 100_000,  # 50 x 100k = 5M steps.
     'num_eval_frames': 25_000,
     'hidden_size': 128,
-    'results_csv_path':
-        'runs/minatar/{agent}/{environment_name}/seed_{seed}/results.csv',
+    **settings_lib.default_paths(settings_lib.RUNS_ROOT + '/minatar'),
 }
 _FIXED = dict(environment_height=10, environment_width=10, num_stacked_frames=1,
               num_action_repeats=1)
@@ -46,39 +45,39 @@ def _resolve(s: Dict[str, Any]) -> Dict[str, Any]:
   return s
 
 
-def _validate(s: Dict[str, Any]) -> None:
+def _validate(s: settings_lib.Settings) -> None:
   try:
     minatar_env.check_installed()
   except minatar_env.NotInstalledError as e:
-    raise experiment.ConfigError(str(e)) from None
+    raise settings_lib.ConfigError(str(e)) from None
   for name, value in _FIXED.items():
-    if s[name] != value:
-      raise experiment.ConfigError(
-          f'--{name}={s[name]}: MinAtar frames are 10x10, neither stacked nor '
-          f'repeated, so --{name} must be {value} (the default).')
-  if s['environment_mode'] != 'reference':
-    raise experiment.ConfigError(
-        f'--environment_mode={s["environment_mode"]}: MinAtar streams are '
+    if getattr(s, name) != value:
+      raise settings_lib.ConfigError(
+          f'--{name}={getattr(s, name)}: MinAtar frames are 10x10, neither '
+          f'stacked nor repeated, so --{name} must be {value} (the default).')
+  if s.environment_mode != 'reference':
+    raise settings_lib.ConfigError(
+        f'--environment_mode={s.environment_mode}: MinAtar streams are '
         'Python environments; use --environment_mode=reference (or auto).')
 
 
-def _observation_shape(s: Dict[str, Any]):
-  num_channels, _ = minatar_env.game_spec(s['environment_name'])
+def _observation_shape(s: settings_lib.Settings):
+  num_channels, _ = minatar_env.game_spec(s.environment_name)
   return (10, 10, num_channels, 1)
 
 
-def _make_environment(s: Dict[str, Any], seed: int
+def _make_environment(s: settings_lib.Settings, seed: int
                       ) -> environment.BatchedEnvironment:
   return minatar_env.MinAtarEnvironment(
-      s['environment_name'], seed, num_envs=s['num_envs'],
-      max_episode_frames=s['max_frames_per_episode'])
+      s.environment_name, seed, num_envs=s.num_envs,
+      max_episode_frames=s.max_frames_per_episode)
 
 
-def _network_fn(s: Dict[str, Any], num_actions: int):
+def _network_fn(s: settings_lib.Settings, num_actions: int):
   return networks.minatar_quantile_network(
-      num_actions, s['num_quantiles'], head=s['head'],
-      num_layers=s['num_hidden_layers'], hidden_size=s['hidden_size'],
-      nc_scale_activation=s['nc_scale_activation'])
+      num_actions, s.num_quantiles, head=s.head,
+      num_layers=s.num_hidden_layers, hidden_size=s.hidden_size,
+      nc_scale_activation=s.nc_scale_activation)
 
 
 def _render(env: minatar_env.MinAtarEnvironment):
@@ -90,7 +89,7 @@ def _no_reference_scores(game: str, score: float) -> float:
   return math.nan
 
 
-MINATAR = experiment.Suite(
+MINATAR = suites.Suite(
     name='minatar',
     csv_prefix='minatar-',
     check_game=minatar_env.check_game,
@@ -104,7 +103,3 @@ MINATAR = experiment.Suite(
     render=_render,
 )
 
-
-def main(argv, agent_name: str) -> None:
-  """Entry point of `python -m <agent>.run_minatar`."""
-  experiment.main(argv, MINATAR, agent_name)

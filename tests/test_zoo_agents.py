@@ -1,0 +1,96 @@
+"""Tests for zoo.agents: the presets, their discovery and the agents table."""
+
+import os
+import sys
+import textwrap
+
+import pytest
+
+from zoo import agents
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PAPER = ('QR-DQN-1', 'QR-DQN-0', 'CR-DQN', 'NC-CR-DQN', 'NC-QR-DQN-1',
+         'NC-QR-DQN-0')
+
+
+def test_the_packages_define_the_papers_variants():
+  presets = agents.presets()
+  assert set(PAPER) <= set(presets)
+  assert agents.agent_packages() == ('cr_dqn', 'nc_cr_dqn', 'nc_qr_dqn',
+                                     'qr_dqn')
+  # The definitions of the paper (head, loss, κ, gradient scaling).
+  got = {name: (p.package, p.head, p.loss, p.huber_param, p.scale_grad)
+         for name, p in presets.items()}
+  assert got['QR-DQN-1'] == ('qr_dqn', 'fc', 'qr', 1.0, False)
+  assert got['QR-DQN-0'] == ('qr_dqn', 'fc', 'qr', 0.0, False)
+  assert got['CR-DQN'][:3] == ('cr_dqn', 'fc', 'cramer')
+  assert got['NC-CR-DQN'][:3] == ('nc_cr_dqn', 'nc', 'cramer')
+  assert got['NC-QR-DQN-1'] == ('nc_qr_dqn', 'nc', 'qr', 1.0, False)
+  assert got['NC-QR-DQN-0'] == ('nc_qr_dqn', 'nc', 'qr', 0.0, True)
+  assert [agents.default_preset(p).name for p in agents.agent_packages()] == [
+      'CR-DQN', 'NC-CR-DQN', 'NC-QR-DQN-1', 'QR-DQN-1']
+
+
+def test_pick_defaults_and_refuses_an_unknown_name_listing_the_presets():
+  presets = agents.package_presets('qr_dqn')
+  assert agents.pick(presets, 'QR-DQN-1', None).name == 'QR-DQN-1'
+  assert agents.pick(presets, 'QR-DQN-1', 'QR-DQN-0').huber_param == 0.0
+  with pytest.raises(ValueError, match=r"Unknown preset 'CR-DQN'; this agent "
+                     r'runs QR-DQN-1, QR-DQN-0 \(--preset=NAME\)\.'):
+    agents.pick(presets, 'QR-DQN-1', 'CR-DQN')
+
+
+def test_inconsistent_presets_are_refused():
+  good = agents.AgentPreset('A', 'a', 'fc', 'qr', 1.0, False, 'x')
+  with pytest.raises(ValueError, match="loss 'iqn' is not one of"):
+    agents.AgentPreset('A', 'a', 'fc', 'iqn', 1.0, False, 'x')
+  with pytest.raises(ValueError, match="names package 'a'; it must be 'b'"):
+    agents.check_package('b', (good,), 'A')
+  with pytest.raises(ValueError, match="DEFAULT_PRESET 'B' is not one"):
+    agents.check_package('a', (good,), 'B')
+  with pytest.raises(ValueError, match='duplicate preset names'):
+    agents.check_package('a', (good, good), 'A')
+
+
+def test_a_new_agent_is_one_folder(tmp_path, monkeypatch):
+  """A package with an agent.py anywhere on the path joins the registry."""
+  package = tmp_path / 'my_cr_dqn'
+  package.mkdir()
+  (package / '__init__.py').write_text('')
+  (package / 'agent.py').write_text(textwrap.dedent('''
+      from zoo.agents import AgentPreset
+      PRESETS = (AgentPreset('MY-CR-DQN', 'my_cr_dqn', head='nc',
+                             loss='cramer', huber_param=1.0, scale_grad=True,
+                             summary='A throwaway agent.'),)
+      DEFAULT_PRESET = 'MY-CR-DQN'
+      '''))
+  monkeypatch.syspath_prepend(str(tmp_path))
+  packages = agents.agent_packages([ROOT, str(tmp_path)])
+  assert 'my_cr_dqn' in packages
+  presets = agents.presets(packages)
+  assert presets['MY-CR-DQN'].package == 'my_cr_dqn'
+  assert set(PAPER) <= set(presets)
+  # The runner takes it like any other: its settings resolve from the preset.
+  from zoo import run_minatar  # pylint: disable=g-import-not-at-top
+  from zoo import settings  # pylint: disable=g-import-not-at-top
+  s = settings.resolve_settings(run_minatar.MINATAR,
+                                agents.default_preset('my_cr_dqn'),
+                                {'num_quantiles': 51})
+  assert (s.agent, s.head, s.loss, s.scale_grad) == ('my_cr_dqn', 'nc',
+                                                     'cramer', True)
+  assert s.optimizer_epsilon == pytest.approx(0.01 / 32 * 2 / 51)
+  assert s.results_csv_path.startswith('runs/minatar/my_cr_dqn/')
+  assert '| MY-CR-DQN | `my_cr_dqn` | NC | Cramér |' in agents.markdown_table(
+      presets.values())
+  sys.modules.pop('my_cr_dqn.agent', None)
+  sys.modules.pop('my_cr_dqn', None)
+
+
+def test_the_readme_shows_the_agents_table():
+  with open(os.path.join(ROOT, 'README.md'), encoding='utf-8') as f:
+    readme = f.read()
+  table = agents.markdown_table(agents.presets().values())
+  assert table in readme, (
+      'README.md must contain the agents table; paste the output of\n'
+      '  python -c "from zoo import agents; print(agents.markdown_table('
+      'agents.presets().values()))"\n' + table)

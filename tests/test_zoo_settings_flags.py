@@ -1,0 +1,35 @@
+"""Tests for zoo.settings_flags: the run flags come from the Settings fields."""
+
+import dataclasses
+
+from zoo import run_minatar
+from zoo import settings
+from zoo import settings_flags
+
+FLAGS = settings_flags.FLAGS
+
+
+def test_every_setting_is_a_flag_with_its_fields_default_and_help():
+  for field in dataclasses.fields(settings.Settings):
+    if field.name not in settings.SETTINGS:
+      assert field.name in ('agent', 'suite')
+      continue
+    assert FLAGS[field.name].default == field.default, field.name
+    assert FLAGS[field.name].help.endswith(field.metadata['help'])
+  assert FLAGS['preset'].default is None
+  # Counts accept 1e6.
+  assert FLAGS['num_train_frames'].parser.parse('2.5e5') == 250_000
+
+
+def test_values_from_flags_and_the_suites_defaults():
+  assert set(settings_flags.values_from_flags()) == set(settings.SETTINGS)
+  before = {name: FLAGS[name].default
+            for name in run_minatar.MINATAR.flag_defaults}
+  try:
+    settings_flags.set_flag_defaults(run_minatar.MINATAR)
+    assert FLAGS['num_iterations'].default == 50
+    assert FLAGS['hidden_size'].default == 128
+  finally:
+    for name, value in before.items():
+      FLAGS.set_default(name, value)
+  assert FLAGS['num_iterations'].default == 200

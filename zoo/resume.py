@@ -1,0 +1,119 @@
+"""The resume policy: which checkpoint a run may continue from.
+
+A checkpoint resumes with equal settings (`Settings.checkpoint_config`),
+except those in EXTENDABLE, which may change when the iterations already run
+would not have run differently. Settings added after checkpoints existed are
+in IMPLIED_SETTINGS with the value that reproduces the behaviour before them.
+"""
+
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
+
+import numpy as np
+
+from zoo import run_directory
+from zoo import settings as settings_lib
+
+ConfigError = settings_lib.ConfigError
+
+# Settings added after checkpoints were first written, with the value that
+# reproduces the behaviour before them: a checkpoint without one resumes when
+# the run keeps that value. A new setting that changes what a run computes
+# must be added here.
+IMPLIED_SETTINGS = {'suite': 'atari', 'num_fused_updates': 1,
+                    'replay_on_device': False}
+# Settings a finished or interrupted run may change when resumed, provided
+# the iterations already run would not have run differently.
+EXTENDABLE = ('num_iterations', 'exploration_epsilon_decay_frame_fraction')
+
+
+class Resume(NamedTuple):
+  path: str                # The checkpoint directory to restore.
+  meta: Dict[str, Any]     # Its meta.json: 'iteration' (next), 'rows', ...
+
+
+def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any],
+                       ignore: Sequence[str] = (),
+                       implied: Optional[Mapping[str, Any]] = None
+                       ) -> List[str]:
+  """Return '--name=saved in the checkpoint, current now' per difference.
+
+  `implied`: settings added after older checkpoints were written, with the
+  value that reproduces the behaviour before them; a checkpoint without one
+  counts as holding that value.
+  """
+  saved = dict(implied or {}, **saved)
+  out = []
+  for name in sorted(set(saved) | set(current)):
+    if name not in ignore and saved.get(name) != current.get(name):
+      out.append(f'--{name}={saved.get(name)!r} in the checkpoint, '
+                 f'{current.get(name)!r} now')
+  return out
+
+
+def _fraction_keeping(decay_frames: int, s: settings_lib.Settings) -> float:
+  """Return the decay fraction giving `decay_frames` with s's other values."""
+  frames = s.num_iterations * s.num_train_frames
+  fraction = decay_frames / frames
+  while int(fraction * frames) < decay_frames:  # Float rounding.
+    fraction = float(np.nextafter(fraction, 1.0))
+  return fraction
+
+
+def check_resume(s: settings_lib.Settings) -> Optional[Resume]:
+  """Return the checkpoint to resume (None: none) after checking it.
+
+  A checkpoint resumes with equal settings, except that a longer run
+  (--num_iterations) may continue a finished one when nothing already run
+  would change: ε decays over exploration_epsilon_decay_frame_fraction x
+  num_iterations x num_train_frames frames, so the decay must stay as long
+  (or must not have begun yet).
+
+  The checkpoint is the newest intact one of this run (zoo.run_directory:
+  verified, owned by this results CSV, dropping no finished CSV row).
+
+  Raises:
+    ConfigError: naming the differing settings, or why an extension would
+      change what already ran and the flag value that keeps it; or why the
+      run directory refuses (zoo.run_directory.resume_point).
+  """
+  try:  # The newest intact checkpoint, its run's own; no finished row lost.
+    path, meta = run_directory.resume_point(s.checkpoint_dir,
+                                            s.results_csv_path)
+  except run_directory.Refused as e:
+    raise ConfigError(str(e)) from e
+  if path is None:
+    return None
+  saved = meta['config']
+  config = s.checkpoint_config()
+  differences = config_differences(saved, config, EXTENDABLE,
+                                   IMPLIED_SETTINGS)
+  if differences:
+    raise ConfigError(
+        f'The checkpoint {path} was written by another agent or '
+        'configuration: ' + '; '.join(differences) + '. Rerun with the same '
+        'flags to resume, or use a new --checkpoint_dir.')
+  if all(saved.get(name) == config.get(name) for name in EXTENDABLE):
+    return Resume(path, meta)
+  done = meta['iteration'] - 1  # The last iteration run.
+  if s.num_iterations < done:
+    raise ConfigError(
+        f'The checkpoint {path} holds iterations 0..{done}; '
+        f'--num_iterations={s.num_iterations} is fewer. Pass '
+        f'--num_iterations={saved["num_iterations"]} (or more, to extend).')
+  frames_run = done * s.num_train_frames
+  old_decay = settings_lib.Settings.from_dict(saved).epsilon_decay_frames()
+  if (s.epsilon_decay_frames() != old_decay and
+      frames_run > s.epsilon_begin_frame()):
+    fraction = _fraction_keeping(old_decay, s)
+    changes = ' and '.join(
+        f'--{name} from {saved.get(name)} to {getattr(s, name)}'
+        for name in EXTENDABLE if saved.get(name) != getattr(s, name))
+    raise ConfigError(
+        f'Changing {changes} would change the ε schedule of the '
+        f'{frames_run} frames already run: ε decays over '
+        'exploration_epsilon_decay_frame_fraction x num_iterations x '
+        f'num_train_frames = {old_decay} frames in the checkpoint, '
+        f'{s.epsilon_decay_frames()} now. To extend the run with the same '
+        f'schedule, add --exploration_epsilon_decay_frame_fraction={fraction!r}'
+        f' (same {old_decay} frames).')
+  return Resume(path, meta)
