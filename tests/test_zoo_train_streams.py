@@ -11,12 +11,15 @@ import math
 import numpy as np
 import pytest
 
+from zoo import agents
+from zoo import build
 from zoo import environment
 from zoo import experiment
 from zoo import replay as replay_lib
 from zoo import results_csv
 from zoo import run_atari
 from zoo import run_loop
+from zoo import settings as settings_lib
 from zoo import train_streams
 
 F, M, L = environment.FIRST, environment.MID, environment.LAST
@@ -288,20 +291,21 @@ def test_a_short_pong_run_completes_whole_training_games(tmp_path):
   # lasts about 760 to 1,200 steps, so games end only if streams go on.
   path = str(tmp_path / 'run.csv')
   num_iterations, num_train_frames = 5, 8000
-  s = dict(experiment.default_settings(run_atari.ATARI),
+  preset = agents.default_preset('cr_dqn')
+  s = dict(settings_lib.default_settings(run_atari.ATARI),
            environment_name='pong', num_envs=8, environment_mode='vector',
            num_iterations=num_iterations, num_train_frames=num_train_frames,
            num_eval_frames=200, num_quantiles=11, hidden_size=16,
            replay_capacity=4000, min_replay_capacity_fraction=0.5,
            batch_size=8, learn_period=400, target_network_update_period=1600,
            results_csv_path=path, checkpoint_dir='', seed=2)
-  train_factory = experiment.make_environment_factory(
-      run_atari.ATARI, experiment.resolve_settings(run_atari.ATARI, 'cr_dqn',
-                                                   s))
+  train_factory = build.make_environment_factory(
+      run_atari.ATARI, settings_lib.resolve_settings(run_atari.ATARI, preset,
+                                                     s))
   # Evaluation is not under test: one reference stream keeps it short.
-  eval_factory = experiment.make_environment_factory(
-      run_atari.ATARI, experiment.resolve_settings(
-          run_atari.ATARI, 'cr_dqn',
+  eval_factory = build.make_environment_factory(
+      run_atari.ATARI, settings_lib.resolve_settings(
+          run_atari.ATARI, preset,
           dict(s, num_envs=1, environment_mode='reference')))
   made = []
 
@@ -311,7 +315,7 @@ def test_a_short_pong_run_completes_whole_training_games(tmp_path):
     made.append(_Recording(train_factory(iteration, phase)))
     return made[-1]
 
-  experiment.run(run_atari.ATARI, 'cr_dqn', s, make_environment=make)
+  experiment.run(run_atari.ATARI, preset, s, make_environment=make)
   rows = results_csv.read_rows(path)
   assert len(made) == 1  # One training environment for the whole run.
   steps_per_phase = num_train_frames // (8 * 4)
