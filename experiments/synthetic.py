@@ -14,7 +14,7 @@ Trials of one configuration run as one jitted program: `lax.scan` over the
 steps inside, `vmap` over the trials.
 
   python -m experiments.synthetic                 # writes runs/synthetic/
-  python -m experiments.synthetic --output_dir=docs/synthetic   # the README's copy
+  python -m experiments.synthetic --output_dir=docs/synthetic   # the docs' copy
 """
 
 import csv
@@ -63,7 +63,7 @@ CONFIGURATIONS = (
 )
 CONFIGURATIONS_BY_NAME = {c.name: c for c in CONFIGURATIONS}
 
-# Network sizes of the published experiment (README, "Networks"): 2712 / 2702
+# Network sizes of the published experiment (docs/agents.md, "Networks"): 2712 / 2702
 # parameters for N = 12.
 FC_NUM_LAYERS, FC_HIDDEN_SIZE = 2, 45
 NC_NUM_LAYERS, NC_HIDDEN_SIZE = 2, 32
@@ -115,7 +115,7 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
   flags.DEFINE_string(
       'output_dir', d.output_dir,
       'Where synthetic.csv, synthetic.md and synthetic.png are written '
-      '(the README\'s copy: --output_dir=docs/synthetic).', **fv)
+      '(the copy in the docs: --output_dir=docs/synthetic).', **fv)
 
 
 def _parse_numbers(name: str, values: Sequence[str]) -> tuple[float, ...]:

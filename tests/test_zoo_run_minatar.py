@@ -133,7 +133,7 @@ def test_cr_dqn_learns_breakout_well_above_a_random_policy(
   A random policy scores about 0.4; with these settings the final
   evaluation returns of seeds 1, 2, 3 are 7.3, 4.9, 5.1, and the mean max-Q
   of the states acted on in the last iteration is 1.4 to 1.6. The margins
-  were set against broken variants of the same runs (README, "MinAtar"),
+  were set against broken variants of the same runs (docs/experiments/minatar.md),
   each of which fails on every seed: rewards dropped from the TD target
   (returns 2.9 to 3.0, as surviving still scores in Breakout; max-Q 0.02 at
   most), terminal discounts ignored (2.1 to 2.8), s_t replaced by s_tm1 or
