@@ -16,6 +16,7 @@ import sys
 import pytest
 
 from analysis import evaluate
+from zoo import agents
 from zoo import checkpoint
 from zoo import experiment
 from zoo import results_csv
@@ -76,6 +77,9 @@ def _copy(base_dir, tmp_path, name='run'):
   return run_dir
 
 
+CR_DQN = agents.default_preset('cr_dqn')
+
+
 def _settings(run_dir, **overrides):
   s = dict(experiment.default_settings(run_minatar.MINATAR), **TINY)
   s.update(results_csv_path=str(run_dir / 'results.csv'), **overrides)
@@ -132,14 +136,14 @@ def test_finished_rows_are_kept_unless_an_interrupted_save_explains_them(
 
 
 def test_one_run_one_directory_by_default(tmp_path):
-  s = experiment.resolve_settings(run_minatar.MINATAR, 'cr_dqn', dict(
+  s = experiment.resolve_settings(run_minatar.MINATAR, CR_DQN, dict(
       experiment.default_settings(run_minatar.MINATAR),
       results_csv_path=str(tmp_path / 'y/results.csv')))
-  assert s['checkpoint_dir'] == str(tmp_path / 'y/checkpoints')
-  assert s['tensorboard_dir'] == str(tmp_path / 'y/tensorboard')
-  s = experiment.resolve_settings(run_minatar.MINATAR, 'cr_dqn', dict(
+  assert s.checkpoint_dir == str(tmp_path / 'y/checkpoints')
+  assert s.tensorboard_dir == str(tmp_path / 'y/tensorboard')
+  s = experiment.resolve_settings(run_minatar.MINATAR, CR_DQN, dict(
       experiment.default_settings(run_minatar.MINATAR)))
-  assert s['checkpoint_dir'] == (
+  assert s.checkpoint_dir == (
       'runs/minatar/cr_dqn/breakout/seed_1/checkpoints')
 
 
@@ -292,12 +296,11 @@ def test_a_checkpoint_directory_of_another_run_is_refused(base, tmp_path):
   with pytest.raises(experiment.ConfigError, match=(
       f'^The checkpoint directory {base}/checkpoints belongs to another run: '
       f'its results CSV is {base}/results.csv, not {tmp_path}/y/results.csv.')):
-    experiment.run(run_minatar.MINATAR, 'cr_dqn', _settings(
+    experiment.run(run_minatar.MINATAR, CR_DQN, _settings(
         tmp_path / 'y', checkpoint_dir=str(base / 'checkpoints')),
         _no_environment)
   # A run directory moved as a whole is still its own.
   moved = _copy(base, tmp_path, 'moved')
-  s = experiment.resolve_settings(run_minatar.MINATAR, 'cr_dqn',
+  s = experiment.resolve_settings(run_minatar.MINATAR, CR_DQN,
                                   _settings(moved))
-  config = experiment.checkpoint_config(run_minatar.MINATAR, 'cr_dqn', s)
-  assert experiment.check_resume(s, config)['iteration'] == 3
+  assert experiment.check_resume(s).meta['iteration'] == 3
