@@ -119,7 +119,10 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
     env: a JAX environment (zoo.minatar_jax_env.make's interface): pure
       reset(key) and step(state, action, key), one stream each.
     network: the Haiku network on [B, 10, 10, C, 1] observations.
-    loss_fn, optimizer, additional_discount, grad_scale: zoo.agent's.
+    loss_fn: zoo.agent.make_loss_fn's.
+    optimizer: zoo.agent.make_optimizer's.
+    additional_discount: γ applied to the environment's discounts.
+    grad_scale: the gradient's factor (2/N with scale_grad, else 1).
   """
   k = cfg.num_streams
   update_fn = lambda *a: agent_lib.update(  # pylint: disable=g-long-lambda
