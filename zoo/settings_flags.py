@@ -61,17 +61,17 @@ def values_from_flags() -> Dict[str, Any]:
 
 def seeds_from_flags():
   """Return the --seeds as integers (None: unset); ConfigError if bad."""
-  if not FLAGS.seeds:
+  given = FLAGS['seeds'].value
+  if not given:
     return None
   try:
-    seeds = [int(x) for x in FLAGS.seeds]
+    seeds = [int(x) for x in given]
   except ValueError as e:
     raise settings_lib.ConfigError(
-        f'--seeds={",".join(FLAGS.seeds)}: give integers, e.g. '
-        '--seeds=1,2,3.') from e
+        f'--seeds={",".join(given)}: give integers, e.g. --seeds=1,2,3.'
+    ) from e
   if len(set(seeds)) != len(seeds):
-    raise settings_lib.ConfigError(
-        f'--seeds={",".join(FLAGS.seeds)} repeats a seed.')
+    raise settings_lib.ConfigError(f'--seeds={",".join(given)} repeats a seed.')
   return seeds
 
 
