@@ -4,6 +4,17 @@ r"""The MinAtar study: the paper's five agents x games x seeds, on the sweep.
   python -m experiments.minatar_study --root_dir=runs/minatar_study --parallel=2
   python -m experiments.minatar_study --root_dir=runs/minatar_study --report \
       --output_dir=docs/minatar
+  python -m experiments.minatar_study --loop=jitted --root_dir=runs/minatar_jitted
+
+--loop=jitted (zoo.jitted_loop, docs/minatar-jitted-loop.md) runs each
+configuration x game as one process with the seeds vmapped (`--seeds=...`),
+one at a time; its defaults are the full study: the five games, seeds 1..10,
+50 iterations (5M steps), no K-stream check. A group whose seeds all hold
+every iteration is skipped; the others resume from their checkpoints. Its
+report adds, per game, CR-DQN - QR-DQN-1 (final return, bootstrap CI over
+seeds) and the IQM over games of the scores normalised per game by the
+random policy (0) and the best configuration's mean (1), with stratified
+bootstrap CIs (analysis.bootstrap).
 
 Configurations: the presets QR-DQN-1, QR-DQN-0, CR-DQN, NC-CR-DQN and
 NC-QR-DQN-0 (zoo.agents) on --games x --seeds, each run `python -m
@@ -20,12 +31,14 @@ same flags name the same runs) and runs nothing.
 
 import os
 import shlex
+import subprocess
 import sys
 import time
 from typing import Any, Dict, List, NamedTuple, Sequence, Tuple
 
 from absl import app
 from absl import flags
+import numpy as np
 
 from experiments import sweep
 from zoo import agents
@@ -115,6 +128,159 @@ def define_flags() -> None:
   flags.DEFINE_integer('bootstrap_reps', 50_000, 'Bootstrap resamples.')
   flags.DEFINE_integer('random_steps', 25_000, 'Steps per seed of the random '
                        "policy's measurement in the report.")
+  flags.DEFINE_enum('loop', 'python', ['python', 'jitted'],
+                    'python: one process per run (experiments.sweep); jitted: one '
+                    'process per configuration x game, seeds vmapped, with '
+                    'the full study as defaults (module doc).')
+
+
+# --loop=jitted's defaults, for the flags not given: the full study.
+JITTED_DEFAULTS = {
+    'games': list(minatar_env.GAMES),
+    'seeds': [str(s) for s in range(1, 11)],
+    'num_iterations': 50,
+    'k_stream_game': '',
+}
+COMPARED = ('CR-DQN', 'QR-DQN-1')  # The paper's question: Cramér vs QR.
+
+
+def apply_jitted_defaults() -> None:
+  """Give the flags not on the command line --loop=jitted's defaults."""
+  for name, value in JITTED_DEFAULTS.items():
+    if not FLAGS[name].present:
+      FLAGS[name].value = value
+
+
+class Group(NamedTuple):
+  """One jitted process: a configuration on a game, its seeds vmapped."""
+  label: str
+  game: str
+  seeds: Tuple[int, ...]
+  command: Tuple[str, ...]
+  csv_paths: Tuple[str, ...]
+
+
+def plan_groups(root_dir: str, configs: Sequence[Config], games: Sequence[str],
+                seeds: Sequence[int], k_stream_game: str,
+                common: Sequence[str]) -> List[Group]:
+  """Return the jitted study's groups, game by game (experiments.sweep's layout)."""
+  pairs = [(config, game) for game in games for config in configs]
+  if k_stream_game:
+    pairs.append((K_STREAM_CONFIG, k_stream_game))
+  groups = []
+  for config, game in pairs:
+    base = os.path.abspath(os.path.join(root_dir, config.label))
+    run_dir = os.path.join(base, '{agent}', '{environment_name}',
+                           'seed_{seed}')
+    command = (sys.executable, '-m', f'{config.agent}.run_minatar',
+               '--loop=jitted', '--seeds=' + ','.join(map(str, seeds)),
+               f'--environment_name={game}',
+               f'--results_csv_path={os.path.join(run_dir, "results.csv")}',
+               f'--checkpoint_dir={os.path.join(run_dir, "checkpoints")}',
+               *common, *config.command_flags())
+    paths = tuple(sweep.run_dir_of(base, config.agent, game, seed) +
+                  '/results.csv' for seed in seeds)
+    groups.append(Group(config.label, game, tuple(seeds), command, paths))
+  return groups
+
+
+def run_groups(groups: Sequence[Group], num_iterations: int) -> List[str]:
+  """Run the unfinished groups one after the other; return the failed."""
+  failed = []
+  for group in groups:
+    if all(sweep.is_finished(p, num_iterations) for p in group.csv_paths):
+      continue
+    log_path = os.path.join(os.path.dirname(os.path.dirname(
+        group.csv_paths[0])), 'jitted.log')
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    print(f'{time.strftime("%H:%M:%S")} {group.label} on {group.game}, seeds '
+          f'{",".join(map(str, group.seeds))}: log {log_path}', flush=True)
+    with open(log_path, 'a') as log:
+      log.write(f'=== {time.strftime("%Y-%m-%d %H:%M:%S")}: '
+                f'{shlex.join(group.command)}\n')
+      log.flush()
+      code = subprocess.call(group.command, stdout=log,
+                             stderr=subprocess.STDOUT)
+    if code in (130, 143):
+      raise KeyboardInterrupt
+    if code:
+      failed.append(f'{group.label}/{group.game} (exit {code})')
+  return failed
+
+
+def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
+                        random_returns: Dict[str, float], reps: int,
+                        seed: int = 0) -> str:
+  """Return the report's CR-DQN - QR-DQN-1 and normalised-IQM sections.
+
+  Args:
+    results: analysis.minatar_report.RunResult of the complete runs.
+    labels: the configurations, in order.
+    games: the games, in order.
+    random_returns: the random policy's return per game.
+    reps: bootstrap resamples.
+    seed: the bootstrap's seed.
+  """
+  # pylint: disable=g-import-not-at-top
+  from analysis import bootstrap
+  from analysis import minatar_report
+  # pylint: enable=g-import-not-at-top
+  final = {}
+  for r in results:
+    if r.complete:
+      final.setdefault((r.label, r.game), {})[r.seed] = float(
+          r.eval_return[-1])
+  a, b = COMPARED
+  lines = [f'## {a} - {b} per game', '',
+           f'Final evaluation return of {a} minus {b}: difference of the '
+           'means over seeds, 95% percentile bootstrap CI resampling each '
+           "configuration's seeds.", '',
+           '| game | seeds | difference [95% CI] |', '|---|---:|---|']
+  for game in games:
+    if (a, game) in final and (b, game) in final:
+      cell = minatar_report.difference_ci(
+          list(final[(a, game)].values()), list(final[(b, game)].values()),
+          reps=reps, seed=seed)
+      lines.append(f'| {game} | {cell.num_seeds} | '
+                   f'{minatar_report._cell_text(cell)} |')  # pylint: disable=protected-access
+    else:
+      lines.append(f'| {game} | 0 | – |')
+  best = {}
+  for game in games:
+    means = [np.mean(list(final[(label, game)].values())) for label in labels
+             if (label, game) in final]
+    if means and game in random_returns:
+      best[game] = max(means)
+  lines += ['', '## Aggregate over games', '',
+            'Interquartile mean over seeds x games of the final return '
+            'normalised per game, (score - random) / (best - random), where '
+            "best is the best configuration's mean on that game; 95% "
+            'stratified bootstrap CI (analysis.bootstrap). Only games where '
+            'every configuration has complete runs, and only seeds complete '
+            'on all of them.', '']
+  usable = [g for g in games if g in best and
+            best[g] != random_returns[g] and
+            all((label, g) in final for label in labels)]
+  if not usable:
+    return '\n'.join(lines + ['No game has complete runs of every '
+                              'configuration yet.', '']) + '\n'
+  lines += [f'Games: {", ".join(usable)}.', '',
+            '| configuration | seeds | normalised IQM [95% CI] |',
+            '|---|---:|---|']
+  for label in labels:
+    seeds = sorted(set.intersection(*[set(final[(label, g)])
+                                      for g in usable]))
+    if not seeds:
+      lines.append(f'| {label} | 0 | – |')
+      continue
+    scores = np.array([[(final[(label, g)][s] - random_returns[g]) /
+                        (best[g] - random_returns[g]) for g in usable]
+                       for s in seeds])
+    interval = bootstrap.confidence_interval(
+        scores, bootstrap.interquartile_mean, reps=reps, seed=seed)
+    lines.append(f'| {label} | {len(seeds)} | {interval.point:.3f} '
+                 f'[{interval.lower:.3f}, {interval.upper:.3f}] |')
+  return '\n'.join(lines) + '\n'
 
 
 def study_flags(num_iterations: int, num_train_frames: int,
@@ -206,6 +372,19 @@ def _report(runs, configs: Sequence[Config], games: Sequence[str]) -> None:
       num_eval_frames=FLAGS.num_eval_frames,
       machine=FLAGS.machine or minatar_report.cpu_description(),
       random_results=random_results, reps=FLAGS.bootstrap_reps)
+  if FLAGS.loop == 'jitted':
+    results = [minatar_report.load_run(label, game, seed, path,
+                                       FLAGS.num_iterations,
+                                       FLAGS.num_eval_frames)
+               for label, game, seed, path in planned]
+    random_returns = {r.game: r.mean for r in random_results}
+    report = os.path.join(FLAGS.output_dir, 'report.md')
+    with open(report) as f:
+      text = f.read()
+    text += '\n' + comparison_markdown(
+        [r for r in results if r is not None], [c.label for c in configs],
+        games, random_returns, FLAGS.bootstrap_reps)
+    files.write_atomically(report, text)
   for path in written:
     print(path)
 
@@ -215,6 +394,8 @@ def main(argv):
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   if not FLAGS.root_dir:
     raise app.UsageError('--root_dir is required.')
+  if FLAGS.loop == 'jitted':
+    apply_jitted_defaults()
   configs, games, seeds = _validate()
   try:
     common = study_flags(FLAGS.num_iterations, FLAGS.num_train_frames,
@@ -230,6 +411,9 @@ def main(argv):
       sys.exit(f'Error: {e}')
   if FLAGS.report:
     _report(runs, configs, games)
+    return
+  if FLAGS.loop == 'jitted':
+    _run_jitted(configs, games, seeds, common)
     return
   specs = [spec for _, spec in runs]
   todo = sweep.select_runs(specs)
@@ -265,6 +449,34 @@ def main(argv):
   failed = [name for name, code in results.items() if code not in (0, None)]
   print(f'Study done in {(time.time() - started) / 3600:.2f} h; '
         f'{len(failed)} failed run(s).')
+  if failed:
+    sys.exit(1)
+
+
+def _run_jitted(configs, games, seeds, common) -> None:
+  groups = plan_groups(FLAGS.root_dir, configs, games, seeds,
+                       FLAGS.k_stream_game, common)
+  todo = [g for g in groups if not all(
+      sweep.is_finished(p, FLAGS.num_iterations) for p in g.csv_paths)]
+  steps = FLAGS.num_iterations * FLAGS.num_train_frames
+  print(f'MinAtar study, jitted loop: {len(configs)} configurations x '
+        f'{len(games)} games x {len(seeds)} seeds of {steps:,} training steps '
+        f'= {len(groups)} processes of {len(seeds)} vmapped seeds; '
+        f'{len(todo)} to run, one at a time.', flush=True)
+  if FLAGS.dry_run:
+    for group in groups:
+      print(f'{group.label}: {shlex.join(group.command)}')
+    return
+  started = time.time()
+  try:
+    failed = run_groups(todo, FLAGS.num_iterations)
+  except KeyboardInterrupt:
+    print('Interrupted: rerun the same command to resume the study.',
+          file=sys.stderr)
+    sys.exit(130)
+  print(f'Study done in {(time.time() - started) / 3600:.2f} h; '
+        f'{len(failed)} failed group(s){": " if failed else ""}'
+        f'{", ".join(failed)}.')
   if failed:
     sys.exit(1)
 

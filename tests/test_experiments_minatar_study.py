@@ -136,3 +136,57 @@ def test_running_or_reporting_without_minatar_says_how_to_install_it(tmp_path):
         env=without_minatar.environment(tmp_path, REPO))
     without_minatar.assert_refused(result)
     assert not (tmp_path / 'study').exists() and not (tmp_path / 'out').exists()
+
+
+def test_jitted_groups_share_the_sweep_layout(tmp_path):
+  common = minatar_study.study_flags(2, 100_000, 1000)
+  groups = minatar_study.plan_groups(str(tmp_path), minatar_study.CONFIGS[:2],
+                                     ['breakout'], [1, 2], '', common)
+  assert [(g.label, g.game, g.seeds) for g in groups] == [
+      ('QR-DQN-1', 'breakout', (1, 2)), ('QR-DQN-0', 'breakout', (1, 2))]
+  command = groups[1].command
+  assert command[2] == 'qr_dqn.run_minatar' and '--loop=jitted' in command
+  assert '--seeds=1,2' in command and command[-1] == '--preset=QR-DQN-0'
+  runs = minatar_study.plan(str(tmp_path), minatar_study.CONFIGS[:2],
+                            ['breakout'], [1, 2], '', common)
+  # The per-run plan (and so --report) names the CSVs the group writes.
+  assert [s.results_csv_path for _, s in runs if _ == 'QR-DQN-0'] == [
+      os.path.abspath(p) for p in groups[1].csv_paths]
+  template = [c for c in command if c.startswith('--results_csv_path=')][0]
+  assert template.split('=', 1)[1].format(
+      agent='qr_dqn', environment_name='breakout', seed=2) == os.path.abspath(
+          groups[1].csv_paths[1])
+
+
+def test_comparison_differences_and_normalised_iqm():
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from analysis import minatar_report  # pylint: disable=g-import-not-at-top
+
+  def result(label, game, seed, final):
+    return minatar_report.RunResult(
+        label, game, seed, '', True, np.arange(2), np.arange(2) * 1.0,
+        np.array([0.0, final]), np.array([np.nan, 0.0]), 1.0)
+
+  results = []
+  for seed in (1, 2, 3):
+    results += [result('CR-DQN', 'breakout', seed, 12.0),
+                result('QR-DQN-1', 'breakout', seed, 8.0),
+                result('CR-DQN', 'asterix', seed, 4.0 + seed),
+                result('QR-DQN-1', 'asterix', seed, 8.0)]
+  text = minatar_study.comparison_markdown(
+      results, ['CR-DQN', 'QR-DQN-1'], ['breakout', 'asterix'],
+      {'breakout': 0.0, 'asterix': 2.0}, reps=2000)
+  # Breakout: every resample of the seeds differs by exactly 4.
+  assert '| breakout | 3 | 4.00 [4.00, 4.00] |' in text
+  asterix = [l for l in text.splitlines() if l.startswith('| asterix |')][0]
+  low, high = (float(x) for x in re.findall(r'\[(.*), (.*)\]', asterix)[0])
+  assert '| asterix | 3 | -2.00 [' in asterix and -3 <= low < -2 < high <= -1
+  # Normalised by random (0; 2) and the best mean (CR-DQN 12; QR-DQN-1 8):
+  # QR-DQN-1 scores 8/12 x 3 and 1 x 3, always: IQM of the middle four.
+  assert '| QR-DQN-1 | 3 | 0.833 [0.833, 0.833] |' in text
+  # CR-DQN: 1 x 3 and (3, 4, 5) / 6, resampled over asterix's seeds.
+  cr = [l for l in text.splitlines() if l.startswith('| CR-DQN |')][0]
+  low, high = (float(x) for x in re.findall(r'\[(.*), (.*)\]', cr)[0])
+  point = float(cr.split('|')[3].split()[0])
+  assert point == pytest.approx(np.mean([4 / 6, 5 / 6, 1, 1]), abs=1e-3)
+  assert 0.5 <= low <= point <= high <= 1

@@ -300,3 +300,26 @@ def test_sigint_and_sigterm_stop_cleanly_at_any_moment_and_resume(tmp_path):
   assert again.returncode == 0
   assert again.stdout.startswith(
       f'Run complete: iterations 0..1 are in {tmp_path}/results.csv')
+
+
+def test_run_seeds_hands_another_loop_every_seed(tmp_path):
+  """--loop=jitted goes to the suite's loop with all seeds; Atari has none."""
+  from zoo import run_minatar  # pylint: disable=g-import-not-at-top
+  calls = []
+
+  def fake_loop(suite, preset, values, seeds, restart=False):
+    calls.append((suite.name, preset.name, values['loop'], list(seeds),
+                  restart))
+    return [[{'seed': seed}] for seed in seeds]
+
+  suite = run_minatar.MINATAR._replace(loops={'jitted': fake_loop})
+  preset = agents.presets()['CR-DQN']
+  values = dict(loop='jitted', results_csv_path=str(
+      tmp_path / '{agent}/seed_{seed}/results.csv'))
+  rows = experiment.run_seeds(suite, preset, values, [1, 2], restart=True)
+  assert rows == [[{'seed': 1}], [{'seed': 2}]]
+  assert calls == [('minatar', 'CR-DQN', 'jitted', [1, 2], True)]
+  # experiment.run of one seed goes the same way.
+  assert experiment.run(suite, preset, dict(values, seed=5)) == [{'seed': 5}]
+  with pytest.raises(settings_lib.ConfigError, match='--loop=python'):
+    experiment.run_seeds(run_atari.ATARI, preset, values, [1])

@@ -54,6 +54,9 @@ def test_defaults_are_young_and_tians_protocol_with_the_papers_agents():
     ({'num_stacked_frames': 4}, '--num_stacked_frames must be 1'),
     ({'num_action_repeats': 4}, '--num_action_repeats must be 1'),
     ({'environment_mode': 'vector'}, 'use --environment_mode=reference'),
+    # The suite's jitted loop (zoo.jitted_loop) refuses what it cannot run.
+    ({'loop': 'jitted', 'num_envs': 3}, 'one must divide'),
+    ({'loop': 'jitted', 'num_fused_updates': 2}, '--num_fused_updates=2'),
 ])
 def test_bad_settings_are_refused_before_any_work(overrides, message):
   def no_environment(*unused):

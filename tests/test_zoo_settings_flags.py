@@ -33,3 +33,23 @@ def test_values_from_flags_and_the_suites_defaults():
     for name, value in before.items():
       FLAGS.set_default(name, value)
   assert FLAGS['num_iterations'].default == 200
+
+
+def test_seeds_from_flags():
+  before = FLAGS['seeds'].value
+  try:
+    FLAGS['seeds'].value = None
+    assert settings_flags.seeds_from_flags() is None
+    FLAGS['seeds'].value = ['3', '1']
+    assert settings_flags.seeds_from_flags() == [3, 1]
+    for bad, message in ((['1', 'x'], 'give integers'),
+                         (['1', '1'], 'repeats a seed')):
+      FLAGS['seeds'].value = bad
+      try:
+        settings_flags.seeds_from_flags()
+      except settings.ConfigError as e:
+        assert message in str(e)
+      else:
+        raise AssertionError(f'--seeds={bad} accepted')
+  finally:
+    FLAGS['seeds'].value = before

@@ -63,8 +63,16 @@ class LinearSchedule:
     self._begin_t, self._decay_steps = begin_t, max(decay_steps, 1)
 
   def __call__(self, t: int) -> float:
-    frac = min(max(t - self._begin_t, 0), self._decay_steps) / self._decay_steps
-    return (1 - frac) * self._begin_value + frac * self._end_value
+    return float(linear_schedule(t, self._begin_value, self._end_value,
+                                 self._begin_t, self._decay_steps, xp=np))
+
+
+def linear_schedule(t, begin_value: float, end_value: float, begin_t: int,
+                    decay_steps: int, xp=np):
+  """Return LinearSchedule's value at frame `t` (xp: numpy or jax.numpy)."""
+  decay_steps = max(decay_steps, 1)
+  frac = xp.clip(t - begin_t, 0, decay_steps) / decay_steps
+  return (1 - frac) * begin_value + frac * end_value
 
 
 def make_loss_fn(loss: str, huber_param: float = 1.0) -> LossFn:

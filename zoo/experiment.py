@@ -133,6 +133,9 @@ def run(suite: suites.Suite, preset: agents.AgentPreset,
   """
   s = resolve_settings(suite, preset, values)
   validate_settings(suite, s)
+  if s.loop != 'python':  # Another loop module runs it (Suite.loops).
+    return suite.loops[s.loop](suite, preset, values, [s.seed],
+                               restart=restart)[0]
   if restart:
     run_directory.restart(s.results_csv_path, s.checkpoint_dir,
                           s.tensorboard_dir)
@@ -176,6 +179,23 @@ def run(suite: suites.Suite, preset: agents.AgentPreset,
       resume_from=found.path if found else None, hooks=hooks)
 
 
+def run_seeds(suite: suites.Suite, preset: agents.AgentPreset,
+              values: Mapping[str, Any], seeds: Sequence[int],
+              restart: bool = False) -> List[List[Dict[str, Any]]]:
+  """Run `seeds` with --loop's loop; return the rows of each seed.
+
+  The Python loop runs them one after another; another loop of the suite
+  (Suite.loops, e.g. zoo.jitted_loop) runs them as one group.
+  """
+  loop = values.get('loop', 'python')
+  if loop == 'python':
+    return [run(suite, preset, dict(values, seed=seed), restart=restart)
+            for seed in seeds]
+  validate_settings(suite, resolve_settings(suite, preset,
+                                            dict(values, seed=seeds[0])))
+  return suite.loops[loop](suite, preset, values, seeds, restart=restart)
+
+
 def main(argv, suite: suites.Suite, presets: Sequence[agents.AgentPreset],
          default_preset: str) -> None:
   """Entry point of `python -m <agent>.run_<suite>`.
@@ -193,8 +213,10 @@ def main(argv, suite: suites.Suite, presets: Sequence[agents.AgentPreset],
   except ValueError as e:
     sys.exit(f'Error: {e}')
   try:
-    run(suite, preset, settings_flags.values_from_flags(),
-        restart=settings_flags.FLAGS.restart)
+    values = settings_flags.values_from_flags()
+    seeds = settings_flags.seeds_from_flags() or [values['seed']]
+    run_seeds(suite, preset, values, seeds,
+              restart=settings_flags.FLAGS.restart)
   except (ConfigError, checkpoint.DamagedError, checkpoint.WriteError) as e:
     sys.exit(f'Error: {e}')
   except interrupts.Interrupted as e:

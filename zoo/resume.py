@@ -20,7 +20,7 @@ ConfigError = settings_lib.ConfigError
 # the run keeps that value. A new setting that changes what a run computes
 # must be added here.
 IMPLIED_SETTINGS = {'suite': 'atari', 'num_fused_updates': 1,
-                    'replay_on_device': False}
+                    'replay_on_device': False, 'loop': 'python'}
 # Settings a finished or interrupted run may change when resumed, provided
 # the iterations already run would not have run differently.
 EXTENDABLE = ('num_iterations', 'exploration_epsilon_decay_frame_fraction')

@@ -10,6 +10,7 @@ from typing import Any, Dict
 
 import networks
 from zoo import environment
+from zoo import jitted_loop
 from zoo import minatar_env
 from zoo import settings as settings_lib
 from zoo import suites
@@ -101,5 +102,6 @@ MINATAR = suites.Suite(
     network_fn=_network_fn,
     normalize=_no_reference_scores,
     render=_render,
+    loops={'jitted': jitted_loop.run},  # --loop=jitted: seeds vmapped.
 )
 

@@ -145,6 +145,11 @@ class Settings:
       False, 'Mirror the replay on the JAX device, where the update samples '
       "its batches. Doubles the replay's memory (the host copy is kept for "
       'checkpoints).', 'bool')
+  loop: str = _flag(
+      'python', 'python: zoo.run_loop, one seed per process, any suite; '
+      'jitted: MinAtar only, the whole loop in JAX (zoo.jitted_loop) with '
+      'the --seeds vmapped in one process (docs/minatar-jitted-loop.md).',
+      'enum', enum_values=['python', 'jitted'])
   # Not flags: set by the entry point.
   agent: str = ''        # The agent package ('cr_dqn'): CSV and run.json.
   suite: str = 'atari'   # The suite's name (zoo.suites.suite_by_name).
@@ -280,6 +285,10 @@ def validate_settings(suite, s: Settings) -> None:
   if s.replay_capacity // s.num_envs < s.num_stacked_frames + 1:
     raise ConfigError('--replay_capacity must hold at least '
                       f'{s.num_stacked_frames + 1} steps per stream.')
+  if s.loop != 'python' and s.loop not in (suite.loops or {}):
+    raise ConfigError(
+        f'--loop={s.loop}: the {suite.name} suite runs with --loop='
+        + '|'.join(('python',) + tuple(suite.loops or {})) + '.')
   if s.replay_on_device:
     _check_replay_fits_on_device(suite, s)
   suite.validate(s)

@@ -47,11 +47,32 @@ flags.DEFINE_bool(
     'checkpoint and TensorBoard directories move aside to '
     '<name>.<time>.bak (nothing is deleted). Needed only where going on '
     'would replace finished CSV rows.')
+# Not a setting: which runs to start (each run's settings hold its --seed).
+flags.DEFINE_list(
+    'seeds', None, 'Run these seeds (e.g. 1,2,3), one run directory each, '
+    'instead of --seed: --loop=jitted runs them vmapped in one process, '
+    '--loop=python one after another. Unset: --seed.')
 
 
 def values_from_flags() -> Dict[str, Any]:
   """Return the flag value of every setting (unresolved)."""
   return {name: FLAGS[name].value for name in settings_lib.SETTINGS}
+
+
+def seeds_from_flags():
+  """Return the --seeds as integers (None: unset); ConfigError if bad."""
+  given = FLAGS['seeds'].value
+  if not given:
+    return None
+  try:
+    seeds = [int(x) for x in given]
+  except ValueError as e:
+    raise settings_lib.ConfigError(
+        f'--seeds={",".join(given)}: give integers, e.g. --seeds=1,2,3.'
+    ) from e
+  if len(set(seeds)) != len(seeds):
+    raise settings_lib.ConfigError(f'--seeds={",".join(given)} repeats a seed.')
+  return seeds
 
 
 def set_flag_defaults(suite) -> None:

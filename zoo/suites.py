@@ -40,6 +40,9 @@ class Suite(NamedTuple):
       streams of an environment made by make_environment with
       environment_mode='reference' (videos of analysis.evaluate); None where
       the suite cannot render.
+    loops: the loops other than the Python loop (zoo.run_loop, every
+      suite's) that run the suite, by --loop name: fn(suite, preset, values,
+      seeds, restart) -> rows per seed (zoo.jitted_loop.run); None: none.
   """
   name: str
   csv_prefix: str
@@ -54,6 +57,7 @@ class Suite(NamedTuple):
   normalize: Callable[[str, float], float]
   render: Optional[Callable[[environment.BatchedEnvironment],
                             np.ndarray]] = None
+  loops: Optional[Mapping[str, Callable[..., Any]]] = None
 
 
 def suite_by_name(name: str) -> Suite:

@@ -1,0 +1,92 @@
+r"""Compare jitted-loop MinAtar runs with the Python loop's, per game and agent.
+
+  python -m analysis.compare_jitted_minatar --root_dir=runs/minatar_jitted
+      [--reference_runs=docs/minatar/runs.csv] [--configs=CR-DQN,QR-DQN-1]
+      [--games=asterix,breakout] [--num_iterations=5]
+
+The reference is the Python loop's per-seed final evaluation returns in the
+study report's runs.csv (analysis.minatar_report); the jitted runs are read
+from ROOT/<label>/<agent>/<game>/seed_<s>/results.csv (experiments.sweep's
+layout, as `--loop=jitted` of experiments.minatar_study writes them). Prints, per
+game and configuration, both means over complete seeds with 95% bootstrap
+CIs and the difference jitted - python with its CI (each side's seeds
+resampled).
+"""
+
+import csv
+import glob
+import os
+from typing import Dict, List, Tuple
+
+from absl import app
+from absl import flags
+
+from analysis import minatar_report
+
+FLAGS = flags.FLAGS
+
+
+def reference_finals(path: str) -> Dict[Tuple[str, str], List[float]]:
+  """Return {(configuration, game): final returns of complete seeds}."""
+  out: Dict[Tuple[str, str], List[float]] = {}
+  with open(path, newline='') as f:
+    for row in csv.DictReader(f):
+      if row['state'] == 'complete':
+        out.setdefault((row['configuration'], row['game']), []).append(
+            float(row['final_eval_return']))
+  return out
+
+
+def jitted_finals(root_dir: str, label: str, game: str, num_iterations: int
+                  ) -> List[float]:
+  """Return the final returns of the complete jitted runs of one cell."""
+  finals = []
+  pattern = os.path.join(root_dir, label, '*', game, 'seed_*', 'results.csv')
+  for path in sorted(glob.glob(pattern)):
+    run = minatar_report.load_run(label, game, 0, path, num_iterations, 1)
+    if run is not None and run.complete:
+      finals.append(float(run.eval_return[-1]))
+  return finals
+
+
+def comparison_lines(reference, root_dir: str, configs, games,
+                     num_iterations: int, reps: int) -> List[str]:
+  text = minatar_report._cell_text  # pylint: disable=protected-access
+  lines = ['| game | configuration | python loop | jitted loop | '
+           'jitted - python |', '|---|---|---|---|---|']
+  for game in games:
+    for label in configs:
+      ref = reference.get((label, game), [])
+      new = jitted_finals(root_dir, label, game, num_iterations)
+      lines.append(
+          f'| {game} | {label} | '
+          f'{text(minatar_report.mean_with_ci(ref, reps))} ({len(ref)}) | '
+          f'{text(minatar_report.mean_with_ci(new, reps))} ({len(new)}) | '
+          f'{text(minatar_report.difference_ci(new, ref, reps))} |')
+  return lines
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  if not os.path.exists(FLAGS.reference_runs):
+    raise app.UsageError(f'--reference_runs={FLAGS.reference_runs}: no such '
+                         'file (the study report\'s runs.csv).')
+  lines = comparison_lines(reference_finals(FLAGS.reference_runs),
+                           FLAGS.root_dir, FLAGS.configs, FLAGS.games,
+                           FLAGS.num_iterations, FLAGS.bootstrap_reps)
+  print('Final evaluation return, mean over complete seeds [95% bootstrap '
+        'CI] (seeds):')
+  print('\n'.join(lines))
+
+
+if __name__ == '__main__':
+  flags.DEFINE_string('root_dir', None, 'Where the jitted runs live.',
+                      required=True)
+  flags.DEFINE_string('reference_runs', 'docs/minatar/runs.csv',
+                      "The Python loop's runs (analysis.minatar_report).")
+  flags.DEFINE_list('configs', ['CR-DQN', 'QR-DQN-1'], 'Configurations.')
+  flags.DEFINE_list('games', ['asterix', 'breakout'], 'Games.')
+  flags.DEFINE_integer('num_iterations', 5, 'Iterations of a complete run.')
+  flags.DEFINE_integer('bootstrap_reps', 50_000, 'Bootstrap resamples.')
+  app.run(main)

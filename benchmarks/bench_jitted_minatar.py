@@ -1,0 +1,193 @@
+r"""Benchmark the jitted MinAtar loop against the Python loop, side by side.
+
+  python -m benchmarks.bench_jitted_minatar [--environment_name=breakout]
+      [--configs=CR-DQN,QR-DQN-1] [--num_seeds=1,4,16] [--num_steps=4000]
+      [--repeats=3] [any run flag, e.g. --num_quantiles=51]
+
+For each configuration of experiments.minatar_study, with MinAtar's defaults
+(N = 201, replay 100k, learning from 5k steps, one update per 4 steps), in one
+process: the Python loop (benchmarks.bench_minatar's training phase: env, act,
+replay, updates) and the jitted loop (zoo.jitted_train, as zoo.jitted_loop runs it) with 1, 4 and 16 seeds
+vmapped, each warmed up past the learning start (the jitted chunk compiled),
+then measured in turns (--repeats rounds, a training phase of --num_steps
+steps per seed each) so that load from other processes hits them alike.
+Prints medians of the rounds: training steps/s per seed and in total, and the
+memory per seed of the jitted loop (replay with bit-packed frames, online and
+target parameters, Adam's state). XLA runs single-threaded by default
+(--single_threaded), as each run of a study does.
+"""
+
+import os
+import statistics
+import time
+from typing import List
+
+from absl import app
+from absl import flags
+import haiku as hk
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from benchmarks import bench_minatar
+from experiments import minatar_study
+from zoo import agent as agent_lib
+from zoo import agents
+from zoo import jitted_loop
+from zoo import jitted_train
+from zoo import minatar_jax_env
+from zoo import run_minatar
+from zoo import settings as settings_lib
+from zoo import settings_flags
+
+FLAGS = flags.FLAGS
+
+
+def define_flags() -> None:
+  """Define the flags of this entry point (only when run)."""
+  flags.DEFINE_list('configs', ['CR-DQN', 'QR-DQN-1'],
+                    'Configurations of experiments.minatar_study to measure.')
+  flags.DEFINE_list('num_seeds', ['1', '4', '16'], 'Vmapped seeds to measure.')
+  flags.DEFINE_integer('num_steps', 4000, 'Training steps per seed per '
+                       'measurement (a multiple of the block, 4 steps).')
+  flags.DEFINE_integer('repeats', 3, 'Rounds over the loops.')
+  flags.DEFINE_bool('single_threaded', True,
+                    'Run XLA on one thread, as a study run does.')
+
+
+def tree_bytes(tree) -> int:
+  return sum(np.asarray(x).nbytes for x in jax.tree.leaves(tree))
+
+
+class JittedBench:
+  """One configuration's jitted loop with S vmapped seeds, warmed up."""
+
+  def __init__(self, label: str, s: settings_lib.Settings, num_seeds: int,
+               num_steps: int):
+    self.name = f'{label} jitted x{num_seeds}'
+    self.num_seeds = num_seeds
+    env = minatar_jax_env.make(s.environment_name,
+                               max_episode_frames=s.max_frames_per_episode)
+    cfg = jitted_loop.loop_config(s, env.observation_shape)
+    self.cfg = cfg
+    network = hk.transform(run_minatar.MINATAR.network_fn(s, env.num_actions))
+    functions = jitted_train.make_train(
+        cfg, env, network, agent_lib.make_loss_fn(s.loss, s.huber_param),
+        agent_lib.make_optimizer(s.learning_rate, s.optimizer_epsilon,
+                                 s.max_global_grad_norm),
+        s.additional_discount,
+        2.0 / s.num_quantiles if s.scale_grad else 1.0)
+    self._chunk = jax.jit(functions.train_chunk, static_argnums=3)
+    seeds = list(range(1, num_seeds + 1))
+    self.states = jax.jit(jax.vmap(functions.init))(
+        jnp.stack([jitted_loop.seed_key(x) for x in seeds]))
+    self.streams = jax.jit(jax.vmap(functions.start_phase))(
+        jitted_loop.phase_keys(seeds, 1, 'train'))
+    self.num_blocks = num_steps // cfg.steps_per_block
+    self.frame_t = 0
+    one = jax.tree.map(lambda x: x[0], self.states)
+    self.replay_bytes = tree_bytes(one.replay)
+    self.learner_bytes = tree_bytes((one.params, one.target_params,
+                                     one.opt_state))
+    # Fill past the learning start (and compile): learning from then on.
+    while self.frame_t < cfg.min_replay_size + cfg.block_frames:
+      self._run()
+    self.rates: List[float] = []
+
+  def _run(self) -> float:
+    start = time.perf_counter()
+    self.states, self.streams, t = self._chunk(
+        self.states, self.streams, jnp.int32(self.frame_t), self.num_blocks)
+    t.block_until_ready()
+    self.frame_t += self.num_blocks * self.cfg.block_frames
+    return time.perf_counter() - start
+
+  def measure_round(self) -> None:
+    seconds = self._run()
+    self.rates.append(self.num_blocks * self.cfg.steps_per_block / seconds)
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  configs = bench_minatar._configs(FLAGS.configs)  # pylint: disable=protected-access
+  try:
+    num_seeds = [int(x) for x in FLAGS.num_seeds]
+  except ValueError:
+    raise app.UsageError(f'--num_seeds: integers, got {FLAGS.num_seeds}.')
+  if FLAGS.repeats < 1 or FLAGS.num_steps < 4 or FLAGS.num_steps % 4:
+    raise app.UsageError('--repeats >= 1 and --num_steps a positive multiple '
+                         'of 4, please.')
+  base = settings_flags.values_from_flags()
+  resolved = {}
+  for config in configs:
+    settings = dict(base, results_csv_path='', checkpoint_dir='',
+                    tensorboard_dir='', loop='jitted',
+                    **minatar_study.config_settings(config))
+    try:
+      s = settings_lib.resolve_settings(run_minatar.MINATAR,
+                                        agents.presets()[config.preset],
+                                        settings)
+      settings_lib.validate_settings(run_minatar.MINATAR, s)
+      jitted_loop.loop_config(s, (10, 10, 4))
+    except settings_lib.ConfigError as e:
+      raise app.UsageError(f'{config.label}: {e}')
+    resolved[config.label] = s
+  if FLAGS.single_threaded:
+    os.environ['XLA_FLAGS'] = (os.environ.get('XLA_FLAGS', '') + ' ' +
+                               bench_minatar.SINGLE_THREADED_XLA).strip()
+  print(f'machine: {bench_minatar.machine()}', flush=True)
+  print(f'JAX device: {jax.devices()[0]}; XLA '
+        f'{"single-threaded" if FLAGS.single_threaded else "multi-threaded"}'
+        f'; game {FLAGS.environment_name}; {FLAGS.num_steps} training steps '
+        f'per seed per round, {FLAGS.repeats} rounds.', flush=True)
+  benches = []
+  for config in configs:
+    start = time.perf_counter()
+    reference = bench_minatar.ConfigBench(config, base)
+    reference.name = f'{config.label} python'
+    benches.append(reference)
+    print(f'{reference.name}: warmed up in {time.perf_counter() - start:.0f} '
+          's', flush=True)
+    for count in num_seeds:
+      start = time.perf_counter()
+      benches.append(JittedBench(config.label, resolved[config.label], count,
+                                 FLAGS.num_steps))
+      print(f'{benches[-1].name}: warmed up (compiled, replay past its '
+            f'minimum) in {time.perf_counter() - start:.0f} s', flush=True)
+  for round_index in range(FLAGS.repeats):
+    for bench in benches:
+      if isinstance(bench, JittedBench):
+        bench.measure_round()
+      else:
+        bench.measure_round(FLAGS.num_steps, 3)
+    print(f'round {round_index + 1}/{FLAGS.repeats} done', flush=True)
+  print()
+  print('| configuration | loop | seeds | train steps/s per seed | '
+        'train steps/s total | vs python | memory per seed |')
+  print('|---|---|---:|---:|---:|---:|---|')
+  for config in configs:
+    group = [b for b in benches if b.name.startswith(config.label + ' ')]
+    python_rate = statistics.median(group[0].train_rates)
+    print(f'| {config.label} | python | 1 | {python_rate:.0f} | '
+          f'{python_rate:.0f} | 1.00x | replay '
+          f'{group[0].replay.nbytes / 1e6:.1f} MB (host, uint8) |')
+    for bench in group[1:]:
+      rate = statistics.median(bench.rates)
+      total = rate * bench.num_seeds
+      print(f'| {config.label} | jitted | {bench.num_seeds} | {rate:.0f} | '
+            f'{total:.0f} | {total / python_rate:.2f}x | replay '
+            f'{bench.replay_bytes / 1e6:.1f} MB + learner '
+            f'{bench.learner_bytes / 1e6:.1f} MB |')
+  print('\n(steps/s: training with learning active, one update per 4 steps; '
+        'total: all seeds of the process; medians of the rounds.)')
+  print(f'machine at the end: {bench_minatar.machine()}')
+  for bench in benches:
+    if not isinstance(bench, JittedBench):
+      bench.close()
+
+
+if __name__ == '__main__':
+  settings_flags.set_flag_defaults(run_minatar.MINATAR)
+  define_flags()
+  app.run(main)

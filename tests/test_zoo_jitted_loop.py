@@ -1,0 +1,322 @@
+"""Tests of zoo.jitted_loop and the modules it drives (zoo.jitted_train,
+zoo.packed_replay): the learner is zoo.agent's, the replay's rules, the CSVs,
+resume through zoo.resume, and learning on a fake JAX environment
+(tests.jax_bandit)."""
+
+import dataclasses
+import json
+import os
+import signal
+
+import haiku as hk
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import networks
+from tests import csv_check
+from tests import jax_bandit
+from cr_dqn import agent as cr_dqn_agent
+from zoo import agent as agent_lib
+from zoo import interrupts
+from zoo import jitted_loop
+from zoo import jitted_train
+from zoo import packed_replay
+from zoo import replay as replay_lib
+from zoo import results_csv
+from zoo import resume
+from zoo import run_minatar
+from zoo import settings as settings_lib
+
+NUM_QUANTILES = 11
+OBS_SHAPE = (10, 10, 2)
+# The paper's five agents: (head, loss, κ, scale_grad).
+AGENTS = {
+    'QR-DQN-1': ('fc', 'qr', 1.0, False),
+    'QR-DQN-0': ('fc', 'qr', 0.0, False),
+    'CR-DQN': ('fc', 'cramer', 1.0, False),
+    'NC-CR-DQN': ('nc', 'cramer', 1.0, False),
+    'NC-QR-DQN-0': ('nc', 'qr', 0.0, True),
+}
+
+
+def _config(**overrides) -> jitted_train.LoopConfig:
+  values = dict(
+      num_streams=1, observation_shape=OBS_SHAPE, stream_capacity=64,
+      batch_size=8, min_replay_size=16, learn_period=4, target_period=16,
+      max_abs_reward=10.0, eval_epsilon=0.001, epsilon_begin=1.0,
+      epsilon_end=0.1, epsilon_begin_frame=16, epsilon_decay_frames=100,
+      num_train_frames=64, num_eval_frames=32)
+  values.update(overrides)
+  return jitted_train.LoopConfig(**values)
+
+
+def _id_observation(step_id: int) -> np.ndarray:
+  """Return a binary observation whose first 16 bits spell `step_id`."""
+  obs = np.zeros(OBS_SHAPE, np.uint8).reshape(-1)
+  obs[:16] = [(step_id >> b) & 1 for b in range(16)]
+  return obs.reshape(OBS_SHAPE)
+
+
+def _decode(observation: np.ndarray) -> int:
+  bits = np.asarray(observation).reshape(-1)[:16]
+  return int(sum(int(v) << b for b, v in enumerate(bits)))
+
+
+def _filled_replay(cfg, num_steps: int, episode_length: int, seed: int = 0):
+  """Store num_steps steps of K streams with ids; return (state, steps).
+
+  steps[(k, id)] = (step_type, action, reward, discount); ids count every
+  stream's steps from 1.
+  """
+  k = cfg.num_streams
+  rng = np.random.default_rng(seed)
+  replay = packed_replay.empty(k, cfg.stream_capacity, cfg.observation_shape)
+  episode_step = jnp.zeros(k, jnp.int32)
+  store = jax.jit(lambda r, e, ts, a: packed_replay.store(
+      r, e, ts, a, cfg.max_abs_reward))
+  steps = {}
+  for t in range(num_steps):
+    step_type = np.array([0 if (t + j) % episode_length == 0 else
+                          (2 if (t + j) % episode_length == episode_length - 1
+                           else 1) for j in range(k)], np.int8)
+    reward = rng.integers(-3, 4, k).astype(np.float32)
+    discount = np.where(step_type == 2, 0.0, 1.0).astype(np.float32)
+    action = rng.integers(0, 3, k).astype(np.int32)
+    obs = np.stack([_id_observation(t + 1) for _ in range(k)])
+    timestep = jax_bandit.TimeStep(step_type, reward, discount, obs)
+    replay, episode_step = store(replay, episode_step, timestep, action)
+    for j in range(k):
+      steps[(j, t + 1)] = (int(step_type[j]), int(action[j]), float(reward[j]),
+                           float(discount[j]))
+  return replay, steps
+
+
+def test_pack_round_trip():
+  rng = np.random.default_rng(0)
+  obs = rng.integers(0, 2, (3,) + OBS_SHAPE).astype(np.uint8)
+  packed = packed_replay.pack(obs)
+  assert packed.shape == (3, 25)
+  np.testing.assert_array_equal(packed_replay.unpack(packed, OBS_SHAPE), obs)
+
+
+@pytest.mark.parametrize('num_streams', [1, 2])
+def test_sampling_rules(num_streams):
+  """Only valid transitions, of held steps, uniformly, as zoo.replay's."""
+  cfg = _config(num_streams=num_streams, stream_capacity=20)
+  num_steps, episode_length = 50, 6  # Wraps: 30 steps overwritten.
+  replay, steps = _filled_replay(cfg, num_steps, episode_length)
+  sample = jax.jit(lambda r, key: packed_replay.sample(r, key, 512, OBS_SHAPE))
+  key = jax.random.PRNGKey(0)
+  counts = {}
+  for _ in range(4):
+    key, batch = sample(replay, key)
+    for i in range(512):
+      id_tm1 = _decode(batch.s_tm1[i, ..., 0])
+      id_t = _decode(batch.s_t[i, ..., 0])
+      assert id_t == id_tm1 + 1
+      assert id_tm1 > num_steps - cfg.stream_capacity  # Still held.
+      # Either stream may have drawn it: find the stream whose steps match.
+      matches = [j for j in range(num_streams)
+                 if steps[(j, id_t)][0] != 0 and
+                 steps[(j, id_tm1)][1] == int(batch.a_tm1[i]) and
+                 steps[(j, id_t)][2] == float(batch.r_t[i]) and
+                 steps[(j, id_t)][3] == float(batch.discount_t[i])]
+      assert matches, (id_tm1, id_t)
+      counts[(matches[0], id_t)] = counts.get((matches[0], id_t), 0) + 1
+  valid = [(j, t) for (j, t), (step_type, *_) in steps.items()
+           if t > num_steps - cfg.stream_capacity + 1 and step_type != 0]
+  # Every valid transition drawn, none far from uniform (2048 draws).
+  expected = 2048 / len(valid)
+  assert set(counts) <= set(valid)
+  assert len(counts) == len(valid) or num_streams > 1  # Streams share ids.
+  assert max(counts.values()) < 3 * expected + 10
+
+
+def _agent_parts(head, loss, kappa, scale_grad, num_actions=3):
+  network = hk.transform(networks.minatar_quantile_network(
+      num_actions, NUM_QUANTILES, head=head, hidden_size=16))
+  eps = agent_lib.default_optimizer_epsilon(loss, NUM_QUANTILES, scale_grad)
+  optimizer = agent_lib.make_optimizer(1e-3, eps, 10.0)
+  grad_scale = 2.0 / NUM_QUANTILES if scale_grad else 1.0
+  return network, agent_lib.make_loss_fn(loss, kappa), optimizer, grad_scale
+
+
+@pytest.mark.parametrize('name', list(AGENTS))
+def test_update_equals_zoo_agent(name):
+  """One jitted learn = QuantileAgent.learn_from on the same params, batch."""
+  head, loss, kappa, scale_grad = AGENTS[name]
+  network, loss_fn, optimizer, grad_scale = _agent_parts(head, loss, kappa,
+                                                         scale_grad)
+  cfg = _config()
+  functions = jitted_train.make_train(cfg, jax_bandit.Bandit(), network,
+                                     loss_fn, optimizer, 0.99, grad_scale)
+  seed_key = jitted_loop.seed_key(3)
+  state = jax.jit(functions.init)(seed_key)
+  filled, _ = _filled_replay(cfg, 40, 7)
+  agent = agent_lib.QuantileAgent(
+      network=network, loss_fn=loss_fn, optimizer=optimizer,
+      replay=replay_lib.FrameReplay(64, 1, OBS_SHAPE, 1),
+      sample_observation=np.zeros(OBS_SHAPE + (1,), np.uint8),
+      exploration_epsilon=lambda t: 0.0,
+      config=agent_lib.AgentConfig(batch_size=cfg.batch_size,
+                                   grad_scale=grad_scale,
+                                   additional_discount=0.99),
+      rng_key=seed_key)
+  # The same initial parameters as the Python loop's agent of that seed.
+  jax.tree.map(np.testing.assert_array_equal, agent.get_state()['params'],
+               jax.device_get(state.params))
+  # Distinct online and target parameters, and a non-zero Adam state.
+  state = state._replace(
+      replay=filled,
+      params=jax.tree.map(lambda x: x * 1.1, state.params),
+      target_params=jax.tree.map(lambda x: x * 0.9, state.params))
+  learn = jax.jit(functions.learn)
+  state, _ = learn(state)
+  before = state
+  after, loss_value = learn(before)
+  # The batch that learn drew: its sampler with the same key.
+  key, batch = jax.jit(lambda r, k: functions.sample(r, k, cfg.batch_size))(
+      before.replay, before.rng_key)
+  host = jax.device_get(before)
+  agent.set_state({'params': host.params, 'target_params': host.target_params,
+                   'opt_state': host.opt_state, 'rng_key': key,
+                   'eval_rng_key': key, 'frame_t': 0, 'num_updates': 0})
+  stacks_first = batch._replace(s_tm1=jnp.moveaxis(batch.s_tm1, -1, 1),
+                                s_t=jnp.moveaxis(batch.s_t, -1, 1))
+  agent_loss = agent.learn_from(stacks_first)
+  expected = agent.get_state()
+  np.testing.assert_allclose(float(loss_value), float(agent_loss), rtol=1e-5)
+  for field in ('params', 'opt_state'):
+    jax.tree.map(
+        lambda want, got: np.testing.assert_allclose(want, got, rtol=2e-5,
+                                                     atol=1e-6),
+        expected[field], jax.device_get(getattr(after, field)))
+  moved = jax.tree.leaves(jax.tree.map(lambda a, b: np.abs(a - b).max(),
+                                       host.params, after.params))
+  assert max(moved) > 0  # The update changed something.
+
+
+def _resolved(**values) -> settings_lib.Settings:
+  return settings_lib.resolve_settings(
+      run_minatar.MINATAR, cr_dqn_agent.PRESETS[0],
+      dict(settings_lib.default_settings(run_minatar.MINATAR), loop='jitted',
+           **values))
+
+
+def test_loop_config_refuses_unfit_settings():
+  with pytest.raises(settings_lib.ConfigError, match='one must divide'):
+    jitted_loop.loop_config(_resolved(num_envs=3), OBS_SHAPE)
+  with pytest.raises(settings_lib.ConfigError, match='num_fused_updates'):
+    jitted_loop.loop_config(_resolved(num_envs=8, num_fused_updates=2),
+                            OBS_SHAPE)
+  with pytest.raises(settings_lib.ConfigError, match='replay_on_device'):
+    jitted_loop.loop_config(_resolved(replay_on_device=True), OBS_SHAPE)
+  cfg = jitted_loop.loop_config(_resolved(), (10, 10, 4))
+  assert (cfg.min_replay_size, cfg.learn_period, cfg.target_period,
+          cfg.stream_capacity, cfg.batch_size) == (5000, 4, 1000, 100_000, 32)
+  assert (cfg.steps_per_block, cfg.updates_per_block) == (4, 1)
+  assert cfg.replay_bytes_per_seed == 100_000 * (50 + 16) + 4
+
+
+def test_loop_is_a_stored_setting_that_old_checkpoints_imply():
+  """A Python-loop checkpoint (no 'loop' key) resumes only --loop=python."""
+  saved = _resolved().checkpoint_config()
+  del saved['loop']
+  python = dataclasses.replace(_resolved(), loop='python').checkpoint_config()
+  assert not resume.config_differences(saved, python, resume.EXTENDABLE,
+                                       resume.IMPLIED_SETTINGS)
+  assert resume.config_differences(
+      saved, _resolved().checkpoint_config(), resume.EXTENDABLE,
+      resume.IMPLIED_SETTINGS) == [
+          "--loop='python' in the checkpoint, 'jitted' now"]
+  from zoo import run_atari  # pylint: disable=g-import-not-at-top
+  atari = settings_lib.resolve_settings(
+      run_atari.ATARI, cr_dqn_agent.PRESETS[0], {'loop': 'jitted'})
+  with pytest.raises(settings_lib.ConfigError, match='--loop=python'):
+    settings_lib.validate_settings(run_atari.ATARI, atari)
+
+
+def _values(root, num_iterations=3):
+  run_dir = os.path.join(root, '{agent}/seed_{seed}')
+  return dict(
+      loop='jitted', num_iterations=num_iterations, num_train_frames=800,
+      num_eval_frames=100, replay_capacity=2000,
+      min_replay_capacity_fraction=0.1, target_network_update_period=100,
+      num_quantiles=NUM_QUANTILES, hidden_size=16, learning_rate=1e-3,
+      exploration_epsilon_decay_frame_fraction=0.1,
+      results_csv_path=os.path.join(run_dir, 'results.csv'),
+      checkpoint_dir=os.path.join(run_dir, 'checkpoints'),
+      tensorboard_dir='', progress_interval_seconds=0.0)
+
+
+def _run(values, seeds, log=lambda *a: None, restart=False):
+  return jitted_loop.run(run_minatar.MINATAR, cr_dqn_agent.PRESETS[0], values,
+                         seeds, restart=restart, env=jax_bandit.Bandit(),
+                         log=log)
+
+
+def test_csvs_learning_and_resume(tmp_path):
+  """One CSV per seed; the bandit is learnt; an interrupted run resumes equal."""
+  lines = []
+  whole = _run(_values(str(tmp_path / 'whole')), [1, 2],
+               log=lambda *a: lines.append(a[0] % a[1:]))
+  assert any('train: 800/800 frames per seed' in line for line in lines)
+  for seed in (1, 2):
+    path = tmp_path / 'whole' / 'cr_dqn' / f'seed_{seed}' / 'results.csv'
+    rows = csv_check.read_back_file(str(path))
+    assert list(rows[0]) == list(results_csv.COLUMNS)
+    assert [r['iteration'] for r in rows] == ['0', '1', '2', '3']
+    assert {r['seed'] for r in rows} == {str(seed)}
+    assert {r['agent'] for r in rows} == {'cr_dqn'}
+    assert rows[0]['environment_name'] == 'minatar-breakout'
+    assert rows[-1]['frame'] == '2400'
+    # Random play earns 4/3 per episode, greedy play 4.
+    assert float(rows[0]['eval_episode_return']) < 2.5
+    assert float(rows[-1]['eval_episode_return']) > 3.5
+    assert float(rows[-1]['train_exploration_epsilon']) == pytest.approx(0.1)
+    saved = json.loads((path.parent / 'run.json').read_text())
+    assert saved['settings']['loop'] == 'jitted'
+    assert saved['settings']['seed'] == seed
+  assert whole[0] != whole[1]  # The seeds differ.
+  # Complete: nothing runs again.
+  again = _run(_values(str(tmp_path / 'whole')), [1, 2])
+  assert ([[r['eval_episode_return'] for r in rows] for rows in again] ==
+          [[r['eval_episode_return'] for r in rows] for rows in whole])
+
+  # Interrupted after iteration 1's checkpoint, then resumed.
+  values = _values(str(tmp_path / 'split'))
+  interrupts.install()
+  try:
+    def log(message, *args):
+      if message.startswith('Iteration %d/%d: eval') and args[0] == 1:
+        signal.raise_signal(signal.SIGINT)
+
+    with pytest.raises(interrupts.Interrupted, match='iteration 2'):
+      _run(values, [1, 2], log=log)
+  finally:
+    interrupts.uninstall()
+  path = tmp_path / 'split' / 'cr_dqn' / 'seed_2' / 'results.csv'
+  assert len(csv_check.read_back_file(str(path))) == 2
+  resumed = _run(values, [1, 2])
+  for seed_rows, whole_rows in zip(resumed, whole):
+    for got, want in zip(seed_rows, whole_rows):
+      for column in results_csv.DETERMINISTIC_COLUMNS:
+        np.testing.assert_equal(got[column], want[column], err_msg=column)
+
+  # Seeds at different iterations do not resume together.
+  with pytest.raises(settings_lib.ConfigError, match='different iterations'):
+    _run(values, [1, 2, 3])
+  # A damaged newest checkpoint: zoo.resume falls back to the previous one,
+  # which stands at another iteration than seed 1's.
+  seed_2 = tmp_path / 'split' / 'cr_dqn' / 'seed_2' / 'checkpoints'
+  newest = sorted(p for p in seed_2.iterdir() if p.name.startswith('iter'))[-1]
+  with open(newest / 'tree.npz', 'r+b') as f:
+    f.write(b'damaged')
+  with pytest.raises(settings_lib.ConfigError, match='different iterations'):
+    _run(values, [1, 2])
+  # --restart moves the group's files aside and starts over.
+  rows = _run(values, [1, 2], restart=True)  # Compiled already: reused.
+  assert [len(r) for r in rows] == [4, 4]
+  assert any(p.name.startswith('checkpoints.') for p in seed_2.parent.iterdir())

@@ -1,0 +1,420 @@
+"""The jitted MinAtar loop (--loop=jitted): seeds vmapped in one process.
+
+`run` is the loop's runner (zoo.run_minatar's suite lists it in `loops`;
+zoo.experiment dispatches to it): it resolves and validates each seed's
+settings, checks each seed's checkpoint with zoo.resume (verification,
+fallback, ownership, finished rows, --restart), then `run_group` jits
+zoo.jitted_train's pure functions in one place and runs the iterations of
+zoo.run_loop (iteration 0 evaluates only; each later one trains
+num_train_frames, then evaluates num_eval_frames, each phase on fresh
+environments seeded from (seed, iteration, phase)). Every seed writes its
+own run directory: results CSV, run.json and checkpoints, as the Python loop.
+"""
+
+import dataclasses
+import math
+import os
+import time
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
+
+from absl import logging
+import haiku as hk
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from zoo import agent as agent_lib
+from zoo import checkpoint
+from zoo import interrupts
+from zoo import jitted_train
+from zoo import minatar_env
+from zoo import minatar_jax_env
+from zoo import results_csv
+from zoo import resume
+from zoo import run_directory
+from zoo import run_json
+from zoo import run_loop
+from zoo import settings as settings_lib
+
+ConfigError = settings_lib.ConfigError
+# Training blocks per jitted chunk (at most): ~4,000 steps of K = 1, so that
+# progress lines and Ctrl-C come every few seconds to a minute.
+TARGET_CHUNK_BLOCKS = 1000
+
+
+def loop_config(s: settings_lib.Settings, observation_shape
+                ) -> jitted_train.LoopConfig:
+  """Return the LoopConfig of resolved settings; ConfigError if unfit."""
+  k = s.num_envs
+  cfg = jitted_train.LoopConfig(
+      num_streams=k, observation_shape=tuple(observation_shape),
+      stream_capacity=s.replay_capacity // k, batch_size=s.batch_size,
+      min_replay_size=s.min_replay_size(), learn_period=s.learn_period,
+      target_period=s.target_network_update_period,
+      max_abs_reward=s.max_abs_reward,
+      eval_epsilon=s.eval_exploration_epsilon,
+      epsilon_begin=s.exploration_epsilon_begin_value,
+      epsilon_end=s.exploration_epsilon_end_value,
+      epsilon_begin_frame=s.epsilon_begin_frame(),
+      epsilon_decay_frames=s.epsilon_decay_frames(),
+      num_train_frames=s.num_train_frames,
+      num_eval_frames=s.num_eval_frames)
+  problems = []
+  if s.num_fused_updates != 1:
+    problems.append(f'--num_fused_updates={s.num_fused_updates}: the '
+                    'jitted loop runs the updates of a block in one call '
+                    'already; leave it at 1')
+  if s.replay_on_device:
+    problems.append('--replay_on_device: the jitted loop\'s replay is on the '
+                    'device already; leave it unset')
+  if k % cfg.learn_period and cfg.learn_period % k:
+    problems.append(f'--num_envs={k} and --learn_period={cfg.learn_period}: '
+                    'one must divide the other (whole updates per block)')
+  if k < cfg.learn_period and cfg.target_period % cfg.learn_period:
+    problems.append(f'--target_network_update_period={cfg.target_period} '
+                    f'must be a multiple of --learn_period={cfg.learn_period}')
+  if cfg.num_train_frames % cfg.block_frames:
+    problems.append(f'--num_train_frames={cfg.num_train_frames} must be a '
+                    f'multiple of {cfg.block_frames} frames (a block: '
+                    'max(--learn_period, --num_envs))')
+  if problems:
+    raise ConfigError('--loop=jitted: ' + '; '.join(problems) + '.')
+  return cfg
+
+
+def chunk_sizes(num_blocks: int, target: int = TARGET_CHUNK_BLOCKS
+                ) -> List[int]:
+  """Return equal chunks of a phase's blocks (one compiled scan length)."""
+  size = max(d for d in range(1, min(num_blocks, target) + 1)
+             if num_blocks % d == 0)
+  return [size] * (num_blocks // size)
+
+
+def seed_key(seed: int):
+  """Return the JAX key of `seed`, as zoo.build.build_agent draws it.
+
+  The first draw seeds the Python loop's replay; the second is the agent's
+  key, so a seed's initial parameters equal the Python loop's.
+  """
+  rng = np.random.RandomState(seed)
+  rng.randint(2**31 - 1)
+  return jax.random.PRNGKey(rng.randint(2**31 - 1))
+
+
+def phase_keys(seeds: Sequence[int], iteration: int, phase: str):
+  """Return the environment keys [S, 2] of a phase (zoo.run_loop's seeds)."""
+  return jnp.stack([jax.random.PRNGKey(
+      run_loop.environment_seed(seed, iteration, phase)) for seed in seeds])
+
+
+class Start(NamedTuple):
+  """Where a group starts: iteration 0, or its seeds' checkpoints."""
+  iteration: int                   # The next iteration to run.
+  frame_t: int
+  paths: Sequence[Optional[str]]   # Per seed: the checkpoint to restore.
+  rows: List[List[Dict[str, Any]]]
+
+
+def _seed_slice(tree, index: int):
+  return jax.tree.map(lambda x: np.asarray(x[index]), tree)
+
+
+def _stack(trees):
+  return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
+
+
+def save_checkpoints(runs: Sequence[settings_lib.Settings],
+                     states: jitted_train.SeedState, iteration: int,
+                     frame_t: int, rows: Sequence[List[Dict[str, Any]]]
+                     ) -> None:
+  """Checkpoint every seed in its run directory (zoo.checkpoint.save).
+
+  The replay is part of the state (a few MB per seed, bit-packed), so no
+  replay chunks are written.
+  """
+  host = jax.device_get(states)
+  for index, s in enumerate(runs):
+    if not s.checkpoint_dir:
+      continue
+    meta = {'iteration': iteration + 1, 'config': s.checkpoint_config(),
+            'rows': rows[index], 'frame_t': frame_t,
+            'results_csv_path': (os.path.abspath(s.results_csv_path)
+                                 if s.results_csv_path else ''),
+            'checkpoint_dir': os.path.abspath(s.checkpoint_dir)}
+    checkpoint.save(s.checkpoint_dir, iteration, meta,
+                    _seed_slice(host, index)._asdict())
+
+
+def load_checkpoints(paths: Sequence[str], template: jitted_train.SeedState
+                     ) -> jitted_train.SeedState:
+  """Return the seeds' states [S, ...] of checkpoints zoo.resume accepted."""
+  host = jax.device_get(template)
+  trees = []
+  for index, path in enumerate(paths):
+    saved = checkpoint.load(path, _seed_slice(host, index)._asdict())
+    trees.append(jitted_train.SeedState(**saved.tree))
+  return _stack(trees)
+
+
+def _start(runs: Sequence[settings_lib.Settings]) -> Start:
+  """Return where the group starts (zoo.resume per seed); ConfigError if apart."""
+  found = [resume.check_resume(s) for s in runs]
+  if all(f is None for f in found):
+    return Start(0, 0, [None] * len(runs), [[] for _ in runs])
+  where = {s.seed: (f.meta['iteration'] if f else 0)
+           for s, f in zip(runs, found)}
+  if len(set(where.values())) > 1:
+    raise ConfigError(
+        'The seeds\' checkpoints stand at different iterations (next '
+        f'iteration per seed: {where}); vmapped seeds resume together. Run '
+        'the seeds that differ as their own --seeds group, or add --restart '
+        'to start the group over (moves its files aside).')
+  meta = found[0].meta
+  return Start(meta['iteration'], int(meta['frame_t']),
+               [f.path for f in found],
+               [list(f.meta['rows'][:f.meta['iteration']]) for f in found])
+
+
+def _interrupted(signum: int, iteration: int, checkpointing: bool
+                 ) -> interrupts.Interrupted:
+  name = interrupts.signal_name(signum)
+  how = (f'rerun the same command to resume from iteration {iteration}'
+         if checkpointing else
+         'without --checkpoint_dir, a rerun starts over from iteration 0')
+  return interrupts.Interrupted(
+      signum, f'Interrupted ({name}) in iteration {iteration}; {how}.')
+
+
+def _check_interrupt(iteration: int, checkpointing: bool) -> None:
+  signum = interrupts.pending()
+  if signum is not None:
+    raise _interrupted(signum, iteration, checkpointing)
+
+
+def _check_observations(streams: jitted_train.Streams) -> None:
+  if np.any(np.asarray(streams.non_binary)):
+    raise ValueError('The environment emitted observations other than 0/1; '
+                     "the jitted loop's replay stores bits. Use a binary "
+                     'MinAtar environment.')
+
+
+def run_group(*, cfg: jitted_train.LoopConfig,
+              functions: jitted_train.Functions,
+              runs: Sequence[settings_lib.Settings], environment_name: str,
+              start: Start, log: Callable[..., None] = logging.info
+              ) -> List[List[Dict[str, Any]]]:
+  """Run iterations start..num_iterations of every seed; return rows.
+
+  Args:
+    cfg: the group's counts.
+    functions: zoo.jitted_train.make_train's; jitted here.
+    runs: each seed's settings (vmapped in this order; equal but for the
+      seed and the paths).
+    environment_name: the CSV's column ('minatar-breakout').
+    start: `_start`'s (checkpoints accepted by zoo.resume, or none).
+    log: where progress lines go.
+
+  Raises:
+    interrupts.Interrupted: a recorded SIGINT/SIGTERM, at a chunk boundary.
+  """
+  s = runs[0]
+  seeds = [r.seed for r in runs]
+  checkpointing = all(r.checkpoint_dir for r in runs)
+  epsilon = agent_lib.LinearSchedule(
+      cfg.epsilon_begin, cfg.epsilon_end, cfg.epsilon_begin_frame,
+      cfg.epsilon_decay_frames)
+  # The one place where the pure functions are jitted.
+  init = jax.jit(jax.vmap(functions.init))
+  start_phase = jax.jit(jax.vmap(functions.start_phase))
+  train_chunk = jax.jit(functions.train_chunk, static_argnums=3)
+  eval_phase = jax.jit(functions.eval_phase)
+
+  states = init(jnp.stack([seed_key(seed) for seed in seeds]))
+  # A real copy: the target must not share the online parameters' buffers.
+  states = states._replace(target_params=jax.tree.map(jnp.copy,
+                                                      states.target_params))
+  frame_t, rows = start.frame_t, [list(r) for r in start.rows]
+  if start.iteration:
+    states = load_checkpoints(start.paths, states)
+    log('Resumed seeds %s at iteration %d (frame %d).', seeds,
+        start.iteration, frame_t)
+    for run, seed_rows in zip(runs, rows):
+      if run.results_csv_path:
+        results_csv.write_rows(run.results_csv_path, seed_rows)
+  _check_interrupt(start.iteration, checkpointing)
+
+  num_blocks = cfg.num_train_frames // cfg.block_frames
+  chunks = chunk_sizes(num_blocks)
+  streams = None
+  for iteration in range(start.iteration, s.num_iterations + 1):
+    train_stats = [None] * len(runs)
+    if iteration > 0:
+      begin = time.perf_counter()
+      streams = start_phase(phase_keys(seeds, iteration, 'train'))
+      last_line = begin
+      for done, size in enumerate(chunks, 1):
+        states, streams, t = train_chunk(states, streams, jnp.int32(frame_t),
+                                         size)
+        frame_t += size * cfg.block_frames
+        t.block_until_ready()
+        now = time.perf_counter()
+        if (now - last_line >= s.progress_interval_seconds or
+            done == len(chunks)):
+          steps = done * size * cfg.steps_per_block
+          rate = steps / (now - begin)
+          left = (len(chunks) - done) * size * cfg.steps_per_block / rate
+          log('Iteration %d/%d train: %d/%d frames per seed, %.0f steps/s per '
+              'seed x %d seeds (%.0f in total), phase ETA %.0f s.',
+              iteration, s.num_iterations, done * size * cfg.block_frames,
+              cfg.num_train_frames, rate, len(runs), rate * len(runs), left)
+          last_line = now
+        _check_interrupt(iteration, checkpointing)
+      streams = jax.device_get(streams)
+      duration = time.perf_counter() - begin
+      _check_observations(streams)
+      train_stats = [jitted_train.phase_stats(streams, i, duration)
+                     for i in range(len(runs))]
+    begin = time.perf_counter()
+    states, eval_streams = eval_phase(
+        states, phase_keys(seeds, iteration, 'eval'))
+    eval_streams = jax.device_get(eval_streams)
+    duration = time.perf_counter() - begin
+    _check_observations(eval_streams)
+    for index, run in enumerate(runs):
+      eval_stats = jitted_train.phase_stats(eval_streams, index, duration)
+      value = (float(streams.value_sum[index]) /
+               max(int(streams.value_count[index]), 1)
+               if iteration > 0 else math.nan)
+      row = results_csv.make_row(
+          agent=run.agent, environment_name=environment_name,
+          seed=run.seed, iteration=iteration,
+          frame=iteration * cfg.num_train_frames, eval_stats=eval_stats,
+          train_stats=train_stats[index],
+          train_exploration_epsilon=epsilon(frame_t),
+          train_state_value=value, normalized_return=math.nan)
+      rows[index].append(row)
+      if run.results_csv_path:
+        results_csv.write_rows(run.results_csv_path, rows[index])
+    log('Iteration %d/%d: eval return per seed %s (%.1f s eval).', iteration,
+        s.num_iterations,
+        ', '.join(f'{r[-1]["eval_episode_return"]:.2f}' for r in rows),
+        duration)
+    if checkpointing:
+      save_checkpoints(runs, states, iteration, frame_t, rows)
+    _check_interrupt(iteration + 1, checkpointing)
+  return rows
+
+
+def make_environment(s: settings_lib.Settings):
+  """Return the JAX environment of s's game; ConfigError if refused."""
+  try:
+    env = minatar_jax_env.make(s.environment_name,
+                               max_episode_frames=s.max_frames_per_episode)
+  except ValueError as e:  # A game the adapter refuses, with the reason.
+    raise ConfigError(f'--loop=jitted: {e}') from e
+  _, action_set = minatar_env.game_spec(s.environment_name)
+  if env.num_actions != len(action_set):
+    raise ConfigError(
+        f'The JAX {s.environment_name} has {env.num_actions} actions, '
+        f'minatar {len(action_set)}: the jitted loop refuses this game.')
+  return env
+
+
+_FUNCTIONS: Dict[Any, jitted_train.Functions] = {}
+
+
+def _functions(suite, s: settings_lib.Settings, cfg, env
+               ) -> jitted_train.Functions:
+  """Return make_train's functions, reused for the same settings and env.
+
+  Reuse keeps JAX's compilations (a resumed group in one process, tests).
+  """
+  key = (cfg, env, suite.name, dataclasses.replace(
+      s, seed=0, results_csv_path='', checkpoint_dir='', tensorboard_dir='',
+      progress_interval_seconds=0.0, tensorboard_loss_period=0))
+  if key not in _FUNCTIONS:
+    network = hk.transform(suite.network_fn(s, env.num_actions))
+    _FUNCTIONS[key] = jitted_train.make_train(
+        cfg, env, network, agent_lib.make_loss_fn(s.loss, s.huber_param),
+        agent_lib.make_optimizer(s.learning_rate, s.optimizer_epsilon,
+                                 s.max_global_grad_norm),
+        s.additional_discount,
+        2.0 / s.num_quantiles if s.scale_grad else 1.0)
+  return _FUNCTIONS[key]
+
+
+def _finished(runs: Sequence[settings_lib.Settings], start: Start,
+              log: Callable[..., None]) -> List[List[Dict[str, Any]]]:
+  """Say that the group is complete and where its results are; return rows."""
+  num_iterations = runs[0].num_iterations
+  rows = [r[:num_iterations + 1] for r in start.rows]
+  for s, seed_rows in zip(runs, rows):
+    if s.results_csv_path and not os.path.exists(s.results_csv_path):
+      results_csv.write_rows(s.results_csv_path, seed_rows)  # Rewrite it.
+  log('Run complete: iterations 0..%d of seeds %s are in %s; nothing to do. '
+      'To train longer, raise --num_iterations.', num_iterations,
+      [s.seed for s in runs],
+      ', '.join(s.results_csv_path or '(no CSV)' for s in runs))
+  return rows
+
+
+def run(suite, preset, values: Dict[str, Any], seeds: Sequence[int],
+        restart: bool = False, env=None,
+        log: Callable[..., None] = logging.info
+        ) -> List[List[Dict[str, Any]]]:
+  """Validate, then train/evaluate (or resume) the seeds vmapped; return rows.
+
+  Args:
+    suite: zoo.run_minatar.MINATAR.
+    preset: the agent variant (a zoo.agents.AgentPreset).
+    values: flag values (zoo.settings.resolve_settings); the seed is each of
+      `seeds` in turn.
+    seeds: the group's seeds, one run directory each.
+    restart: move each seed's files aside first (zoo.run_directory.restart).
+    env: a JAX environment (tests); None: zoo.minatar_jax_env's game.
+    log: where progress lines go.
+
+  Raises:
+    ConfigError: bad settings or checkpoints, before any long work.
+    interrupts.Interrupted: a recorded SIGINT/SIGTERM.
+  """
+  if not seeds or len(set(seeds)) != len(seeds):
+    raise ConfigError(f'--seeds={",".join(map(str, seeds))}: give distinct '
+                      'seeds, e.g. --seeds=1,2,3.')
+  runs = [settings_lib.resolve_settings(suite, preset, dict(values, seed=seed))
+          for seed in seeds]
+  paths = [p for s in runs for p in (s.results_csv_path, s.checkpoint_dir,
+                                     s.tensorboard_dir) if p]
+  if len(set(paths)) < len(paths):
+    raise ConfigError('Two seeds would write to the same place: keep {seed} '
+                      'in --results_csv_path (and --checkpoint_dir, '
+                      '--tensorboard_dir where given).')
+  for s in runs:  # Each seed's paths are checked (they differ by seed).
+    settings_lib.validate_settings(suite, s)
+  s = runs[0]
+  if s.loop != 'jitted':
+    raise ConfigError(f'--loop={s.loop}: zoo.jitted_loop runs --loop=jitted.')
+  if env is None:
+    env = make_environment(s)
+  cfg = loop_config(s, env.observation_shape)
+  if restart:
+    for r in runs:
+      run_directory.restart(r.results_csv_path, r.checkpoint_dir,
+                            r.tensorboard_dir)
+      if r.checkpoint_dir:  # Moved aside: make it anew and check its disk.
+        settings_lib.check_writable(r.checkpoint_dir, 'checkpoints')
+        settings_lib.check_checkpoint_disk(suite, r)
+  start = _start(runs)
+  if start.iteration > s.num_iterations:
+    return _finished(runs, start, log)
+  for r in runs:
+    if r.results_csv_path:
+      run_json.write(r.results_csv_path, r.agent, r.suite, r.as_dict())
+  functions = _functions(suite, s, cfg, env)
+  log('%s (%s) on %s (%s), jitted loop: seeds %s vmapped, K = %d streams '
+      'each, replay %.1f MB per seed (frames bit-packed); JAX device: %s',
+      preset.name, s.agent, s.suite, s.environment_name, list(seeds),
+      cfg.num_streams, cfg.replay_bytes_per_seed / 1e6, jax.devices()[0])
+  return run_group(cfg=cfg, functions=functions, runs=runs,
+                   environment_name=suite.csv_prefix + s.environment_name,
+                   start=start, log=log)
