@@ -21,7 +21,6 @@ from zoo import interrupts
 from zoo import progress
 from zoo import resume
 from zoo import results_csv
-from zoo import run_directory
 from zoo import run_json
 from zoo import run_loop
 from zoo import settings as settings_lib
@@ -124,7 +123,7 @@ def run(suite: suites.Suite, preset: agents.AgentPreset,
     values: flag values (zoo.settings.resolve_settings).
     make_environment: fn(iteration, phase) -> environment (default: the
       suite's).
-    restart: move the run's files aside first (zoo.run_directory.restart).
+    restart: move the run's files aside first (zoo.resume.restart).
 
   Raises:
     ConfigError: bad settings or checkpoint, before any long work.
@@ -137,11 +136,7 @@ def run(suite: suites.Suite, preset: agents.AgentPreset,
     return suite.loops[s.loop](suite, preset, values, [s.seed],
                                restart=restart)[0]
   if restart:
-    run_directory.restart(s.results_csv_path, s.checkpoint_dir,
-                          s.tensorboard_dir)
-    if s.checkpoint_dir:  # Moved aside: make it anew and check its disk.
-      settings_lib.check_writable(s.checkpoint_dir, 'checkpoints')
-      settings_lib.check_checkpoint_disk(suite, s)
+    resume.restart(suite, s)
   found = check_resume(s)
   meta = found.meta if found else None
   checkpointing = bool(s.checkpoint_dir)

@@ -31,7 +31,6 @@ from zoo import minatar_env
 from zoo import minatar_jax_env
 from zoo import results_csv
 from zoo import resume
-from zoo import run_directory
 from zoo import run_json
 from zoo import run_loop
 from zoo import settings as settings_lib
@@ -370,7 +369,7 @@ def run(suite, preset, values: Dict[str, Any], seeds: Sequence[int],
     values: flag values (zoo.settings.resolve_settings); the seed is each of
       `seeds` in turn.
     seeds: the group's seeds, one run directory each.
-    restart: move each seed's files aside first (zoo.run_directory.restart).
+    restart: move each seed's files aside first (zoo.resume.restart).
     env: a JAX environment (tests); None: zoo.minatar_jax_env's game.
     log: where progress lines go.
 
@@ -399,11 +398,7 @@ def run(suite, preset, values: Dict[str, Any], seeds: Sequence[int],
   cfg = loop_config(s, env.observation_shape)
   if restart:
     for r in runs:
-      run_directory.restart(r.results_csv_path, r.checkpoint_dir,
-                            r.tensorboard_dir)
-      if r.checkpoint_dir:  # Moved aside: make it anew and check its disk.
-        settings_lib.check_writable(r.checkpoint_dir, 'checkpoints')
-        settings_lib.check_checkpoint_disk(suite, r)
+      resume.restart(suite, r)
   start = _start(runs)
   if start.iteration > s.num_iterations:
     return _finished(runs, start, log)

@@ -50,6 +50,20 @@ def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any],
   return out
 
 
+def restart(suite, s: settings_lib.Settings) -> None:
+  """Move the run's files aside (--restart); make its checkpoint dir anew.
+
+  Raises:
+    ConfigError: the new checkpoint directory is not writable, or its disk
+      cannot hold the run's replay.
+  """
+  run_directory.restart(s.results_csv_path, s.checkpoint_dir,
+                        s.tensorboard_dir)
+  if s.checkpoint_dir:  # Moved aside: make it anew and check its disk.
+    settings_lib.check_writable(s.checkpoint_dir, 'checkpoints')
+    settings_lib.check_checkpoint_disk(suite, s)
+
+
 def _fraction_keeping(decay_frames: int, s: settings_lib.Settings) -> float:
   """Return the decay fraction giving `decay_frames` with s's other values."""
   frames = s.num_iterations * s.num_train_frames
