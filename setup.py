@@ -63,7 +63,8 @@ setuptools.setup(
         'minatar': MINATAR_REQUIRES,
         # Ray is in 'test' so that the sweep's Ray path is tested on a local Ray instance;
         # the 'docs' packages are in 'test' so that CI builds the site (mkdocs build --strict).
-        'test': ['pytest>=8', 'hypothesis>=6.100', 'pytest-timeout>=2.3', 'scipy>=1.13',
+        'test': ['pytest>=8', 'pytest-xdist>=3.6,<4', 'hypothesis>=6.100', 'pytest-timeout>=2.3',
+                 'scipy>=1.13',
                  'ray>=2.40,<3'] + BENCH_REQUIRES + MINATAR_REQUIRES + DOCS_REQUIRES,
         'cuda': ['jax[cuda12]>=0.10,<0.11'],
         'sweep': ['ray>=2.40,<3'],

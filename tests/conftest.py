@@ -1,0 +1,73 @@
+"""Suite-wide setup: one JAX compilation cache per run of the suite.
+
+Most of the suite's CPU time is XLA compiling the same small programs again:
+in every xdist worker and in every entry-point process a test starts. A
+persistent compilation cache shared by all of them, made empty when the run
+starts and removed when it ends, compiles each program once per run. It is
+set in the environment before anything imports JAX, so the workers and the
+processes the tests start inherit it; a compiled program is the same program,
+so no result changes. The size limit turns on JAX's file lock around every
+cache read and write, so that processes never read a half-written entry.
+"""
+
+import os
+import shutil
+import tempfile
+
+_CACHE_ENV = 'JAX_COMPILATION_CACHE_DIR'
+_made_here = None
+if _CACHE_ENV not in os.environ:
+  _made_here = tempfile.mkdtemp(prefix='zoo-tests-jax-cache-')
+  os.environ.update({
+      _CACHE_ENV: _made_here,
+      'JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS': '0',
+      'JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES': '0',
+      'JAX_COMPILATION_CACHE_MAX_SIZE': str(4 * 2**30),
+  })
+
+
+def pytest_unconfigure(config):
+  del config
+  if _made_here is not None and 'PYTEST_XDIST_WORKER' not in os.environ:
+    shutil.rmtree(_made_here, ignore_errors=True)
+
+
+# The suite's budget, reported rather than asserted: every test over
+# LONG_SECONDS must be marked `long` with its reason, and the summary names
+# the ones that are not.
+LONG_SECONDS = 60.0
+_seconds = {}
+_long_reasons = {}
+
+
+def pytest_runtest_setup(item):
+  marker = item.get_closest_marker('long')
+  if marker is not None:
+    item.user_properties.append(('long_reason', marker.kwargs.get('reason', '')))
+
+
+def pytest_runtest_logreport(report):
+  _seconds[report.nodeid] = _seconds.get(report.nodeid, 0.0) + report.duration
+  for key, value in report.user_properties:
+    if key == 'long_reason':
+      _long_reasons[report.nodeid] = value
+
+
+def pytest_terminal_summary(terminalreporter):
+  if 'PYTEST_XDIST_WORKER' in os.environ or not _seconds:
+    return
+  write = terminalreporter.write_line
+  over = sorted(((s, n) for n, s in _seconds.items() if s > LONG_SECONDS),
+                reverse=True)
+  terminalreporter.section('test budget')
+  write(f'{len(_seconds)} tests, {sum(_seconds.values()):.0f} s of test time '
+        f'in all (setup, call and teardown; summed over workers)')
+  for seconds, nodeid in over:
+    if nodeid in _long_reasons:
+      write(f'long, {seconds:.0f} s: {nodeid} ({_long_reasons[nodeid]})')
+  unmarked = [(s, n) for s, n in over if n not in _long_reasons]
+  for seconds, nodeid in unmarked:
+    write(f'OVER {LONG_SECONDS:.0f} s AND NOT MARKED long: {nodeid} '
+          f'({seconds:.0f} s)')
+  if not unmarked:
+    write(f'no unmarked test over {LONG_SECONDS:.0f} s')
