@@ -327,6 +327,16 @@ def sweep_status(root_dir: str, specs: Sequence[RunSpec] = (),
           for key, d in sorted(runs.items())]
 
 
+def no_runs_message(root_dir: str) -> str:
+  """Return what --status says of a --root_dir that holds no run."""
+  where = (f'{root_dir} does not exist' if not os.path.exists(root_dir) else
+           f'no run directory under {root_dir}')
+  return (f'--status: {where}. A sweep keeps each run in '
+          f'ROOT/<agent>/<game>/seed_<s>/ ({RESULTS_FILE}, {LOG_FILE}, ...). '
+          'Pass the --root_dir the sweep was launched with, or add --agents, '
+          '--games and --seeds to list the runs it would make.')
+
+
 def format_status(statuses: Sequence[RunStatus]) -> str:
   """Return a plain-text table of runs and a count per state."""
   header = ('agent', 'game', 'seed', 'state', 'last_iter', 'detail')
@@ -556,7 +566,10 @@ def main(argv):
     except ImportError as e:
       raise app.UsageError(str(e))
   if FLAGS.status:
-    print(format_status(sweep_status(FLAGS.root_dir, specs, num_iterations)))
+    statuses = sweep_status(FLAGS.root_dir, specs, num_iterations)
+    if not statuses:
+      sys.exit(f'Error: {no_runs_message(FLAGS.root_dir)}')
+    print(format_status(statuses))
     return
   todo = select_runs(specs, FLAGS.retry_failed)
   print(f'{len(specs)} runs: {len(specs) - len(todo)} done, running or failed '
