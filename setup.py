@@ -3,7 +3,7 @@
 import setuptools
 
 # Ranges known to work together (measured on Python 3.11, CPU, 2026-11).
-# jax 0.11 needs Python >= 3.12, so Python 3.10-3.11 resolve to jax 0.10.x
+# jax 0.11 needs Python >= 3.12, so Python 3.11 resolves to jax 0.10.x
 # (CI) and Python >= 3.12 to 0.11.x, the GPU figures' version (checked on the
 # CPU: docs/development.md).
 JAX_RANGE = '>=0.10,<0.12'
@@ -55,7 +55,7 @@ setuptools.setup(
         'NC-QR-DQN) with a sort-based Cramér loss, in JAX, DQN Zoo style.'
     ),
     license='Apache-2.0',
-    python_requires='>=3.10',
+    python_requires='>=3.11',  # jaxlib 0.10 has no wheels for 3.10.
     packages=setuptools.find_packages(include=[
         'losses*', 'networks*', 'zoo*', 'qr_dqn*', 'cr_dqn*', 'nc_cr_dqn*',
         'nc_qr_dqn*', 'analysis*', 'experiments*', 'benchmarks*',
