@@ -3,11 +3,15 @@
 import setuptools
 
 # Ranges known to work together (measured on Python 3.11, CPU, 2026-11).
+# jax 0.11 needs Python >= 3.12, so Python 3.11 resolves to jax 0.10.x
+# (CI) and Python >= 3.12 to 0.11.x, the GPU figures' version (checked on the
+# CPU: docs/development.md).
+JAX_RANGE = '>=0.10,<0.12'
 INSTALL_REQUIRES = [
     'absl-py>=2.1,<3',
     'numpy>=2.0,<3',
-    'jax>=0.10,<0.11',
-    'jaxlib>=0.10,<0.11',
+    f'jax{JAX_RANGE}',
+    f'jaxlib{JAX_RANGE}',
     'dm-haiku==0.0.17',
     'optax==0.2.8',
     'chex>=0.1.90,<0.2',
@@ -51,7 +55,7 @@ setuptools.setup(
         'NC-QR-DQN) with a sort-based Cramér loss, in JAX, DQN Zoo style.'
     ),
     license='Apache-2.0',
-    python_requires='>=3.10',
+    python_requires='>=3.11',  # jaxlib 0.10 has no wheels for 3.10.
     packages=setuptools.find_packages(include=[
         'losses*', 'networks*', 'zoo*', 'qr_dqn*', 'cr_dqn*', 'nc_cr_dqn*',
         'nc_qr_dqn*', 'analysis*', 'experiments*', 'benchmarks*',
@@ -66,7 +70,10 @@ setuptools.setup(
         'test': ['pytest>=8', 'pytest-xdist>=3.6,<4', 'hypothesis>=6.100', 'pytest-timeout>=2.3',
                  'scipy>=1.13',
                  'ray>=2.40,<3'] + BENCH_REQUIRES + MINATAR_REQUIRES + DOCS_REQUIRES,
-        'cuda': ['jax[cuda12]>=0.10,<0.11'],
+        # JAX's CUDA wheels (the plugin of the same version as jax): CUDA 12,
+        # or CUDA 13 (the H200 figures' stack: jax 0.11.2, Python >= 3.12).
+        'cuda': [f'jax[cuda12]{JAX_RANGE}'],
+        'cuda13': [f'jax[cuda13]{JAX_RANGE}'],
         'sweep': ['ray>=2.40,<3'],
         # The documentation site (mkdocs.yml): ranges that build it with --strict.
         'docs': DOCS_REQUIRES,

@@ -370,11 +370,13 @@ def main(argv):
     raise app.UsageError('Pass --runs=DIR (our runs, shown beside the '
                          'references) or --reference (references only).')
   # Check the inputs before the slow bootstrap.
-  for arg in FLAGS.runs:
-    _, path = run_data.parse_runs_arg(arg)
-    if not os.path.isdir(path):
-      raise app.UsageError(f'--runs: {path!r} is not a directory.')
-  runs = load_requested_runs(FLAGS.runs, True, FLAGS.reference_agents)
+  try:
+    for arg in FLAGS.runs:
+      _, path = run_data.parse_runs_arg(arg)
+      run_data.find_run_files(path)  # Not a directory: error.
+    runs = load_requested_runs(FLAGS.runs, True, FLAGS.reference_agents)
+  except ValueError as e:
+    sys.exit(f'Error: {e}')
   summaries = summarise(
       runs, num_iterations=FLAGS.num_iterations, num_games=FLAGS.num_games,
       reps=FLAGS.bootstrap_reps, confidence=FLAGS.confidence,

@@ -16,6 +16,7 @@ resampled).
 import csv
 import glob
 import os
+import sys
 from typing import Dict, List, Tuple
 
 from absl import app
@@ -26,23 +27,55 @@ from analysis import minatar_report
 FLAGS = flags.FLAGS
 
 
+# The columns of the study report's runs.csv that the comparison reads.
+REFERENCE_COLUMNS = ('configuration', 'game', 'state', 'final_eval_return')
+
+
 def reference_finals(path: str) -> Dict[Tuple[str, str], List[float]]:
-  """Return {(configuration, game): final returns of complete seeds}."""
+  """Return {(configuration, game): final returns of complete seeds}.
+
+  Raises:
+    ValueError: the file is not the report's runs.csv, or is cut short.
+  """
   out: Dict[Tuple[str, str], List[float]] = {}
-  with open(path, newline='') as f:
-    for row in csv.DictReader(f):
-      if row['state'] == 'complete':
-        out.setdefault((row['configuration'], row['game']), []).append(
-            float(row['final_eval_return']))
+  fix = ('Pass the runs.csv that python -m experiments.minatar_study --report '
+         'writes (docs/minatar/runs.csv).')
+  try:
+    with open(path, newline='') as f:
+      reader = csv.DictReader(f)
+      missing = [c for c in REFERENCE_COLUMNS
+                 if c not in (reader.fieldnames or [])]
+      if missing:
+        raise ValueError(f'--reference_runs={path}: missing column(s) '
+                         f'{missing}. {fix}')
+      for row in reader:
+        if row['state'] != 'complete':
+          continue
+        try:
+          value = float(row['final_eval_return'])
+        except (TypeError, ValueError):
+          raise ValueError(
+              f'--reference_runs={path}, line {reader.line_num}: final '
+              f'return {row["final_eval_return"]!r} is not a number (the '
+              f'file is cut short or damaged). {fix}') from None
+        out.setdefault((row['configuration'], row['game']), []).append(value)
+  except (OSError, UnicodeDecodeError, csv.Error) as e:
+    raise ValueError(f'--reference_runs={path}: cannot be read ({e}). '
+                     f'{fix}') from e
   return out
+
+
+def jitted_csv_paths(root_dir: str, label: str, game: str) -> List[str]:
+  """Return the results CSVs of one cell's jitted runs."""
+  pattern = os.path.join(root_dir, label, '*', game, 'seed_*', 'results.csv')
+  return sorted(glob.glob(pattern))
 
 
 def jitted_finals(root_dir: str, label: str, game: str, num_iterations: int
                   ) -> List[float]:
   """Return the final returns of the complete jitted runs of one cell."""
   finals = []
-  pattern = os.path.join(root_dir, label, '*', game, 'seed_*', 'results.csv')
-  for path in sorted(glob.glob(pattern)):
+  for path in jitted_csv_paths(root_dir, label, game):
     run = minatar_report.load_run(label, game, 0, path, num_iterations, 1)
     if run is not None and run.complete:
       finals.append(float(run.eval_return[-1]))
@@ -66,21 +99,8 @@ def comparison_lines(reference, root_dir: str, configs, games,
   return lines
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  if not os.path.exists(FLAGS.reference_runs):
-    raise app.UsageError(f'--reference_runs={FLAGS.reference_runs}: no such '
-                         'file (the study report\'s runs.csv).')
-  lines = comparison_lines(reference_finals(FLAGS.reference_runs),
-                           FLAGS.root_dir, FLAGS.configs, FLAGS.games,
-                           FLAGS.num_iterations, FLAGS.bootstrap_reps)
-  print('Final evaluation return, mean over complete seeds [95% bootstrap '
-        'CI] (seeds):')
-  print('\n'.join(lines))
-
-
-if __name__ == '__main__':
+def define_flags() -> None:
+  """Define this entry point's flags (only when run, to avoid flag clashes)."""
   flags.DEFINE_string('root_dir', None, 'Where the jitted runs live.',
                       required=True)
   flags.DEFINE_string('reference_runs', 'docs/minatar/runs.csv',
@@ -89,4 +109,34 @@ if __name__ == '__main__':
   flags.DEFINE_list('games', ['asterix', 'breakout'], 'Games.')
   flags.DEFINE_integer('num_iterations', 5, 'Iterations of a complete run.')
   flags.DEFINE_integer('bootstrap_reps', 50_000, 'Bootstrap resamples.')
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  if not os.path.exists(FLAGS.reference_runs):
+    sys.exit(f'Error: --reference_runs={FLAGS.reference_runs}: no such '
+             "file; pass the study report's runs.csv (docs/minatar/runs.csv, "
+             'written by python -m experiments.minatar_study --report).')
+  found = [path for label in FLAGS.configs for game in FLAGS.games
+           for path in jitted_csv_paths(FLAGS.root_dir, label, game)]
+  if not found:
+    sys.exit(f'Error: --root_dir={FLAGS.root_dir}: no jitted run of '
+             f'{", ".join(FLAGS.configs)} on {", ".join(FLAGS.games)} there '
+             '(ROOT/<configuration>/<agent>/<game>/seed_<s>/results.csv). '
+             'Pass the --root_dir of python -m experiments.minatar_study '
+             '--loop=jitted.')
+  try:
+    lines = comparison_lines(reference_finals(FLAGS.reference_runs),
+                             FLAGS.root_dir, FLAGS.configs, FLAGS.games,
+                             FLAGS.num_iterations, FLAGS.bootstrap_reps)
+  except ValueError as e:
+    sys.exit(f'Error: {e}')
+  print('Final evaluation return, mean over complete seeds [95% bootstrap '
+        'CI] (seeds):')
+  print('\n'.join(lines))
+
+
+if __name__ == '__main__':
+  define_flags()
   app.run(main)

@@ -429,7 +429,8 @@ def load_labelled_runs(args: Sequence[str]
     if os.path.isfile(path):
       runs = run_data.read_runs_csv(path, label)
       if not runs:
-        raise ValueError(f'--runs: {path!r} holds no run rows.')
+        raise ValueError(f'--runs: {path!r} holds no run rows. '
+                         f'{run_data.RUN_CSV_HELP}')
     else:
       runs = run_data.load_run_dir(path, label)
     out.extend((label, run) for run in runs)
@@ -452,7 +453,9 @@ def check_arguments(runs: Sequence[str], plot_path: Optional[str]) -> None:
   for arg in runs:
     _, path = parse_runs_arg(arg)
     if not os.path.exists(path):
-      raise ValueError(f'--runs: {path!r} does not exist.')
+      raise ValueError(f'--runs: {path!r} does not exist; pass a directory '
+                       'of run CSVs (e.g. a sweep\'s --root_dir) or one run '
+                       'CSV.')
   if plot_path:
     extension = os.path.splitext(plot_path)[1]
     if extension not in ('.png', '.pdf'):

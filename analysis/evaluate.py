@@ -167,6 +167,17 @@ def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
         f'{e} Pass another --checkpoint_dir' + (
             ', or the --iteration of an intact checkpoint it keeps'
             if iteration is not None else '') + '.', e.damages) from e
+  except ValueError as e:
+    if iteration is not None:
+      raise  # The message lists the iterations kept.
+    nested = os.path.join(checkpoint_dir, settings_lib.CHECKPOINT_DIR)
+    if os.path.isdir(nested):
+      hint = f' It holds {nested}: pass --checkpoint_dir={nested}.'
+    else:
+      hint = (" Pass a run's --checkpoint_dir (by default the checkpoints/ "
+              'directory beside its results.csv, e.g. '
+              'runs/cr_dqn/pong/seed_1/checkpoints).')
+    raise ValueError(f'{e}{hint}') from e
   if damages:
     warn(checkpoint.fallback_warning(path, damages))
   params, settings = checkpoint.load_params(checkpoint_dir, path=path)

@@ -23,6 +23,7 @@ the output directory:
 Incomplete and missing runs are listed, never averaged in.
 """
 
+import csv
 import datetime
 import math
 import os
@@ -36,8 +37,8 @@ import numpy as np
 
 from analysis import bootstrap
 from analysis import plot_curves
+from analysis import run_data
 from zoo import files
-from zoo import results_csv
 
 K_ONE_LABEL = 'CR-DQN'  # The K = 1 runs the K-stream check compares with.
 
@@ -117,12 +118,45 @@ def _float(text: str) -> float:
     return math.nan
 
 
+# The columns load_run reads.
+_RUN_COLUMNS = ('iteration', 'frame', 'eval_episode_return',
+                'train_episode_return', 'eval_frame_rate', 'train_frame_rate')
+
+
+def read_run_rows(path: str) -> List[Dict[str, str]]:
+  """Return a run CSV's rows; ValueError naming the file if it is unusable."""
+  try:
+    with open(path, newline='') as f:
+      reader = csv.DictReader(f)
+      columns = reader.fieldnames or []
+      missing = [c for c in _RUN_COLUMNS if c not in columns]
+      if missing:
+        raise ValueError(f'{path}: missing column(s) {missing}: not a run '
+                         f'CSV. {run_data.RUN_CSV_HELP}')
+      rows = []
+      for row in reader:
+        iteration = _float(row.get('iteration'))
+        if (None in row or any(row.get(c) is None for c in columns)
+            or not math.isfinite(iteration)):
+          raise ValueError(f'{path}, line {reader.line_num}: cut short or '
+                           f'unreadable. {run_data.DAMAGED_CSV_FIX}')
+        rows.append(row)
+      return rows
+  except (OSError, UnicodeDecodeError, csv.Error) as e:
+    raise ValueError(f'{path}: cannot be read ({e}). '
+                     f'{run_data.DAMAGED_CSV_FIX}') from e
+
+
 def load_run(label: str, game: str, seed: int, path: str,
              num_iterations: int, num_eval_frames: int) -> Optional[RunResult]:
-  """Return a run's results up to `num_iterations`, or None if no CSV."""
+  """Return a run's results up to `num_iterations`, or None if no CSV.
+
+  Raises:
+    ValueError: the CSV is not a run CSV, or is cut short or damaged.
+  """
   if not os.path.exists(path):
     return None
-  rows = [r for r in results_csv.read_rows(path)
+  rows = [r for r in read_run_rows(path)
           if 0 <= int(_float(r['iteration'])) <= num_iterations]
   rows.sort(key=lambda r: int(_float(r['iteration'])))
   iteration = np.array([int(_float(r['iteration'])) for r in rows], np.int64)

@@ -268,21 +268,23 @@ def main(argv):
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   if not FLAGS.output_dir:
     raise app.UsageError('--output_dir is required.')
-  for arg in FLAGS.runs:
-    _, path = run_data.parse_runs_arg(arg)
-    if not os.path.isdir(path):
-      raise app.UsageError(f'--runs: {path!r} is not a directory.')
-  runs = []
-  for arg in FLAGS.runs:
-    label, path = run_data.parse_runs_arg(arg)
-    runs.extend(run_data.load_run_dir(path, label))
-  reference_agents = [a for a in (FLAGS.reference_agents or []) if a]
-  if reference_agents:
-    runs.extend(run_data.load_all_references(reference_agents))
-  written = plot_all(run_data.check_unique(runs), FLAGS.output_dir,
-                     games=FLAGS.games, normalized=FLAGS.normalized,
-                     formats=FLAGS.format, window=FLAGS.smoothing_window,
-                     per_game=FLAGS.per_game)
+  try:
+    for arg in FLAGS.runs:
+      _, path = run_data.parse_runs_arg(arg)
+      run_data.find_run_files(path)  # Not a directory: error.
+    runs = []
+    for arg in FLAGS.runs:
+      label, path = run_data.parse_runs_arg(arg)
+      runs.extend(run_data.load_run_dir(path, label))
+    reference_agents = [a for a in (FLAGS.reference_agents or []) if a]
+    if reference_agents:
+      runs.extend(run_data.load_all_references(reference_agents))
+    written = plot_all(run_data.check_unique(runs), FLAGS.output_dir,
+                       games=FLAGS.games, normalized=FLAGS.normalized,
+                       formats=FLAGS.format, window=FLAGS.smoothing_window,
+                       per_game=FLAGS.per_game)
+  except ValueError as e:
+    sys.exit(f'Error: {e}')
   for path in written:
     print(path)
   print(f'wrote {len(written)} files to {FLAGS.output_dir}', file=sys.stderr)

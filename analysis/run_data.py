@@ -28,6 +28,24 @@ HUMAN_RANDOM_FILE = 'atari_human_random.csv'
 MINATAR_PREFIX = 'minatar-'
 _KEY_COLUMNS = ('agent', 'environment_name', 'seed')
 _REQUIRED_COLUMNS = _KEY_COLUMNS + ('iteration', 'eval_episode_return')
+# What the tools say a run CSV is, when they find none.
+RUN_CSV_HELP = (
+    'A run CSV is the results.csv a run writes (python -m <agent>.run_atari '
+    'or run_minatar, or experiments.sweep under '
+    'ROOT/<agent>/<game>/seed_<s>/), with the columns '
+    f'{", ".join(_REQUIRED_COLUMNS)}.')
+DAMAGED_CSV_FIX = (
+    'The file is cut short or damaged: move it aside and rerun the run\'s '
+    'command (or the sweep\'s), which rewrites its results.csv from its '
+    'newest checkpoint.')
+
+
+class NotRunCsvError(ValueError):
+  """A CSV file that is not a run CSV (it lacks the identifying columns)."""
+
+
+class DamagedRunCsvError(ValueError):
+  """A run CSV whose rows cannot be read: cut short or damaged."""
 
 RunKey = Tuple[str, str, str, int]  # (source, agent, game, seed)
 
@@ -107,9 +125,18 @@ def read_runs_csv(path: str, source: str) -> List[Run]:
   """Read every run in one CSV (or .csv.gz) file.
 
   Raises:
-    ValueError: if the file lacks the identifying columns, or repeats an
-      iteration within a run.
+    NotRunCsvError: the file lacks the identifying columns.
+    DamagedRunCsvError: a row is cut short or unreadable (a truncated file).
+    ValueError: a run repeats an iteration.
   """
+  try:
+    return _read_runs_csv(path, source)
+  except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:
+    raise DamagedRunCsvError(f'{path}: cannot be read ({e}). '
+                             f'{DAMAGED_CSV_FIX}') from e
+
+
+def _read_runs_csv(path: str, source: str) -> List[Run]:
   with _open_text(path) as f:
     reader = csv.reader(f)
     try:
@@ -118,7 +145,7 @@ def read_runs_csv(path: str, source: str) -> List[Run]:
       return []
     missing = [c for c in _REQUIRED_COLUMNS if c not in header]
     if missing:
-      raise ValueError(
+      raise NotRunCsvError(
           f'{path}: missing column(s) {missing}. Run CSVs must carry '
           f'{list(_REQUIRED_COLUMNS)} (see ARCHITECTURE.md, "Run results").')
     col = {name: i for i, name in enumerate(header)}
@@ -131,12 +158,23 @@ def read_runs_csv(path: str, source: str) -> List[Run]:
     for row in reader:
       if not row:
         continue
-      iteration = int(float(row[i_iter]))
+      if len(row) != len(header):
+        raise DamagedRunCsvError(
+            f'{path}, line {reader.line_num}: {len(row)} fields where the '
+            f'header has {len(header)}. {DAMAGED_CSV_FIX}')
+      try:
+        iteration = int(float(row[i_iter]))
+        seed = int(float(row[i_seed]))
+      except (ValueError, OverflowError):
+        raise DamagedRunCsvError(
+            f'{path}, line {reader.line_num}: iteration {row[i_iter]!r} and '
+            f'seed {row[i_seed]!r} must be integers. {DAMAGED_CSV_FIX}'
+        ) from None
       frame = (_to_float(row[i_frame]) if i_frame is not None
                else float(iteration * FRAMES_PER_ITERATION))
       episodes = (_to_float(row[i_episodes]) if i_episodes is not None
                   else math.nan)
-      key = (row[i_agent], row[i_game], int(float(row[i_seed])))
+      key = (row[i_agent], row[i_game], seed)
       grouped.setdefault(key, []).append(
           (iteration, frame, _to_float(row[i_eval]), episodes))
   runs = []
@@ -160,7 +198,9 @@ def read_runs_csv(path: str, source: str) -> List[Run]:
 def find_run_files(root: str) -> List[str]:
   """Return every *.csv and *.csv.gz file under `root`, sorted."""
   if not os.path.isdir(root):
-    raise ValueError(f'--runs: {root!r} is not a directory.')
+    raise ValueError(f'--runs: {root!r} is not a directory; pass the '
+                     'directory the runs were written to (a sweep\'s '
+                     '--root_dir, e.g. --runs=runs/atari57).')
   found = []
   for dirpath, _, filenames in os.walk(root):
     for name in filenames:
@@ -183,16 +223,37 @@ def check_unique(runs: Iterable[Run]) -> List[Run]:
 
 
 def load_run_dir(root: str, source: str = 'ours') -> List[Run]:
-  """Load every run CSV under `root`; warn about CSVs that are not runs."""
-  runs = []
-  for path in find_run_files(root):
+  """Load every run CSV under `root`; warn about CSVs that are not runs.
+
+  Raises:
+    ValueError: no run CSV under `root` (the message says what one is), a
+      damaged run CSV (DamagedRunCsvError), or two files of one run.
+  """
+  paths = find_run_files(root)
+  runs, skipped = [], []
+  for path in paths:
     try:
-      runs.extend(read_runs_csv(path, source))
-    except ValueError as e:
+      found = read_runs_csv(path, source)
+    except NotRunCsvError as e:
       # Other CSVs may live in a runs tree; say so rather than guess.
-      print(f'warning: skipping {e}', file=sys.stderr)
+      skipped.append(str(e))
+      continue
+    if not found:
+      skipped.append(f'{path}: no rows')
+    runs.extend(found)
   if not runs:
-    raise ValueError(f'--runs: no run CSV found under {root!r}.')
+    if not paths:
+      problem = f'{root!r} holds no CSV file'
+    else:
+      problem = (f'none of the {len(paths)} CSV file(s) under {root!r} is a '
+                 f'run CSV ({skipped[0]}' +
+                 (f'; and {len(skipped) - 1} more' if len(skipped) > 1
+                  else '') + ')')
+    raise ValueError(f'--runs: {problem}. {RUN_CSV_HELP} Pass the directory '
+                     'the runs were written to (a sweep\'s --root_dir, e.g. '
+                     '--runs=runs/atari57).')
+  for reason in skipped:
+    print(f'warning: skipping {reason}', file=sys.stderr)
   return check_unique(runs)
 
 

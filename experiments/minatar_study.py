@@ -352,13 +352,26 @@ def _report(runs, configs: Sequence[Config], games: Sequence[str]) -> None:
   from analysis import minatar_report
   from experiments import minatar_random
   # pylint: enable=g-import-not-at-top
+  planned = [(label, spec.game, spec.seed, spec.results_csv_path)
+             for label, spec in runs]
+  if not any(os.path.exists(path) for _, _, _, path in planned):
+    sys.exit(f'Error: --report: none of the {len(planned)} planned runs has a '
+             f'results.csv under {FLAGS.root_dir} (they would be '
+             f'{os.path.relpath(planned[0][3], FLAGS.root_dir)} and the '
+             'like). Pass the --root_dir the study ran in, with the same '
+             '--configs, --games, --seeds and --loop.')
+  try:
+    # Every CSV is read before the random policy's measurement (seconds).
+    for label, game, seed, path in planned:
+      minatar_report.load_run(label, game, seed, path, FLAGS.num_iterations,
+                              FLAGS.num_eval_frames)
+  except ValueError as e:
+    sys.exit(f'Error: {e}')
   try:
     files.make_writable_directory(FLAGS.output_dir)
   except OSError as e:
     raise app.UsageError(f'--output_dir: cannot write in '
                          f'{FLAGS.output_dir!r} ({e}).')
-  planned = [(label, spec.game, spec.seed, spec.results_csv_path)
-             for label, spec in runs]
   k_stream = ((K_STREAM_CONFIG.label, FLAGS.k_stream_game)
               if FLAGS.k_stream_game else None)
   random_games = list(games) + ([FLAGS.k_stream_game]

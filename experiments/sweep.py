@@ -20,6 +20,16 @@ skips running ones (live run.pid), and restarts the others, which resume from
 their checkpoint directory. With --ray_address, each run is one
 Ray task declaring --cpus_per_run/--gpus_per_run, and --root_dir must be on a
 file system shared by every node. Ray is optional: pip install '.[sweep]'.
+
+GPUs. Locally, --gpus (default 'auto': the parent's CUDA_VISIBLE_DEVICES, else
+the GPUs nvidia-smi lists, else none) gives the GPUs to spread the runs over:
+the --parallel slots take them in turn, each run sees only its slot's GPU
+(CUDA_VISIBLE_DEVICES), and the sweep prints which run got which GPU. When
+several runs share one GPU (--parallel above the number of GPUs), or a Ray run
+declares --gpus_per_run below 1, each run's JAX may take only its share of the
+GPU's memory: XLA_PYTHON_CLIENT_MEM_FRACTION = 0.9 x share (JAX alone takes
+0.75 of a GPU at its start, so a second run would not fit). A memory setting
+of JAX's in the sweep's own environment is passed on unchanged instead.
 """
 
 import concurrent.futures
@@ -27,7 +37,9 @@ import csv
 import dataclasses
 import json
 import os
+import queue
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -56,6 +68,13 @@ CHECKPOINT_DIR = settings_lib.CHECKPOINT_DIR
 LOG_FILE = 'run.log'
 PID_FILE, EXIT_FILE, SPEC_FILE = 'run.pid', 'exit.json', 'sweep.json'
 DONE, RUNNING, FAILED, PENDING = 'done', 'running', 'failed', 'pending'
+# JAX's memory settings: one in the sweep's environment is left as it is.
+JAX_MEMORY_VARIABLES = ('XLA_PYTHON_CLIENT_MEM_FRACTION',
+                        'XLA_PYTHON_CLIENT_PREALLOCATE',
+                        'XLA_PYTHON_CLIENT_ALLOCATOR')
+# Of a shared GPU, the fraction the runs' JAX pools may take together; the
+# rest is left to each process's CUDA context and the driver.
+GPU_MEMORY_HEADROOM = 0.9
 
 FLAGS = flags.FLAGS
 
@@ -82,6 +101,10 @@ def define_flags() -> None:
   flags.DEFINE_integer(
       'parallel', 1, 'Local mode: runs at the same time.')
   flags.DEFINE_string(
+      'gpus', 'auto', "Local mode: GPUs to spread the runs over, e.g. '0,1'; "
+      "'auto': the sweep's CUDA_VISIBLE_DEVICES, else nvidia-smi's GPUs, else "
+      "none; 'none': leave the runs' CUDA_VISIBLE_DEVICES alone.")
+  flags.DEFINE_string(
       'command_template', None,
       'Command of one run; fields {python} {agent} {game} {seed} '
       '{results_csv_path} {checkpoint_dir} {run_dir}; --flags are appended. '
@@ -89,7 +112,8 @@ def define_flags() -> None:
   flags.DEFINE_string(
       'ray_address', None, "Run on this Ray cluster ('auto': the local one).")
   flags.DEFINE_float('cpus_per_run', 1.0, 'Ray: CPUs per run.')
-  flags.DEFINE_float('gpus_per_run', 0.0, 'Ray: GPUs per run.')
+  flags.DEFINE_float('gpus_per_run', 0.0, 'Ray: GPUs per run; below 1, '
+                     "each run's JAX takes that share of the GPU's memory.")
   flags.DEFINE_bool(
       'status', False, 'Print the done/running/failed/pending table and exit.')
   flags.DEFINE_bool('dry_run', False, 'Print the commands only.')
@@ -107,6 +131,8 @@ class RunSpec:
   run_dir: str
   command: List[str]
   num_iterations: int
+  # Variables set in the run's environment on top of the sweep's.
+  env: Tuple[Tuple[str, str], ...] = ()
 
   @property
   def name(self) -> str:
@@ -327,6 +353,16 @@ def sweep_status(root_dir: str, specs: Sequence[RunSpec] = (),
           for key, d in sorted(runs.items())]
 
 
+def no_runs_message(root_dir: str) -> str:
+  """Return what --status says of a --root_dir that holds no run."""
+  where = (f'{root_dir} does not exist' if not os.path.exists(root_dir) else
+           f'no run directory under {root_dir}')
+  return (f'--status: {where}. A sweep keeps each run in '
+          f'ROOT/<agent>/<game>/seed_<s>/ ({RESULTS_FILE}, {LOG_FILE}, ...). '
+          'Pass the --root_dir the sweep was launched with, or add --agents, '
+          '--games and --seeds to list the runs it would make.')
+
+
 def format_status(statuses: Sequence[RunStatus]) -> str:
   """Return a plain-text table of runs and a count per state."""
   header = ('agent', 'game', 'seed', 'state', 'last_iter', 'detail')
@@ -393,7 +429,9 @@ def execute_run(spec: RunSpec) -> Optional[int]:
       pass
     with open(os.path.join(spec.run_dir, LOG_FILE), 'a') as log:
       log.write(f'=== {time.strftime("%Y-%m-%d %H:%M:%S")} on '
-                f'{socket.gethostname()}: {shlex.join(spec.command)}\n')
+                f'{socket.gethostname()}: '
+                + ''.join(f'{k}={shlex.quote(v)} ' for k, v in spec.env)
+                + f'{shlex.join(spec.command)}\n')
       log.flush()
       with _children_lock:
         # Checked under the lock so that no run starts once stopping began.
@@ -402,6 +440,7 @@ def execute_run(spec: RunSpec) -> Optional[int]:
         # Own session: a terminal's Ctrl-C reaches the sweep only, which then
         # stops its children without recording them as failed.
         child = subprocess.Popen(spec.command, stdout=log,
+                                 env=dict(os.environ, **dict(spec.env)),
                                  stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL,
                                  start_new_session=True)
@@ -459,19 +498,121 @@ def _report(spec: RunSpec, returncode: Optional[int], started: float,
         f'{spec.run_dir}/{LOG_FILE})', flush=True)
 
 
-def run_local(specs: Sequence[RunSpec], parallel: int) -> Dict[str, Optional[int]]:
+def visible_gpus(gpus: str = 'auto', environ=None, which=shutil.which,
+                 run=subprocess.run) -> Tuple[List[str], str]:
+  """Return (the GPUs to spread local runs over, where that comes from).
+
+  Args:
+    gpus: --gpus: 'auto', 'none' (or empty) or a comma-separated list of
+      CUDA device ids (indices or UUIDs).
+    environ: the sweep's environment (default os.environ).
+    which, run: shutil.which and subprocess.run (replaced in tests).
+  """
+  environ = os.environ if environ is None else environ
+  if gpus.strip() in ('', 'none'):
+    return [], '--gpus=none'
+  if gpus.strip() != 'auto':
+    return [g.strip() for g in gpus.split(',') if g.strip()], '--gpus'
+  visible = environ.get('CUDA_VISIBLE_DEVICES')
+  if visible is not None:
+    return ([g.strip() for g in visible.split(',')
+             if g.strip() and g.strip() != '-1'], 'CUDA_VISIBLE_DEVICES')
+  if which('nvidia-smi'):
+    try:
+      listed = run(['nvidia-smi', '--query-gpu=index', '--format=csv,noheader'],
+                   capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+      return [], 'none: nvidia-smi failed'
+    if listed.returncode == 0:
+      return ([line.strip() for line in listed.stdout.splitlines()
+               if line.strip()], 'nvidia-smi')
+    return [], 'none: nvidia-smi failed'
+  return [], 'none found (no CUDA_VISIBLE_DEVICES, no nvidia-smi)'
+
+
+def memory_environment(share: float, environ=None) -> Dict[str, str]:
+  """Return the JAX memory setting of a run that gets `share` of a GPU.
+
+  Empty for a whole GPU, or when the sweep's environment already sets one of
+  JAX's memory variables (which the runs then inherit).
+  """
+  environ = os.environ if environ is None else environ
+  if share >= 1 or share <= 0 or any(v in environ
+                                     for v in JAX_MEMORY_VARIABLES):
+    return {}
+  return {'XLA_PYTHON_CLIENT_MEM_FRACTION':
+          f'{GPU_MEMORY_HEADROOM * share:.3g}'}
+
+
+def local_slots(parallel: int, gpus: Sequence[str], environ=None
+                ) -> List[Dict[str, str]]:
+  """Return the environment of each of the `parallel` local run slots.
+
+  Slot i gets GPU gpus[i % len(gpus)]; with more slots than GPUs, the runs on
+  one GPU share its memory (memory_environment). No GPUs: no variables.
+  """
+  if not gpus:
+    return [{} for _ in range(parallel)]
+  per_gpu = -(-parallel // len(gpus))  # Slots on the busiest GPU.
+  memory = memory_environment(1 / per_gpu, environ)
+  return [dict(CUDA_VISIBLE_DEVICES=gpus[i % len(gpus)], **memory)
+          for i in range(parallel)]
+
+
+def describe_gpus(parallel: int, gpus: Sequence[str], source: str,
+                  slots: Sequence[Dict[str, str]], environ=None) -> str:
+  """Return the line the local sweep prints about its GPUs."""
+  environ = os.environ if environ is None else environ
+  if not gpus:
+    return f'GPUs: {source}; the runs inherit the sweep\'s environment.'
+  per_gpu = -(-parallel // len(gpus))
+  text = (f'GPUs: {",".join(gpus)} (from {source}); {parallel} run(s) at a '
+          f'time, at most {per_gpu} per GPU')
+  fraction = slots[0].get('XLA_PYTHON_CLIENT_MEM_FRACTION')
+  inherited = [f'{v}={environ[v]}' for v in JAX_MEMORY_VARIABLES
+               if v in environ]
+  if fraction:
+    text += f', each with XLA_PYTHON_CLIENT_MEM_FRACTION={fraction}'
+  elif per_gpu > 1 and inherited:
+    text += f', each with the sweep\'s {" ".join(inherited)}'
+  return text + '.'
+
+
+def run_local(specs: Sequence[RunSpec], parallel: int,
+              gpus: Sequence[str] = (), gpu_source: str = '--gpus'
+              ) -> Dict[str, Optional[int]]:
   """Execute specs with at most `parallel` at once; return {run_dir: exit code}.
 
   Keyed by run directory: two configurations of one agent share a name.
+  With `gpus`, each run sees one of them (local_slots) and the assignment
+  is printed.
   """
   if parallel < 1:
     raise ValueError(f'--parallel must be >= 1, got {parallel}.')
   _stopping.clear()
   results = {}
   started = time.time()
+  slots = local_slots(parallel, gpus)
+  free = queue.Queue()
+  for slot in range(parallel):
+    free.put(slot)
+  if gpus:
+    print(describe_gpus(parallel, gpus, gpu_source, slots), flush=True)
+
+  def execute_in_slot(spec: RunSpec) -> Optional[int]:
+    slot = free.get()
+    try:
+      env = dict(spec.env)
+      env.update(slots[slot])
+      if gpus and not _stopping.is_set():
+        print(f'{spec.name}: GPU {env["CUDA_VISIBLE_DEVICES"]}', flush=True)
+      return execute_run(dataclasses.replace(spec, env=tuple(env.items())))
+    finally:
+      free.put(slot)
+
   executor = concurrent.futures.ThreadPoolExecutor(max_workers=parallel)
   try:
-    futures = {executor.submit(execute_run, spec): spec for spec in specs}
+    futures = {executor.submit(execute_in_slot, spec): spec for spec in specs}
     for future in concurrent.futures.as_completed(futures):
       spec = futures[future]
       results[spec.run_dir] = future.result()
@@ -508,6 +649,15 @@ def run_ray(specs: Sequence[RunSpec], address: str, cpus_per_run: float,
   from experiments import sweep as sweep_module  # pylint: disable=g-import-not-at-top
   task = ray.remote(num_cpus=cpus_per_run, num_gpus=gpus_per_run)(
       sweep_module.execute_run)
+  # Ray sets each task's CUDA_VISIBLE_DEVICES; a fraction of a GPU also needs
+  # JAX to take no more than that fraction of its memory.
+  memory = memory_environment(gpus_per_run)
+  if memory:
+    print(f'--gpus_per_run={gpus_per_run:g}: each run with '
+          + ' '.join(f'{k}={v}' for k, v in memory.items()) + '.', flush=True)
+  specs = [dataclasses.replace(spec, env=tuple({**dict(spec.env),
+                                                **memory}.items()))
+           for spec in specs]
   pending = {task.remote(spec): spec for spec in specs}
   results, started = {}, time.time()
   while pending:
@@ -556,7 +706,10 @@ def main(argv):
     except ImportError as e:
       raise app.UsageError(str(e))
   if FLAGS.status:
-    print(format_status(sweep_status(FLAGS.root_dir, specs, num_iterations)))
+    statuses = sweep_status(FLAGS.root_dir, specs, num_iterations)
+    if not statuses:
+      sys.exit(f'Error: {no_runs_message(FLAGS.root_dir)}')
+    print(format_status(statuses))
     return
   todo = select_runs(specs, FLAGS.retry_failed)
   print(f'{len(specs)} runs: {len(specs) - len(todo)} done, running or failed '
@@ -576,8 +729,9 @@ def main(argv):
     results = run_ray(todo, FLAGS.ray_address, FLAGS.cpus_per_run,
                       FLAGS.gpus_per_run)
   else:
+    gpus, gpu_source = visible_gpus(FLAGS.gpus)
     try:
-      results = run_local(todo, FLAGS.parallel)
+      results = run_local(todo, FLAGS.parallel, gpus, gpu_source)
     except KeyboardInterrupt:
       print(format_status(sweep_status(FLAGS.root_dir, specs,
                                        num_iterations)))

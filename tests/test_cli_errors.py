@@ -1,0 +1,270 @@
+"""Every command-line tool fails cleanly on bad input: one `Error:` line.
+
+Each tool's entry point meets the bad inputs that fit it (an empty
+directory, a directory without what the tool reads, a truncated file, a path
+that does not exist), and must answer with a non-zero exit and one line on
+stderr that starts with `Error:`, names the problem and the fix, with no
+traceback. Input a tool accepts stays accepted. The cases of a tool run in one
+process (tests/cli_driver.py: the tool's import, JAX's for some, is paid
+once); the first case of each tool also runs as a real `python -m` process,
+whose output must be the driver's.
+"""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.test_analysis_run_data import write_run
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RUN_CSV_COLUMNS = ('agent', 'environment_name', 'seed', 'iteration',
+                   'eval_episode_return')
+
+
+def run_cases(module, cases, tmp_path):
+  """Return one {'returncode', 'stdout', 'stderr'} per argument list."""
+  out = tmp_path / f'{module}.json'
+  driver = subprocess.run(
+      [sys.executable, '-m', 'tests.cli_driver', module, json.dumps(cases),
+       str(out)], cwd=REPO, capture_output=True, text=True, timeout=300)
+  assert driver.returncode == 0, driver.stderr[-3000:]
+  results = json.loads(out.read_text())
+  # The first case again as a real process: the driver must match it.
+  real = subprocess.run([sys.executable, '-m', module] + cases[0], cwd=REPO,
+                        capture_output=True, text=True, timeout=300)
+  assert (real.returncode, real.stderr) == (
+      results[0]['returncode'], results[0]['stderr'])
+  return results
+
+
+def assert_clean_error(result, *fragments):
+  """One `Error:` line naming each fragment, a non-zero exit, no traceback."""
+  text = result['stdout'] + result['stderr']
+  assert 'Traceback' not in text, text[-3000:]
+  assert result['returncode'] != 0, text[-3000:]
+  lines = result['stderr'].strip().splitlines()
+  assert len(lines) == 1 and lines[0].startswith('Error: '), text[-3000:]
+  for fragment in fragments:
+    assert fragment in lines[0], (fragment, lines[0])
+
+
+def assert_accepted(result):
+  text = result['stdout'] + result['stderr']
+  assert result['returncode'] == 0, text[-3000:]
+  assert 'Traceback' not in text and 'Error:' not in text, text[-3000:]
+
+
+def truncate(path, keep_bytes_from_end):
+  """Cut a file short, as a copy interrupted mid-row would."""
+  data = path.read_bytes()
+  path.write_bytes(data[:len(data) - keep_bytes_from_end])
+
+
+@pytest.fixture
+def inputs(tmp_path):
+  """Directories of bad and good input, shared by the tools' cases."""
+  paths = {name: tmp_path / name for name in (
+      'empty', 'unrelated', 'truncated', 'minatar', 'mixed')}
+  for path in paths.values():
+    path.mkdir()
+  paths['missing'] = tmp_path / 'does_not_exist'
+  (paths['unrelated'] / 'notes.csv').write_text('a,b\n1,2\n')
+  (paths['unrelated'] / 'sub').mkdir()
+  (paths['unrelated'] / 'sub' / 'prices.csv').write_text('date,price\n1,2\n')
+  truncated = paths['truncated'] / 'cr_dqn' / 'pong' / 'seed_1' / 'results.csv'
+  write_run(str(truncated), 'cr_dqn', 'pong', 1, [-21, -20, -19])
+  truncate(truncated, 30)  # The last row loses its last fields.
+  paths['truncated_csv'] = truncated
+  for seed in (1, 2):
+    write_run(str(paths['minatar'] / f's{seed}' / 'results.csv'), 'cr_dqn',
+              'minatar-breakout', seed, [0.4, 3.0 * seed])
+  write_run(str(paths['mixed'] / 'run' / 'results.csv'), 'cr_dqn', 'pong', 1,
+            [-21, -20])
+  (paths['mixed'] / 'notes.csv').write_text('a,b\n1,2\n')
+  return paths
+
+
+# What every "no run CSV" error must say: what a run CSV is, and the fix.
+WHAT_A_RUN_CSV_IS = ('A run CSV is the results.csv a run writes',) + tuple(
+    RUN_CSV_COLUMNS) + ('Pass the directory the runs were written to',)
+
+
+@pytest.mark.parametrize('module', ['analysis.aggregate',
+                                    'analysis.plot_curves'])
+def test_aggregate_and_plot_curves(module, inputs, tmp_path):
+  extra = ['--bootstrap_reps=100'] if module == 'analysis.aggregate' else [
+      f'--output_dir={tmp_path / "plots"}', '--per_game=false']
+  empty, unrelated, truncated, missing, minatar, mixed = (
+      f'--runs={inputs[k]}' for k in ('empty', 'unrelated', 'truncated',
+                                      'missing', 'minatar', 'mixed'))
+  results = run_cases(module, [
+      [empty] + extra,
+      [unrelated] + extra,
+      [truncated] + extra,
+      [missing] + extra,
+      [minatar, '--reference_agents='] + extra,
+      [mixed, '--reference_agents='] + extra,
+  ], tmp_path)
+  assert_clean_error(results[0], f"'{inputs['empty']}' holds no CSV file",
+                     *WHAT_A_RUN_CSV_IS)
+  assert_clean_error(results[1], 'none of the 2 CSV file(s)',
+                     'notes.csv: missing column(s)', 'and 1 more',
+                     *WHAT_A_RUN_CSV_IS)
+  assert_clean_error(results[2], f'{inputs["truncated_csv"]}, line 4',
+                     'cut short or damaged', "rerun the run's command")
+  assert_clean_error(results[3], 'is not a directory', 'pass the directory')
+  assert_accepted(results[4])  # MinAtar runs: raw returns, no human scores.
+  assert_accepted(results[5])  # A run among other CSVs: a warning only.
+  assert 'warning: skipping' in results[5]['stderr']
+  assert 'notes.csv' in results[5]['stderr']
+
+
+def test_compare_published(inputs, tmp_path):
+  empty_file = tmp_path / 'empty.csv'
+  empty_file.write_text('')
+  results = run_cases('analysis.compare_published', [
+      [f'--runs={inputs["empty"]}'],
+      [f'--runs={inputs["unrelated"]}'],
+      [f'--runs={inputs["truncated"]}'],
+      [f'--runs={inputs["truncated_csv"]}'],
+      [f'--runs={empty_file}'],
+      [f'--runs={inputs["missing"]}'],
+  ], tmp_path)
+  assert_clean_error(results[0], 'holds no CSV file', *WHAT_A_RUN_CSV_IS)
+  assert_clean_error(results[1], 'none of the 2 CSV file(s)',
+                     *WHAT_A_RUN_CSV_IS)
+  for result in results[2:4]:
+    assert_clean_error(result, 'line 4', 'cut short or damaged')
+  assert_clean_error(results[4], 'holds no run rows', *WHAT_A_RUN_CSV_IS[:6])
+  assert_clean_error(results[5], 'does not exist', 'pass a directory')
+
+
+def test_evaluate(inputs, tmp_path):
+  run_dir = tmp_path / 'run'
+  (run_dir / 'checkpoints').mkdir(parents=True)
+  damaged = tmp_path / 'damaged'
+  (damaged / 'iteration_000001').mkdir(parents=True)
+  (damaged / 'iteration_000001' / 'meta.json').write_text('{"iterat')
+  results = run_cases('analysis.evaluate', [
+      [f'--checkpoint_dir={inputs["empty"]}'],
+      [f'--checkpoint_dir={inputs["unrelated"]}'],
+      [f'--checkpoint_dir={run_dir}'],
+      [f'--checkpoint_dir={damaged}'],
+      [f'--checkpoint_dir={inputs["missing"]}'],
+  ], tmp_path)
+  for result in (results[0], results[1], results[4]):
+    assert_clean_error(result, 'No checkpoint in',
+                       "Pass a run's --checkpoint_dir")
+  # A run directory instead of its checkpoint directory: the fix is named.
+  assert_clean_error(results[2], 'No checkpoint in',
+                     f'pass --checkpoint_dir={run_dir / "checkpoints"}')
+  assert_clean_error(results[3], 'meta.json is truncated or corrupted',
+                     'Pass another --checkpoint_dir')
+
+
+def test_sweep_status(inputs, tmp_path):
+  # A run directory whose files are cut short is still reported.
+  layout = tmp_path / 'sweep'
+  run_dir = layout / 'cr_dqn' / 'pong' / 'seed_1'
+  write_run(str(run_dir / 'results.csv'), 'cr_dqn', 'pong', 1, [-21, -20])
+  truncate(run_dir / 'results.csv', 30)
+  (run_dir / 'exit.json').write_text('{"returnco')
+  (run_dir / 'run.pid').write_text('{"pid": 1')
+  results = run_cases('experiments.sweep', [
+      ['--status', f'--root_dir={inputs["empty"]}'],
+      ['--status', f'--root_dir={inputs["missing"]}'],
+      ['--status', f'--root_dir={inputs["unrelated"]}'],
+      ['--status', f'--root_dir={layout}'],
+      ['--status', f'--root_dir={inputs["empty"]}', '--agents=cr_dqn',
+       '--games=pong'],
+  ], tmp_path)
+  fix = ('ROOT/<agent>/<game>/seed_<s>/',
+         'Pass the --root_dir the sweep was launched with')
+  assert_clean_error(results[0], 'no run directory under', *fix)
+  assert_clean_error(results[1], 'does not exist', *fix)
+  assert_clean_error(results[2], 'no run directory under', *fix)
+  assert_accepted(results[3])
+  assert 'cr_dqn  pong  1     pending  1          interrupted' in results[3][
+      'stdout']
+  assert_accepted(results[4])  # Expected runs: listed as pending.
+  assert '0 done, 0 running, 0 failed, 1 pending' in results[4]['stdout']
+
+
+def _minatar_run(root, label, game, seed, truncated=False):
+  path = root / label / 'cr_dqn' / game / f'seed_{seed}' / 'results.csv'
+  write_run(str(path), 'cr_dqn', f'minatar-{game}', seed, [0.5, 2.0])
+  with open(path, newline='') as f:
+    rows = list(csv.DictReader(f))
+  for row in rows:  # The report reads the phases' frame rates.
+    row.update(eval_frame_rate='100', train_frame_rate='100')
+  with open(path, 'w', newline='') as f:
+    writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+  if truncated:
+    truncate(path, 30)
+  return path
+
+
+def test_minatar_report(inputs, tmp_path):
+  study = tmp_path / 'study'
+  _minatar_run(study, 'CR-DQN', 'breakout', 1, truncated=True)
+  flags = ['--report', f'--output_dir={tmp_path / "report"}',
+           '--configs=CR-DQN', '--games=breakout', '--seeds=1',
+           '--k_stream_game=', '--num_iterations=1']
+  results = run_cases('experiments.minatar_study', [
+      [f'--root_dir={inputs["empty"]}'] + flags,
+      [f'--root_dir={study}'] + flags,
+      [f'--root_dir={inputs["unrelated"]}'] + flags,
+  ], tmp_path)
+  for result in (results[0], results[2]):
+    assert_clean_error(result, 'none of the 1 planned runs has a results.csv',
+                       'CR-DQN/cr_dqn/breakout/seed_1/results.csv',
+                       'Pass the --root_dir the study ran in')
+  assert_clean_error(results[1], 'seed_1/results.csv, line 3',
+                     'cut short or damaged', "rerun the run's command")
+  assert not (tmp_path / 'report').exists()
+
+
+def test_compare_jitted_minatar(inputs, tmp_path):
+  jitted = tmp_path / 'jitted'
+  _minatar_run(jitted, 'CR-DQN', 'breakout', 1)
+  damaged = tmp_path / 'damaged'
+  _minatar_run(damaged, 'CR-DQN', 'breakout', 1, truncated=True)
+  reference = tmp_path / 'runs.csv'
+  reference.write_text('configuration,game,seed,state,final_eval_return\n'
+                       'CR-DQN,breakout,1,complete,8.5\n'
+                       'CR-DQN,breakout,2,complete,9.')
+  truncate(reference, 3)
+  common = ['--configs=CR-DQN', '--games=breakout', '--num_iterations=1',
+            '--bootstrap_reps=100']
+  good_reference = tmp_path / 'good.csv'
+  good_reference.write_text('configuration,game,seed,state,final_eval_return'
+                            '\nCR-DQN,breakout,1,complete,8.5\n')
+  results = run_cases('analysis.compare_jitted_minatar', [
+      [f'--root_dir={inputs["empty"]}'] + common,
+      [f'--root_dir={jitted}', f'--reference_runs={reference}'] + common,
+      [f'--root_dir={jitted}',
+       f'--reference_runs={inputs["unrelated"] / "notes.csv"}'] + common,
+      [f'--root_dir={jitted}', f'--reference_runs={inputs["missing"]}']
+      + common,
+      [f'--root_dir={damaged}', f'--reference_runs={good_reference}']
+      + common,
+      [f'--root_dir={jitted}', f'--reference_runs={good_reference}']
+      + common,
+  ], tmp_path)
+  assert_clean_error(results[0], 'no jitted run of CR-DQN on breakout',
+                     'Pass the --root_dir of python -m '
+                     'experiments.minatar_study --loop=jitted')
+  assert_clean_error(results[1], 'line 3', 'cut short or damaged',
+                     'Pass the runs.csv')
+  assert_clean_error(results[2], 'missing column(s)', 'Pass the runs.csv')
+  assert_clean_error(results[3], 'no such file', "the study report's runs.csv")
+  assert_clean_error(results[4], 'seed_1/results.csv, line 3',
+                     'cut short or damaged')
+  assert_accepted(results[5])
+  assert '| breakout | CR-DQN |' in results[5]['stdout']
