@@ -123,10 +123,19 @@ _SUMMARY_LINES = ('best mode:', 'speed-up:', 'JAX device:', 'jax ', 'N = M',
 
 
 def tables(text: str) -> str:
-  """Return the table lines and the summary lines of an output."""
-  keep = []
+  """Return the table lines and the summary lines of an output, as markdown
+  (the other kept lines fenced as code)."""
+  blocks: List[Tuple[bool, List[str]]] = []
   for line in text.splitlines():
     s = line.strip()
-    if s.startswith('|') or s.startswith(_SUMMARY_LINES):
-      keep.append(s)
-  return '\n'.join(keep)
+    is_table = s.startswith('|')
+    if not (is_table or s.startswith(_SUMMARY_LINES)):
+      continue
+    if not blocks or blocks[-1][0] != is_table:
+      blocks.append((is_table, []))
+    blocks[-1][1].append(line.rstrip() if not is_table else s)
+  out = []
+  for is_table, lines in blocks:
+    out.append('\n'.join(lines) if is_table else
+               '```\n' + '\n'.join(lines) + '\n```')
+  return '\n\n'.join(out)

@@ -120,15 +120,28 @@ class Speeds:
     return STARTUP_S + MARGIN * (self.minatar_compile_s() + work)
 
   def side_by_side(self, seeds: int, max_processes: int) -> int:
-    """How many MinAtar runs to start at once: 1 unless the benchmark shows
-    that more seeds in flight raise the total rate."""
-    if not self.bench_rates and not any(c > 1 for c, _ in self.run_rates):
-      return 1
-    best, best_total = 1, self.per_seed_rate(seeds, 1)
+    """How many MinAtar runs to start at once: 1 unless the measurements
+    show that more seeds in flight raise the total rate.
+
+    Runs of the plan measured both at 1 and at k processes decide between
+    those; otherwise the benchmark alone does (never the two mixed: a run's
+    rate and a benchmark's are not measured alike).
+    """
+    def total(k: int) -> Optional[float]:
+      measured_1 = self.run_rates.get((1, seeds))
+      measured_k = self.run_rates.get((k, seeds))
+      if measured_1 and measured_k:
+        return k * min(measured_k) / min(measured_1)
+      rate_1, rate_k = self._bench_rate(seeds), self._bench_rate(k * seeds)
+      if rate_1 is None or rate_k is None:
+        return None
+      return k * rate_k * (SHARED_EFFICIENCY if k > 1 else 1.0) / rate_1
+
+    best, best_total = 1, 1.0
     for k in range(2, max_processes + 1):
-      total = k * self.per_seed_rate(seeds, k)
-      if total > SIDE_BY_SIDE_GAIN * best_total:
-        best, best_total = k, total
+      value = total(k)
+      if value is not None and value > SIDE_BY_SIDE_GAIN * best_total:
+        best, best_total = k, value
     return best
 
   # --- Atari ---------------------------------------------------------------

@@ -84,7 +84,7 @@ def render(evidence_dir: str, plan: Sequence[evidence_plan.Piece]) -> str:
       body = f.read().strip().splitlines()
     lines.append(f'### {s["id"]}')
     lines.append('')
-    lines += ['#' + l if l.startswith('#') else l for l in body[1:]]
+    lines += ['##' + l if l.startswith('#') else l for l in body[1:]]
     lines.append('')
   if not any_tables:
     lines += ['No benchmark measured yet.', '']

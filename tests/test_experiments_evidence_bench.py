@@ -67,3 +67,6 @@ def test_tables_keep_the_tables_and_summaries():
   assert 'noise' not in text
   assert '| vector K=64 | 7247 | 450 | 1.1 |' in text
   assert 'speed-up: 7.12' in text
+  # Tables stand apart from the other lines, which are fenced as code.
+  assert text.startswith('```\nJAX device: cuda:0')
+  assert '```\n\n| mode | frames/s |' in text

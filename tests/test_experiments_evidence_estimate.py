@@ -47,6 +47,13 @@ def test_side_by_side_only_where_more_seeds_raise_the_total():
   assert flat.side_by_side(10, 1) == 1
   saturated = est.Speeds('cpu', bench_rates={1: 250.0, 16: 14.0})
   assert saturated.side_by_side(10, 4) == 1
+  # A run's rate is never weighed against a benchmark's.
+  mixed = est.Speeds('gpu', bench_rates={1: 3000.0, 64: 3000.0},
+                     run_rates={(1, 10): [100.0]})
+  assert mixed.side_by_side(10, 2) == 2
+  measured = est.Speeds('gpu', bench_rates={1: 3000.0, 64: 3000.0},
+                        run_rates={(1, 10): [3000.0], (2, 10): [1000.0]})
+  assert measured.side_by_side(10, 2) == 1
 
 
 def test_atari_iterations_that_fit():

@@ -47,7 +47,7 @@ def test_a_session_shows_its_machine_tables_and_done_pieces(tmp_path):
                             'iterations_done': 5}]}]})
   text = evidence_report.render(str(tmp_path), evidence_plan.pieces())
   assert '| s1 | 2026-11-27 | NVIDIA H100 (gpu), 16 CPUs | 0.11.2 |' in text
-  assert '### s1' in text and '### agent' in text
+  assert '### s1' in text and '#### agent' in text
   assert '| reference K=1 | 1686 |' in text
   assert '1 of 14 pieces done' in text
   assert '| s1 | CR-DQN 25.00 (2, 5) |' in text
