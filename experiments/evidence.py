@@ -397,7 +397,7 @@ class Session:
              queue: List[evidence_plan.Piece]) -> bool:
     scale, speeds = self.opts.scale, self.speeds()
     queue.remove(piece)
-    mode = speeds.best_mode or evidence_plan.ATARI_DEFAULT_MODE
+    mode = speeds.best_mode or scale.atari_default_mode
     n = speeds.atari_iterations(mode, self.deadline.left(),
                                 scale.atari_train_frames,
                                 scale.atari_eval_frames,
@@ -452,7 +452,7 @@ class Session:
     one = speeds.minatar_seconds(seeds, scale.minatar_iterations,
                                  scale.minatar_train_steps,
                                  scale.minatar_eval_steps, concurrency=k)
-    mode = speeds.best_mode or evidence_plan.ATARI_DEFAULT_MODE
+    mode = speeds.best_mode or scale.atari_default_mode
     self.say(f'MinAtar run ({seeds} seeds vmapped) ~{one:.0f} s with {k} at a '
              f'time; Atari mode {mode}: one iteration ~'
              f'{speeds.atari_seconds(mode, 1, scale.atari_train_frames, scale.atari_eval_frames):.0f} s')

@@ -72,6 +72,7 @@ class Scale:
   atari_eval_frames: int
   atari_extra: Tuple[str, ...]
   runs_per_piece: Optional[int]  # None: every run of a piece.
+  atari_default_mode: str = ATARI_DEFAULT_MODE  # When no benchmark says.
 
 
 FULL = Scale('full', MINATAR_ITERATIONS, MINATAR_TRAIN_STEPS,
@@ -87,7 +88,7 @@ REHEARSAL = Scale(
     ('--replay_capacity=2000', '--min_replay_capacity_fraction=0.25',
      '--target_network_update_period=400', '--num_quantiles=11',
      '--hidden_size=32'),
-    1)
+    1, 'vector:2')
 SCALES = {s.name: s for s in (FULL, REHEARSAL)}
 
 

@@ -14,6 +14,7 @@ from experiments import evidence
 from experiments import evidence_plan
 from experiments import evidence_report
 from experiments import evidence_store
+from tests import test_experiments_evidence_schedule
 
 GPU = {'device_kind': 'NVIDIA H100 80GB HBM3', 'platform': 'gpu',
        'device_count': 1, 'jax': '0.11.2', 'python': '3.12.3',
@@ -42,15 +43,8 @@ best mode: vector K=64 U=8 device replay
 """
 
 
-class FakeClock:
-  def __init__(self):
-    self.t = 1000.0
-
-  def now(self):
-    return self.t
-
-  def sleep(self, seconds):
-    self.t += seconds
+def FakeClock():  # pylint: disable=invalid-name
+  return test_experiments_evidence_schedule.FakeClock(1000.0)
 
 
 def _flag(argv, name):

@@ -69,6 +69,9 @@ def test_rehearsal_runs_one_run_per_piece_with_two_seeds():
   runs = plan.runs(plan.pieces()[6], plan.REHEARSAL)
   assert len(runs) == 1 and runs[0].seeds == (1, 2)
   assert '--num_iterations=1' in runs[0].argv
+  # Two Atari streams on a CPU unless its benchmark names a mode.
+  assert plan.REHEARSAL.atari_default_mode == 'vector:2'
+  assert plan.FULL.atari_default_mode == plan.ATARI_DEFAULT_MODE
 
 
 def test_packages_agree_with_the_registry():

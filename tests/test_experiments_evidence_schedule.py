@@ -8,8 +8,10 @@ from experiments import evidence_schedule as schedule
 
 
 class FakeClock:
-  def __init__(self):
-    self.t = 0.0
+  """A clock whose sleep only moves its time on."""
+
+  def __init__(self, t=0.0):
+    self.t = t
 
   def now(self):
     return self.t
