@@ -14,7 +14,8 @@ a. measures, once per device kind and code version (skipped when the results
    benchmarks of experiments.evidence_bench: bench_jitted_minatar at 1, 16,
    64 and 256 seeds beside the Python loop, bench_agent's reference and fast
    modes on Breakout, bench_losses at N = 201; with the device, the JAX
-   version and the CPU count. They get at most --measure_share of the budget;
+   version and the CPU count. They get at most --measure_share of the budget
+   (a benchmark that does not fit is skipped and measured next time);
 b. advances the plan (experiments.evidence_plan) with what is left: the
    pieces not yet in the results folder, in order, each started only if its
    estimated duration (experiments.evidence_estimate, from speeds measured on
@@ -79,7 +80,7 @@ def define_flags() -> None:
   flags.DEFINE_enum('measure', 'auto', ['auto', 'always', 'never'],
                     'Benchmarks: auto: unless the results folder holds this '
                     'device kind and code version.')
-  flags.DEFINE_float('measure_share', 0.5, 'Most of the budget the '
+  flags.DEFINE_float('measure_share', 0.8, 'Most of the budget the '
                      'benchmarks may take.')
   flags.DEFINE_bool('rehearsal', False, 'Tiny scale, for a CPU rehearsal.')
   flags.DEFINE_list('pieces', [], 'Only these piece ids (default: the plan).')
@@ -102,7 +103,7 @@ class Options:
   work_dir: str
   scale: evidence_plan.Scale = evidence_plan.FULL
   measure: str = 'auto'
-  measure_share: float = 0.5
+  measure_share: float = 0.8
   only: Sequence[str] = ()
   max_side_by_side: int = 4
   pack_reserve_s: float = 20.0

@@ -250,6 +250,20 @@ def test_an_atari_piece_takes_the_iterations_that_fit_and_is_judged(
   assert judged[3].startswith('--runs=CR-DQN=')
 
 
+def test_sigterm_packs_like_ctrl_c():
+  with pytest.raises(KeyboardInterrupt):
+    evidence._sigterm(15, None)  # pylint: disable=protected-access
+
+
+def test_dry_run_starts_nothing_and_packs_nothing(tmp_path):
+  clock = FakeClock()
+  starter = Starter(clock, DURATIONS)
+  path, lines = _session(tmp_path, clock, starter, 0, dry_run=True)
+  assert path == '' and starter.started == []
+  assert not os.path.exists(tmp_path / 'out')
+  assert any('minatar-cr-vs-qr1-asterix: pending' in l for l in lines)
+
+
 @pytest.mark.timeout(240)
 def test_a_tiny_piece_end_to_end_on_the_cpu(tmp_path):
   """The real command: a rehearsal of the first MinAtar piece (CR-DQN, 2
