@@ -339,10 +339,12 @@ class Session:
     return records
 
   def _piece_record(self, piece: evidence_plan.Piece,
-                    runs: List[Dict[str, Any]], estimate: float
-                    ) -> Dict[str, Any]:
-    status = ('complete' if runs and all(r['status'] == 'complete'
-                                         for r in runs) else 'incomplete')
+                    runs: List[Dict[str, Any]], planned: int,
+                    estimate: float) -> Dict[str, Any]:
+    # Complete: every planned run ran and completed (a deadline between
+    # waves leaves runs that never started).
+    status = ('complete' if len(runs) == planned and
+              all(r['status'] == 'complete' for r in runs) else 'incomplete')
     record = {'id': piece.id, 'title': piece.title, 'status': status,
               'estimate_s': round(estimate), 'runs': runs}
     self.record['pieces'].append(record)
@@ -390,7 +392,7 @@ class Session:
       records += self._run_wave(wave, {})
     for piece, runs in batch:
       self._piece_record(piece, [r for r in records
-                                 if r['piece'] == piece.id], one)
+                                 if r['piece'] == piece.id], len(runs), one)
       queue.remove(piece)
     return True
 
@@ -418,7 +420,7 @@ class Session:
     for run, record in zip(runs, records):
       if record['status'] == 'complete' and piece.judge:
         record['judge'] = self._judge(piece, run)
-    self._piece_record(piece, records, estimate)
+    self._piece_record(piece, records, len(runs), estimate)
     return True
 
   def _judge(self, piece: evidence_plan.Piece, run: evidence_plan.Run) -> str:

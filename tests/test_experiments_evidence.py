@@ -250,6 +250,24 @@ def test_an_atari_piece_takes_the_iterations_that_fit_and_is_judged(
   assert judged[3].startswith('--runs=CR-DQN=')
 
 
+def test_a_piece_whose_second_wave_never_started_is_not_complete(tmp_path):
+  # Earlier runs on this device: fast, one at a time (no benchmark).
+  evidence_store.write_session(
+      str(tmp_path / 'evidence' / 'sessions' / 'earlier'),
+      {'id': 'earlier', 'scale': 'full', 'machine': GPU, 'pieces': [
+          {'id': 'other', 'status': 'complete', 'runs': [
+              {'suite': 'minatar', 'status': 'complete', 'concurrency': 1,
+               'seeds': list(range(10)), 'train_rate': 1e5,
+               'eval_rate': 1e5, 'compile_s': 10.0}]}]})
+  clock = FakeClock()
+  # The first run ends on the deadline (460 s): the second cannot start.
+  starter = Starter(clock, dict(DURATIONS, run_minatar=460))
+  archive, _ = _session(tmp_path, clock, starter, 0, measure='never')
+  (piece,) = _record(archive)['pieces']
+  assert [r['status'] for r in piece['runs']] == ['complete']
+  assert piece['status'] == 'incomplete'
+
+
 def test_sigterm_packs_like_ctrl_c():
   with pytest.raises(KeyboardInterrupt):
     evidence._sigterm(15, None)  # pylint: disable=protected-access
