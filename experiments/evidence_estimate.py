@@ -191,6 +191,9 @@ def speeds(sessions: Iterable[Dict[str, Any]], device_kind: str,
         session.get('scale') != scale):
       continue
     for bench in session.get('benchmarks', ()):
+      if bench.get('status') == 'killed':
+        # Stopped before it ended: next time expect at least twice as long.
+        out.benchmark_seconds[bench['name']] = 2 * bench['seconds']
       if bench.get('status') != 'ok':
         continue
       out.benchmark_seconds[bench['name']] = bench['seconds']

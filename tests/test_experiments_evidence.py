@@ -268,6 +268,17 @@ def test_a_piece_whose_second_wave_never_started_is_not_complete(tmp_path):
   assert piece['status'] == 'incomplete'
 
 
+def test_a_hanging_benchmark_is_stopped_at_twice_its_estimate(tmp_path):
+  clock = FakeClock()
+  starter = Starter(clock, dict(bench_jitted=10_000, **DURATIONS))
+  archive, _ = _session(tmp_path, clock, starter, 0, budget_s=900)
+  record = _record(archive)
+  jitted, agent, losses = record['benchmarks']
+  assert jitted['status'] == 'killed'
+  assert jitted['seconds'] == pytest.approx(2 * 150, abs=2)
+  assert agent['status'] == losses['status'] == 'ok'
+
+
 def test_sigterm_packs_like_ctrl_c():
   with pytest.raises(KeyboardInterrupt):
     evidence._sigterm(15, None)  # pylint: disable=protected-access

@@ -77,7 +77,8 @@ def _session(kind='H100', scale='full'):
           {'name': 'agent', 'status': 'ok', 'seconds': 80.0,
            'figures': {'frames_per_s': {'vector:64': 9000.0},
                        'best_mode': 'vector:64'}},
-          {'name': 'losses', 'status': 'failed', 'seconds': 5.0}],
+          {'name': 'losses', 'status': 'failed', 'seconds': 5.0},
+          {'name': 'other', 'status': 'killed', 'seconds': 60.0}],
       'pieces': [{'runs': [
           {'suite': 'minatar', 'status': 'complete', 'seeds': list(range(10)),
            'concurrency': 2, 'train_rate': 3500.0, 'eval_rate': 7000.0,
@@ -99,4 +100,5 @@ def test_speeds_from_the_sessions_of_the_same_device_kind_and_scale():
   assert s.atari_eval() == 20000.0
   assert s.benchmark_estimate('agent', 999) == est.MARGIN * 80.0
   assert s.benchmark_estimate('losses', 45) == 45
+  assert s.benchmark_estimate('other', 45) == est.MARGIN * 120.0
   assert est.speeds(sessions, 'A100', 'gpu', 'full').bench_rates == {}
