@@ -1,0 +1,559 @@
+r"""One command that turns a lent GPU quarter-hour into committed evidence.
+
+  python -m experiments.evidence --budget_minutes=8 --output_dir=DIR
+  python -m experiments.evidence --ingest=DIR/evidence-<id>.tar.gz
+  python -m experiments.evidence --report            # docs/evidence.md only
+  python -m experiments.evidence --dry_run --output_dir=/tmp/x  # the plan
+
+Within a hard deadline (--budget_minutes, of which the last --pack_reserve_s
+are kept for packing), in one process that runs the project's own command
+lines:
+
+a. measures, once per device kind and code version (skipped when the results
+   folder already holds them; --measure=always|never overrides), the
+   benchmarks of experiments.evidence_bench: bench_jitted_minatar at 1, 16,
+   64 and 256 seeds beside the Python loop, bench_agent's reference and fast
+   modes on Breakout, bench_losses at N = 201; with the device, the JAX
+   version and the CPU count. They get at most --measure_share of the budget
+   (a benchmark that does not fit is skipped and measured next time);
+b. advances the plan (experiments.evidence_plan) with what is left: the
+   pieces not yet in the results folder, in order, each started only if its
+   estimated duration (experiments.evidence_estimate, from speeds measured on
+   this device kind) fits what is left; MinAtar pieces side by side where the
+   measured speeds say that more seeds in flight raise the total rate; an
+   Atari piece takes as many iterations as fit and is judged by
+   analysis.compare_published. Every task's compile time is printed;
+c. packs the session (session.json, the log, each benchmark's output and
+   table, each run's CSV and run.json) into DIR/evidence-<id>.tar.gz; also
+   when the deadline comes, on Ctrl-C or SIGTERM.
+
+--rehearsal runs the same code path at a tiny scale (the plan's first run of
+each piece, 2 seeds, seconds per run) for the CPU. The results folder is
+--evidence_dir (evidence/); --ingest unpacks an archive there and rewrites
+docs/evidence.md (experiments.evidence_report).
+"""
+
+import csv
+import dataclasses
+import datetime
+import glob
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from absl import app
+from absl import flags
+
+from experiments import evidence_bench
+from experiments import evidence_estimate
+from experiments import evidence_plan
+from experiments import evidence_report
+from experiments import evidence_schedule
+from experiments import evidence_store
+
+FLAGS = flags.FLAGS
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PROBE = ('import json, platform, jax; d = jax.devices()[0]; '
+         'print(json.dumps({"platform": d.platform, "device_kind": '
+         'd.device_kind, "device_count": jax.device_count(), "jax": '
+         'jax.__version__, "python": platform.python_version()}))')
+BENCHMARK_CAP = 2.0   # A benchmark is stopped at this many times its estimate.
+_COMPILE = re.compile(r'Finished XLA compilation of (\S+) in ([0-9.]+) sec')
+# JAX_LOG_COMPILES' lines that only repeat shapes: dropped from the logs kept.
+_NOISE = ('with global shapes and types', 'Finished tracing + transforming',
+          'Finished jaxpr to MLIR')
+
+
+def define_flags() -> None:
+  """Define the flags of this entry point (only when run)."""
+  flags.DEFINE_float('budget_minutes', 8.0, 'Hard deadline of the command.')
+  flags.DEFINE_string('output_dir', None, 'Where the archive goes ($OUT).')
+  flags.DEFINE_string('evidence_dir', os.path.join(ROOT, 'evidence'),
+                      'The results folder (progress is read from it).')
+  flags.DEFINE_string('work_dir', None, 'Where the session is written before '
+                      'packing; unset: a folder under /tmp.')
+  flags.DEFINE_enum('measure', 'auto', ['auto', 'always', 'never'],
+                    'Benchmarks: auto: unless the results folder holds this '
+                    'device kind and code version.')
+  flags.DEFINE_float('measure_share', 0.8, 'Most of the budget the '
+                     'benchmarks may take.')
+  flags.DEFINE_bool('rehearsal', False, 'Tiny scale, for a CPU rehearsal.')
+  flags.DEFINE_list('pieces', [], 'Only these piece ids (default: the plan).')
+  flags.DEFINE_integer('max_side_by_side', 4, 'Most MinAtar runs at once.')
+  flags.DEFINE_float('pack_reserve_s', 20.0, 'Seconds kept for packing.')
+  flags.DEFINE_string('ingest', None, 'Unpack this archive into '
+                      '--evidence_dir and rewrite --report_path.')
+  flags.DEFINE_bool('report', False, 'Rewrite --report_path and stop.')
+  flags.DEFINE_string('report_path', os.path.join(ROOT, 'docs', 'evidence.md'),
+                      'The generated report of the results folder.')
+  flags.DEFINE_bool('dry_run', False, 'Print the plan, its progress and the '
+                    'next pieces\' estimates; run nothing.')
+
+
+@dataclasses.dataclass
+class Options:
+  budget_s: float
+  output_dir: str
+  evidence_dir: str
+  work_dir: str
+  scale: evidence_plan.Scale = evidence_plan.FULL
+  measure: str = 'auto'
+  measure_share: float = 0.8
+  only: Sequence[str] = ()
+  max_side_by_side: int = 4
+  pack_reserve_s: float = 20.0
+  dry_run: bool = False
+  python: str = sys.executable
+  root: str = ROOT
+  command: str = ''
+  later_presets: Sequence[str] = ()
+  packages: Dict[str, str] = dataclasses.field(
+      default_factory=lambda: dict(evidence_plan.PACKAGES))
+
+
+def probe_device(python: str) -> Dict[str, Any]:
+  """Return the JAX device and versions, from a child process."""
+  out = subprocess.run([python, '-c', PROBE], capture_output=True, text=True,
+                       timeout=180, cwd=ROOT, check=True)
+  return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def compile_seconds(log_text: str) -> Dict[str, float]:
+  """Return {program: seconds} of JAX_LOG_COMPILES' lines (summed)."""
+  out: Dict[str, float] = {}
+  for m in _COMPILE.finditer(log_text):
+    out[m.group(1)] = out.get(m.group(1), 0.0) + float(m.group(2))
+  return out
+
+
+def clean_log(path: str) -> str:
+  """Drop the shape-only compile lines from a task's log; return its text."""
+  if not os.path.exists(path):
+    return ''
+  with open(path, errors='replace') as f:
+    lines = [l for l in f if not any(n in l for n in _NOISE)]
+  text = ''.join(lines)
+  with open(path, 'w') as f:
+    f.write(text)
+  return text
+
+
+def read_csv_rows(path: str) -> List[Dict[str, str]]:
+  with open(path, newline='') as f:
+    return list(csv.DictReader(f))
+
+
+def _float(text: Optional[str]) -> Optional[float]:
+  try:
+    value = float(text)
+  except (TypeError, ValueError):
+    return None
+  return value if value == value else None
+
+
+def run_results(session_dir: str, run: evidence_plan.Run) -> Dict[str, Any]:
+  """Return the CSVs of a run, its iterations and its last iteration's
+  training and evaluation rates (median over seeds)."""
+  paths = sorted(glob.glob(os.path.join(session_dir, run.results_dir, '**',
+                                        'results.csv'), recursive=True))
+  last, train, evaluation, complete = [], [], [], bool(paths)
+  for path in paths:
+    rows = read_csv_rows(path)
+    iterations = [int(r['iteration']) for r in rows]
+    last.append(max(iterations) if iterations else -1)
+    complete &= bool(iterations) and max(iterations) >= run.iterations
+    if rows:
+      train.append(_float(rows[-1].get('train_frame_rate')))
+      evaluation.append(_float(rows[-1].get('eval_frame_rate')))
+  complete &= len(paths) == len(run.seeds)
+  return {
+      'csvs': [os.path.relpath(p, session_dir) for p in paths],
+      'iterations_done': min(last) if last else -1,
+      'complete': complete,
+      'train_rate': evidence_estimate.median_or_none(
+          v for v in train if v is not None),
+      'eval_rate': evidence_estimate.median_or_none(
+          v for v in evaluation if v is not None),
+  }
+
+
+class Session:
+  """One command's work: measure, advance the plan, pack."""
+
+  def __init__(self, opts: Options, clock: evidence_schedule.Clock,
+               start: Callable[[evidence_schedule.Task],
+                               evidence_schedule.Handle],
+               machine: Dict[str, Any], now_utc: datetime.datetime,
+               say: Callable[[str], None] = print):
+    self.opts, self.clock, self.start = opts, clock, start
+    self.started = clock.now()
+    self.deadline = evidence_schedule.Deadline(
+        clock, opts.budget_s - opts.pack_reserve_s)
+    kind = re.sub(r'[^A-Za-z0-9]+', '-', machine['device_kind']).strip('-')
+    self.id = now_utc.strftime('%Y%m%d-%H%M%S') + '-' + kind.lower()
+    self.dir = os.path.join(opts.work_dir, self.id)
+    os.makedirs(self.dir, exist_ok=True)
+    self.past = evidence_store.load_sessions(opts.evidence_dir)
+    self.record: Dict[str, Any] = {
+        'id': self.id, 'date_utc': now_utc.strftime('%Y-%m-%d'),
+        'started_utc': now_utc.strftime('%Y-%m-%dT%H:%M:%SZ'),
+        'machine': machine, 'command': opts.command,
+        'code_version': evidence_store.code_version(opts.root),
+        'budget_minutes': round(opts.budget_s / 60, 2),
+        'scale': opts.scale.name, 'benchmarks': [], 'pieces': [],
+        'skipped': [], 'status': 'running', 'dir': self.dir}
+    self._say = say
+    self._log = open(os.path.join(self.dir, 'log.txt'), 'a')
+
+  # --- helpers --------------------------------------------------------------
+  def say(self, message: str) -> None:
+    line = f'[{self.clock.now() - self.started:6.0f} s] {message}'
+    self._say(line)
+    self._log.write(line + '\n')
+    self._log.flush()
+
+  def speeds(self) -> evidence_estimate.Speeds:
+    m = self.record['machine']
+    return evidence_estimate.speeds(self.past + [self.record],
+                                    m['device_kind'], m['platform'],
+                                    self.opts.scale.name)
+
+  def _env(self, concurrency: int = 1) -> Dict[str, str]:
+    env = dict(os.environ, JAX_LOG_COMPILES='1', PYTHONUNBUFFERED='1')
+    if concurrency > 1:
+      # Processes sharing one GPU: each its share, none the default 75%.
+      env['XLA_PYTHON_CLIENT_MEM_FRACTION'] = f'{0.9 / concurrency:.2f}'
+    return env
+
+  def _task(self, name: str, argv: Sequence[str], log: str,
+            concurrency: int = 1) -> evidence_schedule.Task:
+    return evidence_schedule.Task(
+        name, [self.opts.python, '-m'] + list(argv),
+        os.path.join(self.dir, log), cwd=self.opts.root,
+        env=self._env(concurrency))
+
+  def _compiled(self, name: str, text: str) -> float:
+    programs = compile_seconds(text)
+    total = sum(programs.values())
+    if programs:
+      top = max(programs, key=programs.get)
+      self.say(f'{name}: compiled {len(programs)} programs in {total:.1f} s '
+               f'(largest {top}: {programs[top]:.1f} s)')
+    return round(total, 1)
+
+  def _save(self) -> None:
+    evidence_store.write_session(self.dir, self.record)
+
+  # --- a. measure -------------------------------------------------------------
+  def measure(self) -> None:
+    m = self.record['machine']
+    if self.opts.measure == 'never':
+      self.say('benchmarks: not measured (--measure=never)')
+      return
+    if self.opts.measure == 'auto':
+      earlier = evidence_store.measured(
+          [s for s in self.past if s.get('scale') == self.opts.scale.name],
+          m['device_kind'], self.record['code_version'])
+      if earlier:
+        self.say(f'benchmarks: {m["device_kind"]} with code '
+                 f'{self.record["code_version"]} measured in {earlier}')
+        return
+    window = evidence_schedule.Deadline(
+        self.clock, min(self.deadline.left(),
+                        self.opts.measure_share * self.opts.budget_s))
+    speeds = self.speeds()
+    tables = []
+    for bench in evidence_bench.benchmarks(self.opts.scale.name):
+      estimate = speeds.benchmark_estimate(bench.name, bench.default_seconds)
+      if not window.fits(estimate):
+        self.say(f'benchmark {bench.name}: needs ~{estimate:.0f} s, '
+                 f'{window.left():.0f} s left for benchmarks: skipped')
+        self.record['skipped'].append(f'benchmark {bench.name}')
+        continue
+      self.say(f'benchmark {bench.name}: {" ".join(bench.argv)} '
+               f'(~{estimate:.0f} s)')
+      log = f'benchmarks/{bench.name}.txt'
+      task = self._task(bench.name, bench.argv, log)
+      # A benchmark that hangs must not take the whole window.
+      cap = evidence_schedule.Deadline(
+          self.clock, min(window.left(), BENCHMARK_CAP * estimate))
+      outcome = evidence_schedule.run_together([task], cap, self.start)[0]
+      text = clean_log(task.log_path)
+      entry = {'name': bench.name, 'command': 'python -m ' +
+               ' '.join(bench.argv), 'status': outcome.status,
+               'returncode': outcome.returncode,
+               'seconds': round(outcome.seconds, 1), 'output': log,
+               'compile_s': self._compiled(bench.name, text),
+               'figures': (evidence_bench.parse(bench, text)
+                           if outcome.status == 'ok' else {})}
+      self.record['benchmarks'].append(entry)
+      self.say(f'benchmark {bench.name}: {outcome.status} in '
+               f'{outcome.seconds:.0f} s')
+      if outcome.status == 'ok':
+        tables.append(f'## {bench.name}\n\n`{entry["command"]}`\n\n' +
+                      evidence_bench.tables(text) + '\n')
+      self._save()
+    if tables:
+      with open(os.path.join(self.dir, 'benchmarks.md'), 'w') as f:
+        f.write(f'# Benchmarks, {m["device_kind"]}, jax {m["jax"]}, '
+                f'{m["cpu_count"]} CPUs, {self.record["date_utc"]}\n\n' +
+                '\n'.join(tables))
+
+  # --- b. advance the plan ------------------------------------------------------
+  def _absolute(self, argv: Sequence[str]) -> List[str]:
+    key = '--results_csv_path='
+    return [key + os.path.join(self.dir, a[len(key):])
+            if a.startswith(key) else a for a in argv]
+
+  def _run_wave(self, runs: Sequence[evidence_plan.Run],
+                extra: Dict[str, Any]) -> List[Dict[str, Any]]:
+    concurrency = len(runs)
+    tasks = []
+    for run in runs:
+      log = f'logs/{run.piece}-{run.label}.txt'
+      tasks.append(self._task(f'{run.piece}/{run.label}',
+                              self._absolute(run.argv), log, concurrency))
+      self.say(f'start {run.piece} {run.label}: python -m '
+               f'{" ".join(run.argv)}')
+    outcomes = evidence_schedule.run_together(tasks, self.deadline,
+                                              self.start)
+    records = []
+    for run, task, outcome in zip(runs, tasks, outcomes):
+      text = clean_log(task.log_path)
+      results = run_results(self.dir, run)
+      status = ('complete' if outcome.status == 'ok' and results['complete']
+                else outcome.status if outcome.status != 'ok' else 'incomplete')
+      record = dict(
+          piece=run.piece, label=run.label, suite=run.suite, seeds=list(run.seeds),
+          command='python -m ' + ' '.join(run.argv), status=status,
+          returncode=outcome.returncode, seconds=round(outcome.seconds, 1),
+          concurrency=concurrency, iterations=run.iterations,
+          log=os.path.relpath(task.log_path, self.dir),
+          compile_s=self._compiled(task.name, text), **results, **extra)
+      self.say(f'{task.name}: {status} in {outcome.seconds:.0f} s, '
+               f'{results["iterations_done"]} iterations, train rate '
+               f'{results["train_rate"]}')
+      records.append(record)
+    return records
+
+  def _piece_record(self, piece: evidence_plan.Piece,
+                    runs: List[Dict[str, Any]], planned: int,
+                    estimate: float) -> Dict[str, Any]:
+    # Complete: every planned run ran and completed (a deadline between
+    # waves leaves runs that never started).
+    status = ('complete' if len(runs) == planned and
+              all(r['status'] == 'complete' for r in runs) else 'incomplete')
+    record = {'id': piece.id, 'title': piece.title, 'status': status,
+              'estimate_s': round(estimate), 'runs': runs}
+    self.record['pieces'].append(record)
+    self._save()
+    return record
+
+  def _minatar_batch(self, queue: List[evidence_plan.Piece]) -> bool:
+    """Run the next MinAtar pieces (side by side where it helps)."""
+    scale, speeds = self.opts.scale, self.speeds()
+    seeds = len(scale.minatar_seeds)
+    k = speeds.side_by_side(seeds, self.opts.max_side_by_side)
+    batch = []
+    for piece in queue:
+      if piece.suite != 'minatar':
+        break
+      runs = evidence_plan.runs(piece, scale, packages=self.opts.packages)
+      if batch and sum(len(r) for _, r in batch) + len(runs) > k:
+        break
+      batch.append((piece, runs))
+    while batch:
+      all_runs = [r for _, r in batch for r in r]
+      c = min(k, len(all_runs))
+      waves = [all_runs[i:i + c] for i in range(0, len(all_runs), c)]
+      one = speeds.minatar_seconds(seeds, scale.minatar_iterations,
+                                   scale.minatar_train_steps,
+                                   scale.minatar_eval_steps, concurrency=c)
+      estimate = len(waves) * one
+      if self.deadline.fits(estimate):
+        break
+      if len(batch) == 1:
+        self.say(f'{batch[0][0].id}: needs ~{estimate:.0f} s, '
+                 f'{self.deadline.left():.0f} s left: not started')
+        self.record['skipped'].append(batch[0][0].id)
+        queue.remove(batch[0][0])
+        return False
+      batch.pop()
+    self.say(f'pieces {", ".join(p.id for p, _ in batch)}: {len(all_runs)} '
+             f'runs, {c} at a time, ~{estimate:.0f} s '
+             f'({speeds.per_seed_rate(seeds, c):.0f} steps/s per seed '
+             f'expected), {self.deadline.left():.0f} s left')
+    records = []
+    for wave in waves:
+      if self.deadline.left() <= 0:
+        break
+      records += self._run_wave(wave, {})
+    for piece, runs in batch:
+      self._piece_record(piece, [r for r in records
+                                 if r['piece'] == piece.id], len(runs), one)
+      queue.remove(piece)
+    return True
+
+  def _atari(self, piece: evidence_plan.Piece,
+             queue: List[evidence_plan.Piece]) -> bool:
+    scale, speeds = self.opts.scale, self.speeds()
+    queue.remove(piece)
+    mode = speeds.best_mode or scale.atari_default_mode
+    n = speeds.atari_iterations(mode, self.deadline.left(),
+                                scale.atari_train_frames,
+                                scale.atari_eval_frames,
+                                evidence_plan.ATARI_MAX_ITERATIONS)
+    if n == 0:
+      one = speeds.atari_seconds(mode, 1, scale.atari_train_frames,
+                                 scale.atari_eval_frames)
+      self.say(f'{piece.id}: one iteration needs ~{one:.0f} s, '
+               f'{self.deadline.left():.0f} s left: not started')
+      self.record['skipped'].append(piece.id)
+      return False
+    estimate = speeds.atari_seconds(mode, n, scale.atari_train_frames,
+                                    scale.atari_eval_frames)
+    self.say(f'{piece.id}: mode {mode}, {n} iterations, ~{estimate:.0f} s')
+    runs = evidence_plan.runs(piece, scale, n, mode, self.opts.packages)
+    records = self._run_wave(runs, {'mode': mode})
+    for run, record in zip(runs, records):
+      if record['status'] == 'complete' and piece.judge:
+        record['judge'] = self._judge(piece, run)
+    self._piece_record(piece, records, len(runs), estimate)
+    return True
+
+  def _judge(self, piece: evidence_plan.Piece, run: evidence_plan.Run) -> str:
+    log = f'judge/{piece.id}.txt'
+    argv = ('analysis.compare_published',
+            f'--runs={run.label}={os.path.join(self.dir, run.results_dir)}')
+    window = evidence_schedule.Deadline(
+        self.clock, self.deadline.left() + self.opts.pack_reserve_s / 2)
+    outcome = evidence_schedule.run_together(
+        [self._task('judge', argv, log)], window, self.start)[0]
+    self.say(f'{piece.id}: compare_published {outcome.status}; see {log}')
+    return log
+
+  def advance(self) -> None:
+    plan = evidence_plan.pieces(self.opts.later_presets)
+    done = evidence_store.done_pieces(self.past)
+    queue = evidence_plan.pending(plan, done, self.opts.only)
+    self.say(f'plan: {len(done)} of {len(plan)} pieces done; next: '
+             f'{", ".join(p.id for p in queue[:3]) or "none"}')
+    while queue and self.deadline.left() > 0:
+      if queue[0].suite == 'minatar':
+        self._minatar_batch(queue)
+      else:
+        self._atari(queue[0], queue)
+
+  def dry_run(self) -> None:
+    plan = evidence_plan.pieces(self.opts.later_presets)
+    done = evidence_store.done_pieces(self.past)
+    speeds, scale = self.speeds(), self.opts.scale
+    seeds = len(scale.minatar_seeds)
+    k = speeds.side_by_side(seeds, self.opts.max_side_by_side)
+    one = speeds.minatar_seconds(seeds, scale.minatar_iterations,
+                                 scale.minatar_train_steps,
+                                 scale.minatar_eval_steps, concurrency=k)
+    mode = speeds.best_mode or scale.atari_default_mode
+    self.say(f'MinAtar run ({seeds} seeds vmapped) ~{one:.0f} s with {k} at a '
+             f'time; Atari mode {mode}: one iteration ~'
+             f'{speeds.atari_seconds(mode, 1, scale.atari_train_frames, scale.atari_eval_frames):.0f} s')
+    for piece in plan:
+      where = done.get(piece.id)
+      self.say(f'  {piece.id}: {"done in " + where if where else "pending"}')
+
+  # --- c. pack ---------------------------------------------------------------------
+  def finish(self, status: str) -> str:
+    self.record['status'] = status
+    self.record['seconds'] = round(self.clock.now() - self.started, 1)
+    self.record['finished_utc'] = datetime.datetime.now(
+        datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+    self._save()
+    self.say(f'session {self.id}: {status}; packing')
+    self._log.close()
+    os.makedirs(self.opts.output_dir, exist_ok=True)
+    return evidence_store.pack(self.dir, self.opts.output_dir)
+
+
+def run_session(opts: Options, clock: evidence_schedule.Clock,
+                start: Callable, machine: Dict[str, Any],
+                now_utc: datetime.datetime,
+                say: Callable[[str], None] = print) -> str:
+  """Measure, advance the plan and pack; return the archive's path.
+
+  An exception (Ctrl-C, SIGTERM) still packs what finished, then propagates.
+  """
+  session = Session(opts, clock, start, machine, now_utc, say)
+  session.say(f'session {session.id} on {machine["device_kind"]} '
+              f'({machine["platform"]}, jax {machine["jax"]}, '
+              f'{machine["cpu_count"]} CPUs); code '
+              f'{session.record["code_version"]}; budget '
+              f'{opts.budget_s:.0f} s')
+  if opts.dry_run:
+    session.dry_run()
+    return ''
+  try:
+    session.measure()
+    session.advance()
+  except BaseException:
+    path = session.finish('interrupted')
+    say(f'archive: {path}')
+    raise
+  path = session.finish('done')
+  say(f'archive: {path}')
+  return path
+
+
+def _sigterm(signum, frame):
+  del signum, frame
+  raise KeyboardInterrupt('SIGTERM')
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  if FLAGS.ingest:
+    target = evidence_store.ingest(FLAGS.ingest, FLAGS.evidence_dir)
+    print(f'ingested into {target}')
+    evidence_report.write(FLAGS.evidence_dir, FLAGS.report_path)
+    print(f'wrote {FLAGS.report_path}')
+    return
+  if FLAGS.report:
+    evidence_report.write(FLAGS.evidence_dir, FLAGS.report_path)
+    print(f'wrote {FLAGS.report_path}')
+    return
+  if not FLAGS.output_dir:
+    raise app.UsageError('Pass --output_dir (where the archive goes).')
+  signal.signal(signal.SIGTERM, _sigterm)
+  clock = evidence_schedule.RealClock()
+  now = datetime.datetime.now(datetime.timezone.utc)
+  machine = dict(probe_device(sys.executable), hostname=platform.node(),
+                 cpu_count=os.cpu_count())
+  packages = evidence_plan.registry_packages()
+  work_dir = FLAGS.work_dir or os.path.join('/tmp', 'evidence-work')
+  opts = Options(
+      budget_s=FLAGS.budget_minutes * 60 - (clock.now() - START),
+      output_dir=FLAGS.output_dir, evidence_dir=FLAGS.evidence_dir,
+      work_dir=work_dir, measure=FLAGS.measure,
+      scale=evidence_plan.REHEARSAL if FLAGS.rehearsal else evidence_plan.FULL,
+      measure_share=FLAGS.measure_share, only=tuple(FLAGS.pieces),
+      max_side_by_side=FLAGS.max_side_by_side,
+      pack_reserve_s=FLAGS.pack_reserve_s, dry_run=FLAGS.dry_run,
+      command=' '.join(['python -m experiments.evidence'] + sys.argv[1:]),
+      later_presets=sorted(packages), packages=packages)
+  try:
+    run_session(opts, clock, evidence_schedule.GroupProcess, machine, now)
+  except KeyboardInterrupt:
+    sys.exit(130)
+
+
+START = evidence_schedule.RealClock().now()
+
+if __name__ == '__main__':
+  define_flags()
+  app.run(main)

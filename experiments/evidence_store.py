@@ -1,0 +1,158 @@
+"""The results folder (evidence/): sessions, what they completed, archives.
+
+Layout: evidence/sessions/<id>/ holds one command's output: session.json (the
+machine, the date, the command, the code version, what ran and how it ended),
+log.txt, benchmarks/<name>.txt (each benchmark's output) and
+runs/<piece>/<preset>/<agent>/<game>/seed_<s>/ (results.csv, run.json). Only
+CSVs, JSON and text: never weights or replays. An archive
+(evidence-<id>.tar.gz) holds sessions/<id>/ and is unpacked into the folder by
+`python -m experiments.evidence --ingest=ARCHIVE`.
+
+What the folder holds is done: a piece counts as done when a session of the
+full scale completed it and its CSVs are there.
+"""
+
+import hashlib
+import json
+import os
+import tarfile
+from typing import Any, Dict, Iterable, List, Optional
+
+SESSIONS = 'sessions'
+SESSION_FILE = 'session.json'
+# The packages whose code sets the speed of a benchmark.
+CODE_PACKAGES = ('losses', 'networks', 'zoo', 'qr_dqn', 'cr_dqn', 'nc_cr_dqn',
+                 'nc_qr_dqn', 'benchmarks')
+MAX_ARCHIVE_BYTES = 16 * 2**20
+
+
+def code_version(root: str, packages: Iterable[str] = CODE_PACKAGES) -> str:
+  """Return a hash of the measured code's .py files (no git needed)."""
+  digest = hashlib.sha256()
+  for package in packages:
+    top = os.path.join(root, package)
+    paths = []
+    for directory, dirs, names in os.walk(top):
+      dirs[:] = sorted(d for d in dirs if d != '__pycache__')
+      paths += [os.path.join(directory, n) for n in names if n.endswith('.py')]
+    for path in sorted(paths):
+      digest.update(os.path.relpath(path, root).encode() + b'\0')
+      with open(path, 'rb') as f:
+        digest.update(f.read() + b'\0')
+  return digest.hexdigest()[:12]
+
+
+def load_sessions(evidence_dir: str) -> List[Dict[str, Any]]:
+  """Return every session.json of the folder, oldest first, with 'dir'."""
+  top = os.path.join(evidence_dir, SESSIONS)
+  if not os.path.isdir(top):
+    return []
+  out = []
+  for name in sorted(os.listdir(top)):
+    path = os.path.join(top, name, SESSION_FILE)
+    if os.path.isfile(path):
+      with open(path) as f:
+        session = json.load(f)
+      session['dir'] = os.path.join(top, name)
+      out.append(session)
+  return out
+
+
+def _csvs_present(session: Dict[str, Any], piece: Dict[str, Any]) -> bool:
+  paths = [p for run in piece.get('runs', ()) for p in run.get('csvs', ())]
+  return bool(paths) and all(
+      os.path.isfile(os.path.join(session['dir'], p)) for p in paths)
+
+
+def done_pieces(sessions: Iterable[Dict[str, Any]]) -> Dict[str, str]:
+  """Return {piece id: id of the first session that completed it}."""
+  done = {}
+  for session in sessions:
+    if session.get('scale') != 'full':
+      continue
+    for piece in session.get('pieces', ()):
+      if (piece.get('status') == 'complete' and piece['id'] not in done and
+          _csvs_present(session, piece)):
+        done[piece['id']] = session['id']
+  return done
+
+
+def measured(sessions: Iterable[Dict[str, Any]], device_kind: str,
+             version: str) -> Optional[str]:
+  """Return the id of a session that measured this device kind and code."""
+  for session in sessions:
+    if (session.get('machine', {}).get('device_kind') == device_kind and
+        session.get('code_version') == version and
+        any(b.get('status') == 'ok' for b in session.get('benchmarks', ()))):
+      return session['id']
+  return None
+
+
+def write_session(session_dir: str, session: Dict[str, Any]) -> None:
+  """Write session.json (atomically: a kill leaves the old one)."""
+  os.makedirs(session_dir, exist_ok=True)
+  path = os.path.join(session_dir, SESSION_FILE)
+  record = {k: v for k, v in session.items() if k != 'dir'}
+  with open(path + '.tmp', 'w') as f:
+    json.dump(record, f, indent=1, sort_keys=True)
+    f.write('\n')
+  os.replace(path + '.tmp', path)
+
+
+def pack(session_dir: str, output_dir: str) -> str:
+  """Pack a session folder into output_dir/evidence-<id>.tar.gz.
+
+  Only text, CSV and JSON files go in (never weights or replays); the archive
+  holds sessions/<id>/.... Raises ValueError if it exceeds MAX_ARCHIVE_BYTES.
+  """
+  session_id = os.path.basename(os.path.normpath(session_dir))
+  path = os.path.join(output_dir, f'evidence-{session_id}.tar.gz')
+  with tarfile.open(path + '.tmp', 'w:gz') as tar:
+    for directory, dirs, names in os.walk(session_dir):
+      dirs.sort()
+      for name in sorted(names):
+        if os.path.splitext(name)[1] not in ('.csv', '.json', '.txt', '.md'):
+          continue
+        full = os.path.join(directory, name)
+        arcname = os.path.join(SESSIONS, session_id,
+                               os.path.relpath(full, session_dir))
+        tar.add(full, arcname=arcname, recursive=False)
+  os.replace(path + '.tmp', path)
+  size = os.path.getsize(path)
+  if size > MAX_ARCHIVE_BYTES:
+    raise ValueError(f'{path} is {size / 2**20:.1f} MiB, over the '
+                     f'{MAX_ARCHIVE_BYTES / 2**20:.0f} MiB that can come back.')
+  return path
+
+
+def ingest(archive: str, evidence_dir: str) -> str:
+  """Unpack an archive of pack() into the folder; return the session dir.
+
+  Refuses members outside sessions/<one id>/, links and special files, and a
+  session the folder already holds.
+  """
+  with tarfile.open(archive, 'r:*') as tar:
+    members = tar.getmembers()
+    ids = set()
+    for m in members:
+      parts = m.name.split('/')
+      if (os.path.isabs(m.name) or '..' in parts or len(parts) < 3 or
+          parts[0] != SESSIONS or not (m.isfile() or m.isdir())):
+        raise ValueError(f'{archive}: unexpected member {m.name!r}.')
+      ids.add(parts[1])
+    if len(ids) != 1:
+      raise ValueError(f'{archive}: holds {len(ids)} sessions, expected 1.')
+    session_id = ids.pop()
+    target = os.path.join(evidence_dir, SESSIONS, session_id)
+    if os.path.exists(target):
+      raise ValueError(f'{target} exists: this session is already in.')
+    if not any(m.name == f'{SESSIONS}/{session_id}/{SESSION_FILE}'
+               for m in members):
+      raise ValueError(f'{archive}: no {SESSION_FILE}.')
+    for m in members:
+      if m.isfile():
+        out = os.path.join(evidence_dir, m.name)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with tar.extractfile(m) as src, open(out, 'wb') as dst:
+          dst.write(src.read())
+  return target

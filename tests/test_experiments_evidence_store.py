@@ -1,0 +1,108 @@
+"""Tests for experiments.evidence_store: sessions, progress, pack, ingest."""
+
+import io
+import json
+import os
+import tarfile
+
+import pytest
+
+from experiments import evidence_store as store
+
+
+def _session(root, sid, scale='full', status='complete', csv=True,
+             device='NVIDIA H100', version='abc', benchmarks=('ok',)):
+  d = os.path.join(root, 'sessions', sid)
+  rel = 'runs/p1/CR-DQN/cr_dqn/breakout/seed_1/results.csv'
+  if csv:
+    os.makedirs(os.path.dirname(os.path.join(d, rel)))
+    with open(os.path.join(d, rel), 'w') as f:
+      f.write('iteration,eval_episode_return\n0,1.0\n')
+  record = {'id': sid, 'scale': scale, 'code_version': version,
+            'machine': {'device_kind': device},
+            'benchmarks': [{'name': 'agent', 'status': s} for s in benchmarks],
+            'pieces': [{'id': 'p1', 'status': status,
+                        'runs': [{'csvs': [rel]}]}]}
+  store.write_session(d, record)
+  return d
+
+
+def test_code_version_follows_the_measured_code_only(tmp_path):
+  for package in ('zoo', 'analysis'):
+    os.makedirs(tmp_path / package)
+    (tmp_path / package / 'a.py').write_text('x = 1\n')
+  first = store.code_version(str(tmp_path), ('zoo',))
+  (tmp_path / 'analysis' / 'a.py').write_text('x = 2\n')
+  assert store.code_version(str(tmp_path), ('zoo',)) == first
+  (tmp_path / 'zoo' / 'a.py').write_text('x = 2\n')
+  assert store.code_version(str(tmp_path), ('zoo',)) != first
+
+
+def test_what_the_folder_holds_is_done(tmp_path):
+  root = str(tmp_path)
+  _session(root, 's1', scale='rehearsal')
+  _session(root, 's2', status='incomplete')
+  assert store.done_pieces(store.load_sessions(root)) == {}
+  _session(root, 's3')
+  _session(root, 's4')
+  assert store.done_pieces(store.load_sessions(root)) == {'p1': 's3'}
+
+
+def test_a_piece_without_its_csvs_is_not_done(tmp_path):
+  _session(str(tmp_path), 's1', csv=False)
+  assert store.done_pieces(store.load_sessions(str(tmp_path))) == {}
+
+
+def test_measured_per_device_kind_and_code_version(tmp_path):
+  root = str(tmp_path)
+  _session(root, 's1', benchmarks=('failed',))
+  sessions = store.load_sessions(root)
+  assert store.measured(sessions, 'NVIDIA H100', 'abc') is None
+  _session(root, 's2')
+  sessions = store.load_sessions(root)
+  assert store.measured(sessions, 'NVIDIA H100', 'abc') == 's2'
+  assert store.measured(sessions, 'NVIDIA H200', 'abc') is None
+  assert store.measured(sessions, 'NVIDIA H100', 'def') is None
+
+
+def test_pack_then_ingest_round_trip_keeps_only_text(tmp_path):
+  d = _session(str(tmp_path / 'work'), 's1')
+  with open(os.path.join(d, 'weights.npz'), 'wb') as f:
+    f.write(b'\0' * 100)
+  out = str(tmp_path / 'out')
+  os.makedirs(out)
+  archive = store.pack(d, out)
+  assert os.path.basename(archive) == 'evidence-s1.tar.gz'
+  with tarfile.open(archive) as tar:
+    names = tar.getnames()
+  assert 'sessions/s1/session.json' in names
+  assert not any(n.endswith('.npz') for n in names)
+  evidence = str(tmp_path / 'evidence')
+  target = store.ingest(archive, evidence)
+  assert store.done_pieces(store.load_sessions(evidence)) == {'p1': 's1'}
+  assert target.endswith(os.path.join('sessions', 's1'))
+  with pytest.raises(ValueError, match='already in'):
+    store.ingest(archive, evidence)
+
+
+def _archive(path, names):
+  with tarfile.open(path, 'w:gz') as tar:
+    for name in names:
+      data = json.dumps({'id': 'x'}).encode()
+      info = tarfile.TarInfo(name)
+      info.size = len(data)
+      tar.addfile(info, io.BytesIO(data))
+
+
+@pytest.mark.parametrize('names', [
+    ['sessions/x/session.json', '../evil.txt'],
+    ['sessions/x/../../evil.json', 'sessions/x/session.json'],
+    ['sessions/x/session.json', 'sessions/y/session.json'],
+    ['sessions/x/log.txt'],
+])
+def test_ingest_refuses_what_is_not_one_session(tmp_path, names):
+  path = str(tmp_path / 'a.tar.gz')
+  _archive(path, names)
+  with pytest.raises(ValueError):
+    store.ingest(path, str(tmp_path / 'evidence'))
+  assert not os.path.exists(tmp_path / 'evil.txt')
