@@ -18,6 +18,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # A stand-in for `python -m <agent>.run_atari`: resumes from its CSV, writes a
 # row per iteration atomically, logs start/end times to --trace, and can fail.
+# --wait_for_starts=N holds a run until N runs have started (or 60 s passed),
+# so that runs launched side by side overlap however slowly a busy machine
+# starts them, and runs launched one at a time never do.
 FAKE_RUN = textwrap.dedent('''
     import argparse, csv, os, sys, time
     p = argparse.ArgumentParser()
@@ -27,6 +30,7 @@ FAKE_RUN = textwrap.dedent('''
     p.add_argument('--seed', type=int)
     p.add_argument('--num_iterations', type=int, default=200)
     p.add_argument('--sleep', type=float, default=0.0)
+    p.add_argument('--wait_for_starts', type=int, default=0)
     p.add_argument('--fail_seed', type=int, default=-1)
     a = p.parse_args()
     columns = %r
@@ -36,6 +40,10 @@ FAKE_RUN = textwrap.dedent('''
     if a.trace:
       with open(a.trace, 'a') as f:
         f.write('start %%f %%d\\n' %% (time.time(), len(rows)))
+    deadline = time.time() + 60
+    while (a.wait_for_starts and time.time() < deadline and
+           open(a.trace).read().count('start') < a.wait_for_starts):
+      time.sleep(0.01)
     time.sleep(a.sleep)
     for i in range(len(rows), a.num_iterations + 1):
       if a.seed == a.fail_seed and i == 1:
@@ -164,7 +172,7 @@ def test_local_sweep_runs_in_parallel_then_skips_finished_runs(
   trace = tmp_path / 'trace.txt'
   specs = make_specs(tmp_path / 'runs', fake_template, agents=('cr_dqn',
                                                                'qr_dqn'),
-                     extra=['--num_iterations=2', '--sleep=1.0',
+                     extra=['--num_iterations=2', '--wait_for_starts=2',
                             f'--trace={trace}'])
   results = sweep.run_local(specs, parallel=2)
   assert results == {s.run_dir: 0 for s in specs}
