@@ -11,8 +11,11 @@ cache read and write, so that processes never read a half-written entry.
 """
 
 import os
+import resource
 import shutil
 import tempfile
+
+import pytest
 
 _CACHE_ENV = 'JAX_COMPILATION_CACHE_DIR'
 _made_here = None
@@ -34,16 +37,37 @@ def pytest_unconfigure(config):
 
 # The suite's budget, reported rather than asserted: every test over
 # LONG_SECONDS must be marked `long` with its reason, and the summary names
-# the ones that are not.
+# the ones that are not. Beside each test's wall time, its CPU time (this
+# process and the processes it started and waited for), which a busy machine
+# does not inflate: the figure to shrink.
 LONG_SECONDS = 60.0
 _seconds = {}
+_cpu_seconds = {}
 _long_reasons = {}
 
 
+def _cpu_now():
+  own = resource.getrusage(resource.RUSAGE_SELF)
+  children = resource.getrusage(resource.RUSAGE_CHILDREN)
+  return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def pytest_runtest_setup(item):
+  item.stash[_CPU_START] = _cpu_now()
   marker = item.get_closest_marker('long')
   if marker is not None:
     item.user_properties.append(('long_reason', marker.kwargs.get('reason', '')))
+
+
+_CPU_START = pytest.StashKey[float]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+  if call.when == 'teardown' and _CPU_START in item.stash:
+    item.user_properties.append(
+        ('cpu_seconds', _cpu_now() - item.stash[_CPU_START]))
+  yield
 
 
 def pytest_runtest_logreport(report):
@@ -51,6 +75,8 @@ def pytest_runtest_logreport(report):
   for key, value in report.user_properties:
     if key == 'long_reason':
       _long_reasons[report.nodeid] = value
+    elif key == 'cpu_seconds' and report.when == 'teardown':
+      _cpu_seconds[report.nodeid] = value
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -60,8 +86,13 @@ def pytest_terminal_summary(terminalreporter):
   over = sorted(((s, n) for n, s in _seconds.items() if s > LONG_SECONDS),
                 reverse=True)
   terminalreporter.section('test budget')
-  write(f'{len(_seconds)} tests, {sum(_seconds.values()):.0f} s of test time '
-        f'in all (setup, call and teardown; summed over workers)')
+  write(f'{len(_seconds)} tests: {sum(_seconds.values()):.0f} s of test time, '
+        f'{sum(_cpu_seconds.values()):.0f} s of CPU time (summed over the '
+        'workers and the processes the tests started)')
+  write('the ten that take the most CPU time:')
+  for nodeid, seconds in sorted(_cpu_seconds.items(),
+                                key=lambda item: -item[1])[:10]:
+    write(f'{seconds:6.1f} s  {nodeid}')
   for seconds, nodeid in over:
     if nodeid in _long_reasons:
       write(f'long, {seconds:.0f} s: {nodeid} ({_long_reasons[nodeid]})')
