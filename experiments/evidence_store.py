@@ -106,22 +106,25 @@ def write_figures(session_dir: str, rows: Iterable[Dict[str, str]]) -> None:
       writer.writerow({k: row.get(k, '') for k in FIGURE_COLUMNS})
 
 
+# The figures a benchmark's parsed output gives: {benchmark name: (its
+# figures' field, key, what, unit)}, keyed and described by each entry's name.
+BENCHMARK_FIGURES = {
+    'agent': ('frames_per_s', 'atari.bench_agent.{}',
+              'training frames/s, {} (`bench_agent`, Breakout)', 'frames/s'),
+    'jitted_minatar': ('steps_per_s_per_seed', 'minatar.jitted.x{}',
+                       'jitted MinAtar loop, {} vmapped seeds '
+                       '(`bench_jitted_minatar`)', 'steps/s per seed'),
+}
+
+
 def _benchmark_figures(bench: Dict[str, Any]) -> List[Dict[str, str]]:
-  figures, command = bench.get('figures', {}), bench.get('command', '')
-  out = []
-  if bench['name'] == 'agent':
-    for mode, value in figures.get('frames_per_s', {}).items():
-      out.append({'key': f'atari.bench_agent.{mode}', 'what': 'training '
-                  f'frames/s, {mode} (`bench_agent`, Breakout)',
-                  'value': f'{value:,.0f}', 'unit': 'frames/s',
-                  'command': command, 'note': ''})
-  elif bench['name'] == 'jitted_minatar':
-    for seeds, value in figures.get('steps_per_s_per_seed', {}).items():
-      out.append({'key': f'minatar.jitted.x{seeds}', 'what': 'jitted MinAtar '
-                  f'loop, {seeds} vmapped seeds (`bench_jitted_minatar`)',
-                  'value': f'{value:,.0f}', 'unit': 'steps/s per seed',
-                  'command': command, 'note': ''})
-  return out
+  if bench['name'] not in BENCHMARK_FIGURES:
+    return []
+  field, key, what, unit = BENCHMARK_FIGURES[bench['name']]
+  return [{'key': key.format(name), 'what': what.format(name),
+           'value': f'{value:,.0f}', 'unit': unit,
+           'command': bench.get('command', ''), 'note': ''}
+          for name, value in bench.get('figures', {}).get(field, {}).items()]
 
 
 def figures(session: Dict[str, Any]) -> List[Dict[str, str]]:
