@@ -2,6 +2,7 @@ r"""Check runs against the published curves, iteration by iteration.
 
   python -m analysis.compare_published --runs=runs/cr_dqn/pong
   python -m analysis.compare_published --runs=QR-DQN-0=runs_k0 --plot=/tmp/check.png
+  python -m analysis.compare_published --evidence_dir=evidence   # the results folder
 
 For each of our runs and each of its iterations, prints our evaluation return
 next to the published seeds of the same agent and game at the same frame (min,
@@ -92,6 +93,10 @@ def define_flags() -> None:
       'runs', [], 'Our runs: a directory tree of run CSVs or one CSV file, as '
       'PATH or LABEL=PATH; a LABEL naming a published variant (' +
       ', '.join(VARIANTS) + ') fixes the variant. Repeatable.')
+  flags.DEFINE_string(
+      'evidence_dir', None, 'Also the Atari runs of this results folder '
+      '(evidence/): each run set sessions/<id>/runs/<piece>/<preset>/ of its '
+      'result sessions, labelled by its preset.')
   flags.DEFINE_string(
       'plot', None, 'Also draw the comparison into this .png or .pdf file.')
 
@@ -438,6 +443,18 @@ def load_labelled_runs(args: Sequence[str]
   return out
 
 
+def load_evidence_runs(evidence_dir: str) -> List[Tuple[str, run_data.Run]]:
+  """Load the Atari runs of a results folder, labelled by their preset."""
+  out = []
+  for _, label, directory in run_data.evidence_run_sets(evidence_dir):
+    runs = run_data.load_run_dir(directory, label)
+    out.extend((label, run) for run in runs if not run_data.is_minatar(run.game))
+  if not out:
+    raise ValueError(f'--evidence_dir: {evidence_dir!r} holds no Atari run '
+                     'yet (a session\'s runs/<piece>/<preset>/...).')
+  return out
+
+
 def parse_runs_arg(arg: str) -> Tuple[str, str]:
   """Split 'LABEL=PATH' or 'PATH' (a directory or a CSV file)."""
   if os.path.exists(arg):
@@ -445,11 +462,12 @@ def parse_runs_arg(arg: str) -> Tuple[str, str]:
   return run_data.parse_runs_arg(arg)
 
 
-def check_arguments(runs: Sequence[str], plot_path: Optional[str]) -> None:
+def check_arguments(runs: Sequence[str], plot_path: Optional[str],
+                    evidence_dir: Optional[str] = None) -> None:
   """Raise ValueError naming a bad argument, before any work."""
-  if not runs:
+  if not runs and not evidence_dir:
     raise ValueError('Pass --runs=PATH (a directory of run CSVs or a CSV '
-                     'file), repeatable.')
+                     'file), repeatable, or --evidence_dir=evidence.')
   for arg in runs:
     _, path = parse_runs_arg(arg)
     if not os.path.exists(path):
@@ -472,8 +490,12 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   try:
-    check_arguments(FLAGS.runs, FLAGS.plot)
-    comparisons = compare_all(load_labelled_runs(FLAGS.runs))
+    check_arguments(FLAGS.runs, FLAGS.plot, FLAGS.evidence_dir)
+    runs = load_labelled_runs(FLAGS.runs)
+    if FLAGS.evidence_dir:
+      runs += load_evidence_runs(FLAGS.evidence_dir)
+      run_data.check_unique(run for _, run in runs)
+    comparisons = compare_all(runs)
   except ValueError as e:
     sys.exit(f'Error: {e}')
   print('\n\n'.join(format_comparison(c) for c in comparisons))

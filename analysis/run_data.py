@@ -8,6 +8,7 @@ import csv
 import dataclasses
 import gzip
 import importlib.resources
+import json
 import math
 import os
 import sys
@@ -207,6 +208,56 @@ def find_run_files(root: str) -> List[str]:
       if name.endswith('.csv') or name.endswith('.csv.gz'):
         found.append(os.path.join(dirpath, name))
   return sorted(found)
+
+
+# The results folder (evidence/): sessions/<id>/session.json and the runs at
+# sessions/<id>/runs/<piece>/<label>/<agent>/<game>/seed_<s>/results.csv.
+EVIDENCE_RESULT_SCALES = ('full', 'recorded')  # Not a rehearsal's runs.
+
+
+def evidence_run_sets(evidence_dir: str) -> List[Tuple[str, str, str]]:
+  """Return (session id, label, directory) of each run set of the results
+  folder: runs/<piece>/<label>/ of its result sessions (scale 'full' or
+  'recorded'), oldest session first. A later session's set of the same piece
+  and label replaces an earlier one (a piece rerun after an incomplete try).
+  """
+  top = os.path.join(evidence_dir, 'sessions')
+  if not os.path.isdir(top):
+    raise ValueError(f'{evidence_dir!r} holds no sessions/ folder: pass the '
+                     'results folder (evidence/).')
+  latest = {}
+  for session in sorted(os.listdir(top)):
+    path = os.path.join(top, session, 'session.json')
+    if not os.path.isfile(path):
+      continue
+    with open(path) as f:
+      if json.load(f).get('scale') not in EVIDENCE_RESULT_SCALES:
+        continue
+    runs = os.path.join(top, session, 'runs')
+    for piece in sorted(os.listdir(runs)) if os.path.isdir(runs) else ():
+      for label in sorted(os.listdir(os.path.join(runs, piece))):
+        directory = os.path.join(runs, piece, label)
+        if os.path.isdir(directory):
+          latest[(piece, label)] = (session, label, directory)
+  return list(latest.values())
+
+
+def evidence_csv(evidence_dir: str, label: str, game: str,
+                 seed: int) -> Optional[str]:
+  """Return the newest results.csv of the results folder for a label (the
+  preset or study configuration), a game ('asterix' or 'minatar-asterix')
+  and a seed; None if it holds none."""
+  found = None
+  for _, set_label, directory in evidence_run_sets(evidence_dir):
+    if set_label != label:
+      continue
+    for agent in sorted(os.listdir(directory)):
+      for name in (game, MINATAR_PREFIX + game):
+        path = os.path.join(directory, agent, name, f'seed_{seed}',
+                            'results.csv')
+        if os.path.isfile(path):
+          found = path
+  return found
 
 
 def check_unique(runs: Iterable[Run]) -> List[Run]:

@@ -2,7 +2,7 @@ r"""One command that turns a lent GPU quarter-hour into committed evidence.
 
   python -m experiments.evidence --budget_minutes=8 --output_dir=DIR
   python -m experiments.evidence --ingest=DIR/evidence-<id>.tar.gz
-  python -m experiments.evidence --report            # docs/evidence.md only
+  python -m experiments.evidence --report            # the pages only
   python -m experiments.evidence --dry_run --output_dir=/tmp/x  # the plan
 
 Within a hard deadline (--budget_minutes, of which the last --pack_reserve_s
@@ -509,6 +509,18 @@ def run_session(opts: Options, clock: evidence_schedule.Clock,
   return path
 
 
+def write_reports() -> None:
+  """Rewrite --report_path and, from the repository's own results folder,
+  the generated sections of the README and the docs."""
+  evidence_report.write(FLAGS.evidence_dir, FLAGS.report_path)
+  print(f'wrote {FLAGS.report_path}')
+  if os.path.abspath(FLAGS.evidence_dir) != os.path.join(ROOT, 'evidence'):
+    print('the README and the docs follow evidence/ only: not rewritten')
+    return
+  for page in evidence_report.write_pages(ROOT, FLAGS.evidence_dir):
+    print(f'wrote {page}')
+
+
 def _sigterm(signum, frame):
   del signum, frame
   raise KeyboardInterrupt('SIGTERM')
@@ -517,15 +529,11 @@ def _sigterm(signum, frame):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  if FLAGS.ingest:
-    target = evidence_store.ingest(FLAGS.ingest, FLAGS.evidence_dir)
-    print(f'ingested into {target}')
-    evidence_report.write(FLAGS.evidence_dir, FLAGS.report_path)
-    print(f'wrote {FLAGS.report_path}')
-    return
-  if FLAGS.report:
-    evidence_report.write(FLAGS.evidence_dir, FLAGS.report_path)
-    print(f'wrote {FLAGS.report_path}')
+  if FLAGS.ingest or FLAGS.report:
+    if FLAGS.ingest:
+      target = evidence_store.ingest(FLAGS.ingest, FLAGS.evidence_dir)
+      print(f'ingested into {target}')
+    write_reports()
     return
   if not FLAGS.output_dir:
     raise app.UsageError('Pass --output_dir (where the archive goes).')

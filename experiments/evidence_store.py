@@ -3,7 +3,10 @@
 Layout: evidence/sessions/<id>/ holds one command's output: session.json (the
 machine, the date, the command, the code version, what ran and how it ended),
 log.txt, benchmarks/<name>.txt (each benchmark's output) and
-runs/<piece>/<preset>/<agent>/<game>/seed_<s>/ (results.csv, run.json). Only
+runs/<piece>/<preset>/<agent>/<game>/seed_<s>/ (results.csv, run.json). A
+session of scale 'recorded' holds figures measured before the evidence command
+existed, in figures.csv (one row a figure: key, what, value, unit, command,
+note), with the machine and date in its session.json. Only
 CSVs, JSON and text: never weights or replays. An archive
 (evidence-<id>.tar.gz) holds sessions/<id>/ and is unpacked into the folder by
 `python -m experiments.evidence --ingest=ARCHIVE`.
@@ -12,6 +15,7 @@ What the folder holds is done: a piece counts as done when a session of the
 full scale completed it and its CSVs are there.
 """
 
+import csv
 import hashlib
 import json
 import os
@@ -24,6 +28,10 @@ SESSION_FILE = 'session.json'
 CODE_PACKAGES = ('losses', 'networks', 'zoo', 'qr_dqn', 'cr_dqn', 'nc_cr_dqn',
                  'nc_qr_dqn', 'benchmarks')
 MAX_ARCHIVE_BYTES = 16 * 2**20
+FIGURES_FILE = 'figures.csv'
+FIGURE_COLUMNS = ('key', 'what', 'value', 'unit', 'command', 'note')
+# Sessions whose figures and runs are results (a rehearsal's are not).
+RESULT_SCALES = ('full', 'recorded')
 
 
 def code_version(root: str, packages: Iterable[str] = CODE_PACKAGES) -> str:
@@ -86,6 +94,55 @@ def measured(sessions: Iterable[Dict[str, Any]], device_kind: str,
         any(b.get('status') == 'ok' for b in session.get('benchmarks', ()))):
       return session['id']
   return None
+
+
+def write_figures(session_dir: str, rows: Iterable[Dict[str, str]]) -> None:
+  """Write a session's figures.csv (FIGURE_COLUMNS, in the given order)."""
+  os.makedirs(session_dir, exist_ok=True)
+  with open(os.path.join(session_dir, FIGURES_FILE), 'w', newline='') as f:
+    writer = csv.DictWriter(f, FIGURE_COLUMNS, lineterminator='\n')
+    writer.writeheader()
+    for row in rows:
+      writer.writerow({k: row.get(k, '') for k in FIGURE_COLUMNS})
+
+
+# The figures a benchmark's parsed output gives: {benchmark name: (its
+# figures' field, key, what, unit)}, keyed and described by each entry's name.
+BENCHMARK_FIGURES = {
+    'agent': ('frames_per_s', 'atari.bench_agent.{}',
+              'training frames/s, {} (`bench_agent`, Breakout)', 'frames/s'),
+    'jitted_minatar': ('steps_per_s_per_seed', 'minatar.jitted.x{}',
+                       'jitted MinAtar loop, {} vmapped seeds '
+                       '(`bench_jitted_minatar`)', 'steps/s per seed'),
+}
+
+
+def _benchmark_figures(bench: Dict[str, Any]) -> List[Dict[str, str]]:
+  if bench['name'] not in BENCHMARK_FIGURES:
+    return []
+  field, key, what, unit = BENCHMARK_FIGURES[bench['name']]
+  return [{'key': key.format(name), 'what': what.format(name),
+           'value': f'{value:,.0f}', 'unit': unit,
+           'command': bench.get('command', ''), 'note': ''}
+          for name, value in bench.get('figures', {}).get(field, {}).items()]
+
+
+def figures(session: Dict[str, Any]) -> List[Dict[str, str]]:
+  """Return a result session's figures: its figures.csv rows, then those
+  parsed from its benchmarks; each with 'session' and 'date'."""
+  if session.get('scale') not in RESULT_SCALES:
+    return []
+  rows = []
+  path = os.path.join(session['dir'], FIGURES_FILE)
+  if os.path.isfile(path):
+    with open(path, newline='') as f:
+      rows += list(csv.DictReader(f))
+  for bench in session.get('benchmarks', ()):
+    if bench.get('status') == 'ok':
+      rows += _benchmark_figures(bench)
+  for row in rows:
+    row.update(session=session['id'], date=session.get('date_utc', '?'))
+  return rows
 
 
 def write_session(session_dir: str, session: Dict[str, Any]) -> None:

@@ -4,6 +4,8 @@ r"""The MinAtar study: the paper's five agents x games x seeds, on the sweep.
   python -m experiments.minatar_study --root_dir=runs/minatar_study --parallel=2
   python -m experiments.minatar_study --root_dir=runs/minatar_study --report \
       --output_dir=docs/minatar
+  python -m experiments.minatar_study --report --evidence_dir=evidence \
+      --configs=CR-DQN,QR-DQN-1 --games=asterix --seeds=1,2,3 --output_dir=DIR
   python -m experiments.minatar_study --loop=jitted --root_dir=runs/minatar_jitted
 
 --loop=jitted (zoo.jitted_loop, docs/minatar-jitted-loop.md) runs each
@@ -26,7 +28,9 @@ configuration live in ROOT/<label>/<agent>/<game>/seed_<s>/ (experiments.sweep's
 layout), so relaunching skips finished runs and resumes the others. Runs are
 ordered seed by seed, so that a study stopped early holds whole seeds.
 --report writes the report of the planned runs (analysis.minatar_report: the
-same flags name the same runs) and runs nothing.
+same flags name the same runs) and runs nothing; with --evidence_dir it reads
+them from the results folder (the evidence command's sessions:
+runs/<piece>/<configuration>/<agent>/<game>/seed_<s>/) instead of --root_dir.
 """
 
 import os
@@ -40,6 +44,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
+from analysis import run_data
 from experiments import sweep
 from zoo import agents
 from zoo import files
@@ -123,6 +128,10 @@ def define_flags() -> None:
   flags.DEFINE_bool('report', False, 'Write the report of the planned runs '
                     'into --output_dir; run nothing.')
   flags.DEFINE_string('output_dir', 'docs/minatar', 'Where --report writes.')
+  flags.DEFINE_string('evidence_dir', None, 'With --report: read the runs '
+                      'from this results folder (evidence/) instead of '
+                      '--root_dir: the newest results.csv of each '
+                      'configuration, game and seed in its sessions.')
   flags.DEFINE_string('machine', None, 'Where the runs ran, for the report '
                       "(default: this machine's CPU and cores).")
   flags.DEFINE_integer('bootstrap_reps', 50_000, 'Bootstrap resamples.')
@@ -354,7 +363,21 @@ def _report(runs, configs: Sequence[Config], games: Sequence[str]) -> None:
   # pylint: enable=g-import-not-at-top
   planned = [(label, spec.game, spec.seed, spec.results_csv_path)
              for label, spec in runs]
+  where = FLAGS.root_dir
+  if FLAGS.evidence_dir:
+    where = FLAGS.evidence_dir
+    try:
+      planned = [(label, game, seed, run_data.evidence_csv(
+          FLAGS.evidence_dir, label, game, seed) or path)
+                 for label, game, seed, path in planned]
+    except ValueError as e:
+      raise app.UsageError(f'--evidence_dir: {e}')
   if not any(os.path.exists(path) for _, _, _, path in planned):
+    if FLAGS.evidence_dir:
+      sys.exit(f'Error: --report: none of the {len(planned)} planned runs '
+               f'has a results.csv in {where} (its sessions\' runs/<piece>/'
+               '<configuration>/<agent>/<game>/seed_<s>/). Pass the '
+               '--configs, --games and --seeds it holds.')
     sys.exit(f'Error: --report: none of the {len(planned)} planned runs has a '
              f'results.csv under {FLAGS.root_dir} (they would be '
              f'{os.path.relpath(planned[0][3], FLAGS.root_dir)} and the '
@@ -405,8 +428,11 @@ def _report(runs, configs: Sequence[Config], games: Sequence[str]) -> None:
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  if not FLAGS.root_dir:
-    raise app.UsageError('--root_dir is required.')
+  if not FLAGS.root_dir and not (FLAGS.report and FLAGS.evidence_dir):
+    raise app.UsageError('--root_dir is required (or, with --report, '
+                         '--evidence_dir).')
+  if FLAGS.evidence_dir and not FLAGS.report:
+    raise app.UsageError('--evidence_dir is read by --report only.')
   if FLAGS.loop == 'jitted':
     apply_jitted_defaults()
   configs, games, seeds = _validate()
@@ -415,8 +441,8 @@ def main(argv):
                          FLAGS.num_eval_frames)
   except ValueError as e:
     raise app.UsageError(str(e))
-  runs = plan(FLAGS.root_dir, configs, games, seeds, FLAGS.k_stream_game,
-              common)
+  runs = plan(FLAGS.root_dir or FLAGS.evidence_dir, configs, games, seeds,
+              FLAGS.k_stream_game, common)
   if FLAGS.report or not FLAGS.dry_run:  # Both run MinAtar games.
     try:
       minatar_env.check_installed()

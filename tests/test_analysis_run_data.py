@@ -1,6 +1,7 @@
 """Tests for analysis.run_data: loading runs by their content."""
 
 import csv
+import json
 import os
 
 import numpy as np
@@ -137,3 +138,38 @@ def test_minatar_prefix_is_the_minatar_suites():
   assert run_data.MINATAR_PREFIX == run_minatar.MINATAR.csv_prefix
   assert run_data.is_minatar('minatar-breakout')
   assert not run_data.is_minatar('breakout')
+
+
+def _evidence_session(root, sid, scale, sets):
+  """sets: (piece, label, agent, game, seed) of each run CSV."""
+  d = os.path.join(root, 'sessions', sid)
+  os.makedirs(d)
+  with open(os.path.join(d, 'session.json'), 'w') as f:
+    json.dump({'id': sid, 'scale': scale}, f)
+  for piece, label, agent, game, seed in sets:
+    write_run(os.path.join(d, 'runs', piece, label, agent, game,
+                           f'seed_{seed}', 'results.csv'), agent, game, seed,
+              [1.0])
+  return d
+
+
+def test_evidence_run_sets_of_result_sessions_newest_first(tmp_path):
+  root = str(tmp_path)
+  _evidence_session(root, 'a', 'full',
+                    [('p1', 'CR-DQN', 'cr_dqn', 'breakout', 1),
+                     ('p2', 'QR-DQN-1', 'qr_dqn', 'minatar-asterix', 1)])
+  _evidence_session(root, 'b', 'recorded',
+                    [('p1', 'CR-DQN', 'cr_dqn', 'breakout', 1)])
+  _evidence_session(root, 'c', 'rehearsal',
+                    [('p1', 'CR-DQN', 'cr_dqn', 'breakout', 1)])
+  sets = run_data.evidence_run_sets(root)
+  assert [(s, label) for s, label, _ in sets] == [('b', 'CR-DQN'),
+                                                  ('a', 'QR-DQN-1')]
+  assert sets[0][2] == os.path.join(root, 'sessions', 'b', 'runs', 'p1',
+                                    'CR-DQN')
+  assert run_data.evidence_csv(root, 'QR-DQN-1', 'asterix', 1).endswith(
+      os.path.join('a', 'runs', 'p2', 'QR-DQN-1', 'qr_dqn', 'minatar-asterix',
+                   'seed_1', 'results.csv'))
+  assert run_data.evidence_csv(root, 'QR-DQN-1', 'asterix', 2) is None
+  with pytest.raises(ValueError, match='no sessions'):
+    run_data.evidence_run_sets(str(tmp_path / 'nothing'))

@@ -316,3 +316,18 @@ def test_a_tiny_piece_end_to_end_on_the_cpu(tmp_path):
   evidence_store.ingest(str(out / archive), str(evidence_dir))
   report = evidence_report.render(str(evidence_dir), evidence_plan.pieces())
   assert record['id'] in report and 'rehearsal' in report
+
+
+def test_report_rewrites_the_readme_from_the_repository_folder_only(tmp_path):
+  readme = os.path.join(evidence.ROOT, 'README.md')
+  with open(readme) as f:
+    before = f.read()
+  result = subprocess.run(
+      [sys.executable, '-m', 'experiments.evidence', '--report',
+       f'--evidence_dir={tmp_path}', f'--report_path={tmp_path / "e.md"}'],
+      capture_output=True, text=True, cwd=evidence.ROOT, timeout=120)
+  assert result.returncode == 0, result.stdout + result.stderr
+  assert 'follow evidence/ only: not rewritten' in result.stdout
+  assert 'None yet' in (tmp_path / 'e.md').read_text()
+  with open(readme) as f:
+    assert f.read() == before

@@ -1,6 +1,9 @@
-"""Tests for experiments.evidence_report: the page follows the folder."""
+"""Tests for experiments.evidence_report: the pages follow the folder."""
 
+import json
 import os
+
+import pytest
 
 from experiments import evidence_plan
 from experiments import evidence_report
@@ -51,6 +54,116 @@ def test_a_session_shows_its_machine_tables_and_done_pieces(tmp_path):
   assert '| reference K=1 | 1686 |' in text
   assert '1 of 14 pieces done' in text
   assert '| s1 | CR-DQN 25.00 (2, 5) |' in text
-  not_yet = text[text.index('Not measured on a GPU yet'):]
+  not_yet = text[text.index('Not yet measured on a GPU by the evidence'):]
   assert '`bench_agent`' not in not_yet.split('## The plan')[0]
   assert '`bench_losses`' in not_yet
+
+
+def test_readme_and_result_pages_are_in_step_with_the_results_folder():
+  """Regenerate with: python -m experiments.evidence --report"""
+  pages = evidence_report.render_pages(ROOT, os.path.join(ROOT, 'evidence'),
+                                       evidence_plan.registry_plan())
+  assert sorted(pages) == sorted(evidence_report.PAGE_SECTIONS)
+  for page, expected in pages.items():
+    with open(os.path.join(ROOT, page)) as f:
+      assert f.read() == expected, f'{page} is not the generated text'
+
+
+def _recorded(root, sid, platform, figures, date='2026-11-26'):
+  d = os.path.join(root, 'sessions', sid)
+  evidence_store.write_session(d, {
+      'id': sid, 'date_utc': date, 'scale': 'recorded', 'status': 'by hand',
+      'machine': {'platform': platform, 'description': f'the {sid} machine'},
+      'benchmarks': [], 'pieces': []})
+  evidence_store.write_figures(d, [
+      dict(zip(('key', 'value', 'unit', 'what'), f)) for f in figures])
+  return d
+
+
+def _run_csv(session_dir, rel, rows):
+  path = os.path.join(session_dir, 'runs', rel, 'results.csv')
+  os.makedirs(os.path.dirname(path))
+  with open(path, 'w') as f:
+    f.write('environment_name,iteration,frame,eval_episode_return\n')
+    f.writelines(f'{g},{i},{fr},{r}\n' for g, i, fr, r in rows)
+
+
+def test_the_performance_table_shows_each_figure_with_machine_and_day(tmp_path):
+  _recorded(str(tmp_path), 'a-cpu', 'cpu', [
+      ('atari.bench_agent.reference:1', '389', 'frames/s', 'x'),
+      ('atari.bench_agent.reference:1', '351', 'frames/s', 'x'),
+      ('losses.n201.cramer_sorted', '0.503', 'ms', 'x'),
+      ('losses.n201.rlax_qr', '0.858', 'ms', 'x')])
+  _recorded(str(tmp_path), 'b-gpu', 'gpu', [
+      ('atari.bench_agent.reference:1', '1,686', 'frames/s', 'x'),
+      ('losses.n201.cramer_sorted', '0.133', 'ms', 'x')], date='2026-11-27')
+  table = evidence_report.sections(str(tmp_path), [])['performance-table']
+  rows = table.splitlines()
+  assert rows[2].endswith('| 351–389 frames/s | the a-cpu machine | '
+                          '2026-11-26 |')
+  assert rows[3] == '|  | 1,686 frames/s | the b-gpu machine | 2026-11-27 |'
+  # Both keys of a row are needed: the GPU session lacks rlax's figure.
+  assert '| 0.503 ms / 0.858 ms | the a-cpu machine |' in table
+  assert '0.133' not in table and len(rows) == 5
+
+
+def test_what_is_not_measured_follows_the_gpu_figures_and_runs(tmp_path):
+  root = str(tmp_path)
+  _recorded(root, 'a-cpu', 'cpu', [
+      ('atari.bench_agent.vector:16:u4', '333', 'frames/s', 'x')])
+  plan = evidence_plan.pieces()
+  text = evidence_report.sections(root, plan)['not-measured']
+  assert '`--num_fused_updates`' in text and 'longer than 2M' in text
+  assert f'{len(plan)} of the evidence plan' in text
+  d = _recorded(root, 'b-gpu', 'gpu', [
+      ('atari.bench_agent.vector:64:u8', '9000', 'frames/s', 'x')])
+  _run_csv(d, 'atari-breakout/CR-DQN/cr_dqn/breakout/seed_1',
+           [('breakout', i, i * 1e6, i) for i in range(4)])
+  text = evidence_report.sections(root, plan)['not-measured']
+  assert '`--num_fused_updates`' not in text
+  assert '`--replay_on_device`' in text and 'longer than 2M' not in text
+
+
+def test_result_pages_show_the_runs_of_result_sessions_only(tmp_path):
+  root = str(tmp_path)
+  d = _recorded(root, 'a-gpu', 'gpu', [
+      ('atari.run_atari.vector:64', '8,805', 'frames/s', 'a Pong run')])
+  for label, finals in (('CR-DQN', (20, 30, 40)), ('QR-DQN-1', (10, 10, 13))):
+    for seed, final in enumerate(finals, 1):
+      _run_csv(d, f'minatar-asterix/{label}/cr_dqn/minatar-asterix/'
+               f'seed_{seed}', [('minatar-asterix', 0, 0, 0.5),
+                                ('minatar-asterix', 5, 5e5, final)])
+  _run_csv(d, 'atari-breakout/CR-DQN/cr_dqn/breakout/seed_1',
+           [('breakout', 0, 0, 1.0), ('breakout', 3, 3e6, 15.5)])
+  os.makedirs(os.path.join(d, 'judge'))
+  with open(os.path.join(d, 'judge', 'atari-breakout.txt'), 'w') as f:
+    f.write('  4 iterations, 2 compared: 2 in range, 0 below, 0 above. '
+            'A new seed ...\n')
+  with open(os.path.join(d, 'session.json')) as f:
+    record = json.load(f)
+  record['pieces'] = [{'id': 'atari-breakout', 'judge':
+                       'judge/atari-breakout.txt'}]
+  evidence_store.write_session(d, record)
+  rehearsal = os.path.join(root, 'sessions', 'b-rehearsal')
+  evidence_store.write_session(rehearsal, {'id': 'b-rehearsal',
+                                           'scale': 'rehearsal'})
+  _run_csv(rehearsal, 'atari-pong/CR-DQN/cr_dqn/pong/seed_1',
+           [('pong', 0, 0, -21.0)])
+  bodies = evidence_report.sections(root, [])
+  assert ('| asterix | CR-DQN | 3 | 5 | 30.00 [' in bodies['minatar-results'])
+  assert ('| Asterix | 30.00 [' in bodies['minatar-table'] and
+          '| – | 3 | the a-gpu machine, 2026-11-26 |' in
+          bodies['minatar-table'])
+  atari = bodies['atari-runs']
+  assert ('| breakout | CR-DQN | 1 | 3 | 3,000,000 | 15.50 | 4 iterations, '
+          '2 compared: 2 in range, 0 below, 0 above (`a-gpu/judge/'
+          'atari-breakout.txt`) |') in atari
+  assert 'pong' not in atari and 'a Pong run: 8,805 frames/s' in atari
+
+
+def test_a_section_needs_its_markers_once():
+  text = 'a\n<!-- --8<-- [start:x] -->\nold\n<!-- --8<-- [end:x] -->\nb\n'
+  assert evidence_report.replace_section(text, 'x', 'new\n') == (
+      'a\n<!-- --8<-- [start:x] -->\nnew\n<!-- --8<-- [end:x] -->\nb\n')
+  with pytest.raises(ValueError, match='markers'):
+    evidence_report.replace_section(text, 'y', 'new')

@@ -106,3 +106,26 @@ def test_ingest_refuses_what_is_not_one_session(tmp_path, names):
   with pytest.raises(ValueError):
     store.ingest(path, str(tmp_path / 'evidence'))
   assert not os.path.exists(tmp_path / 'evil.txt')
+
+
+def test_figures_come_from_figures_csv_and_the_benchmarks(tmp_path):
+  d = _session(str(tmp_path), 's1', csv=False)
+  store.write_figures(d, [{'key': 'losses.n201.rlax_qr', 'what': 'rlax',
+                           'value': '0.095', 'unit': 'ms'}])
+  session, = store.load_sessions(str(tmp_path))
+  session['benchmarks'] = [
+      {'name': 'agent', 'status': 'ok', 'command': 'python -m b',
+       'figures': {'frames_per_s': {'vector:64:u8': 9123.4}}},
+      {'name': 'jitted_minatar', 'status': 'failed',
+       'figures': {'steps_per_s_per_seed': {'1': 5.0}}},
+      {'name': 'jitted_minatar', 'status': 'ok',
+       'figures': {'steps_per_s_per_seed': {'256': 2000.0}}},
+      {'name': 'losses', 'status': 'ok', 'figures': {}}]
+  figures = store.figures(session)
+  assert [(f['key'], f['value'], f['command'], f['session'])
+          for f in figures] == [
+              ('losses.n201.rlax_qr', '0.095', '', 's1'),
+              ('atari.bench_agent.vector:64:u8', '9,123', 'python -m b', 's1'),
+              ('minatar.jitted.x256', '2,000', '', 's1')]
+  session['scale'] = 'rehearsal'
+  assert store.figures(session) == []

@@ -1,6 +1,7 @@
 """Tests for experiments.minatar_study: plan, estimate, --dry_run and --report."""
 
 import csv
+import json
 import os
 import re
 import subprocess
@@ -190,3 +191,37 @@ def test_comparison_differences_and_normalised_iqm():
   point = float(cr.split('|')[3].split()[0])
   assert point == pytest.approx(np.mean([4 / 6, 5 / 6, 1, 1]), abs=1e-3)
   assert 0.5 <= low <= point <= high <= 1
+
+
+def test_report_reads_the_runs_of_the_results_folder(tmp_path):
+  """--evidence_dir: the newest result session's CSV of each run; a
+  rehearsal's runs are not results."""
+  evidence = tmp_path / 'evidence'
+
+  def session(sid, scale, finals):
+    d = evidence / 'sessions' / sid
+    os.makedirs(d)
+    (d / 'session.json').write_text(json.dumps({'id': sid, 'scale': scale}))
+    for seed, final in enumerate(finals, 1):
+      write_fake_run(str(d / 'runs' / 'minatar-cr-vs-qr1-breakout' / 'CR-DQN' /
+                         'cr_dqn' / 'minatar-breakout' / f'seed_{seed}' /
+                         'results.csv'), 'cr_dqn', seed, [0.4, 2.0, final],
+                     steps_per_iteration=100_000)
+
+  session('a', 'full', [5.0, 7.0])
+  session('b', 'full', [6.0, 8.0])
+  session('c', 'rehearsal', [100.0, 100.0])
+  out = tmp_path / 'out'
+  result = subprocess.run(
+      [sys.executable, '-m', 'experiments.minatar_study',
+       f'--evidence_dir={evidence}', '--games=breakout', '--seeds=1,2',
+       '--configs=CR-DQN', '--k_stream_game=', '--num_iterations=2',
+       '--report', f'--output_dir={out}', '--bootstrap_reps=100',
+       '--random_steps=2000', '--machine=test machine'],
+      cwd=REPO, capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr
+  with open(out / 'final_scores.csv') as f:
+    rows = list(csv.DictReader(f))
+  assert [(r['configuration'], r['seeds'], r['final_mean']) for r in rows] == [
+      ('CR-DQN', '2', '7')]
+  assert '2 of 2 planned runs complete' in (out / 'report.md').read_text()
