@@ -362,7 +362,8 @@ def test_end_to_end_two_tiny_real_runs_then_skip(tmp_path):
   tiny = ('--num_iterations=1 --num_train_frames=400 --num_eval_frames=200 '
           '--replay_capacity=1000 --min_replay_capacity_fraction=0.1 '
           '--batch_size=4 --max_frames_per_episode=400 '
-          '--target_network_update_period=400')
+          '--target_network_update_period=400 --num_quantiles=11 '
+          '--hidden_size=16')
   command = [sys.executable, '-m', 'experiments.sweep', '--agents=cr_dqn',
              '--games=pong', '--seeds=1,2', f'--root_dir={root}',
              '--parallel=2', f'--flags={tiny}']
