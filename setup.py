@@ -25,7 +25,7 @@ INSTALL_REQUIRES = [
 ]
 
 # The reference implementations the loss benchmark and the loss tests compare
-# with (benchmarks.bench_losses). rlax pulls distrax, which pulls an unpinned
+# with (scripts.benchmarks.bench_losses). rlax pulls distrax, which pulls an unpinned
 # tfp-nightly: pinned, so that an install made next month resolves to the same,
 # working stack.
 BENCH_REQUIRES = [
@@ -34,7 +34,7 @@ BENCH_REQUIRES = [
     'tfp-nightly==0.26.0.dev20261027',
 ]
 
-# The MinAtar suite (zoo.run_minatar, experiments.minatar_*): MinAtar and its
+# The MinAtar suite (zoo.run_minatar, scripts.experiments.minatar_*): MinAtar and its
 # JAX port pgx-minatar are GPL-3.0 (pgx itself is Apache-2.0), so they stay
 # out of this Apache-2.0 project's core install.
 MINATAR_REQUIRES = [
@@ -58,7 +58,7 @@ setuptools.setup(
     python_requires='>=3.11',  # jaxlib 0.10 has no wheels for 3.10.
     packages=setuptools.find_packages(include=[
         'losses*', 'networks*', 'zoo*', 'qr_dqn*', 'cr_dqn*', 'nc_cr_dqn*',
-        'nc_qr_dqn*', 'analysis*', 'experiments*', 'benchmarks*',
+        'nc_qr_dqn*', 'scripts*',
     ]),
     package_data={'zoo': ['reference/*.csv', 'reference/*.csv.gz']},
     install_requires=INSTALL_REQUIRES,

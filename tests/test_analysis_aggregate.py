@@ -1,4 +1,4 @@
-"""Tests for analysis.aggregate: the paper's summary, on synthetic and reference runs."""
+"""Tests for scripts.analysis.aggregate: the paper's summary, on synthetic and reference runs."""
 
 import collections
 import csv
@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from analysis import aggregate
-from analysis import run_data
+from scripts.analysis import aggregate
+from scripts.analysis import run_data
 from tests import csv_check
 from tests.test_analysis_run_data import write_run
 
@@ -143,7 +143,7 @@ def test_cli_writes_csv_and_markdown_beside_references(tmp_path):
   write_run(str(runs_dir / 'p' / 'results.csv'), 'qr_dqn', 'pong', 1, [-21])
   out = tmp_path / 'out'
   result = subprocess.run(
-      [sys.executable, '-m', 'analysis.aggregate', f'--runs={runs_dir}',
+      [sys.executable, '-m', 'scripts.analysis.aggregate', f'--runs={runs_dir}',
        '--reference_agents=dqn', '--num_iterations=2', '--bootstrap_reps=100',
        f'--output_dir={out}'],
       cwd=REPO, capture_output=True, text=True, timeout=120)
@@ -175,7 +175,7 @@ def test_summary_csv_parses_back_to_its_header(tmp_path):
 
 
 def test_cli_needs_runs_or_reference():
-  result = subprocess.run([sys.executable, '-m', 'analysis.aggregate'],
+  result = subprocess.run([sys.executable, '-m', 'scripts.analysis.aggregate'],
                           cwd=REPO, capture_output=True, text=True, timeout=60)
   assert result.returncode != 0
   assert '--reference' in result.stderr
@@ -213,7 +213,7 @@ def test_cli_accepts_minatar_runs(tmp_path):
               'minatar-breakout', seed, [0.4, 3.0 * seed])
   out = tmp_path / 'out'
   result = subprocess.run(
-      [sys.executable, '-m', 'analysis.aggregate', f'--runs={runs_dir}',
+      [sys.executable, '-m', 'scripts.analysis.aggregate', f'--runs={runs_dir}',
        '--reference_agents=', '--bootstrap_reps=100', f'--output_dir={out}'],
       cwd=REPO, capture_output=True, text=True, timeout=120)
   assert result.returncode == 0, result.stderr

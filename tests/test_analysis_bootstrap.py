@@ -1,4 +1,4 @@
-"""Tests for analysis.bootstrap: aggregates and the stratified bootstrap."""
+"""Tests for scripts.analysis.bootstrap: aggregates and the stratified bootstrap."""
 
 import itertools
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from analysis import bootstrap
+from scripts.analysis import bootstrap
 
 
 def test_aggregates_match_hand_computed_values():

@@ -1,8 +1,8 @@
-"""Tests for analysis.compare_jitted_minatar."""
+"""Tests for scripts.analysis.compare_jitted_minatar."""
 
 import os
 
-from analysis import compare_jitted_minatar
+from scripts.analysis import compare_jitted_minatar
 from tests.test_analysis_minatar_report import write_fake_run
 
 

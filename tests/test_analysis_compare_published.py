@@ -1,4 +1,4 @@
-"""Tests for analysis.compare_published: variants, rows, text, plot, CLI."""
+"""Tests for scripts.analysis.compare_published: variants, rows, text, plot, CLI."""
 
 import json
 import os
@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from analysis import compare_published as cp
-from analysis import run_data
+from scripts.analysis import compare_published as cp
+from scripts.analysis import run_data
 from tests.test_analysis_run_data import write_run
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -226,7 +226,7 @@ def test_cli_compares_a_published_seed_and_a_short_run(tmp_path):
   write_run(str(short), 'cr_dqn', 'breakout', 1, [1, 2],
             frames_per_iteration=2000)
   result = subprocess.run(
-      [sys.executable, '-m', 'analysis.compare_published',
+      [sys.executable, '-m', 'scripts.analysis.compare_published',
        f'--runs={tmp_path / "paper"}', f'--runs=mine={short}',
        f'--plot={tmp_path / "check.png"}'],
       cwd=REPO, capture_output=True, text=True, timeout=300)
@@ -255,7 +255,7 @@ def test_the_atari_runs_of_a_results_folder_are_compared(tmp_path):
   with pytest.raises(ValueError, match='no Atari run'):
     cp.load_evidence_runs(empty)
   result = subprocess.run(
-      [sys.executable, '-m', 'analysis.compare_published',
+      [sys.executable, '-m', 'scripts.analysis.compare_published',
        f'--evidence_dir={root}'],
       cwd=REPO, capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr

@@ -1,4 +1,4 @@
-"""Tests for analysis.evaluate: a tiny real checkpoint played, a GIF written."""
+"""Tests for scripts.analysis.evaluate: a tiny real checkpoint played, a GIF written."""
 
 import os
 import re
@@ -8,7 +8,7 @@ import sys
 from PIL import Image
 import pytest
 
-from analysis import evaluate
+from scripts.analysis import evaluate
 from zoo import agents
 from zoo import experiment
 from zoo import run_atari
@@ -37,7 +37,7 @@ def test_plays_episodes_prints_returns_and_writes_a_gif(checkpoint_dir,
                                                         tmp_path):
   video = tmp_path / 'pong.gif'
   result = subprocess.run(
-      [sys.executable, '-m', 'analysis.evaluate',
+      [sys.executable, '-m', 'scripts.analysis.evaluate',
        f'--checkpoint_dir={checkpoint_dir}', '--num_episodes=2',
        f'--video_path={video}', '--video_max_steps=60'],
       cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True,

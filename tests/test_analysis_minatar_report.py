@@ -1,4 +1,4 @@
-"""Tests for analysis.minatar_report with small fake run CSVs."""
+"""Tests for scripts.analysis.minatar_report with small fake run CSVs."""
 
 import csv
 import datetime
@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from analysis import minatar_report
+from scripts.analysis import minatar_report
 from zoo import results_csv
 
 

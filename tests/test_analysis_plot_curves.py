@@ -1,4 +1,4 @@
-"""Tests for analysis.plot_curves: smoothing, curves and the written plots."""
+"""Tests for scripts.analysis.plot_curves: smoothing, curves and the written plots."""
 
 import os
 import subprocess
@@ -7,8 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-from analysis import plot_curves
-from analysis import run_data
+from scripts.analysis import plot_curves
+from scripts.analysis import run_data
 from tests.test_analysis_run_data import write_run
 
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
@@ -118,7 +118,7 @@ def test_cli_overlays_our_runs_on_references(tmp_path):
               seed, list(np.linspace(-21, -10, 8)), frames_per_iteration=400)
   out = tmp_path / 'plots'
   result = subprocess.run(
-      [sys.executable, '-m', 'analysis.plot_curves', f'--runs={runs_dir}',
+      [sys.executable, '-m', 'scripts.analysis.plot_curves', f'--runs={runs_dir}',
        '--reference_agents=CR-DQN,qrdqn', f'--output_dir={out}',
        '--nonormalized'],
       cwd=REPO, capture_output=True, text=True, timeout=120)

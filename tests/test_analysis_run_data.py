@@ -1,4 +1,4 @@
-"""Tests for analysis.run_data: loading runs by their content."""
+"""Tests for scripts.analysis.run_data: loading runs by their content."""
 
 import csv
 import json
@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from analysis import run_data
+from scripts.analysis import run_data
 
 RUN_COLUMNS = [
     'agent', 'environment_name', 'seed', 'iteration', 'frame',

@@ -12,7 +12,9 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BOTTOM = ('losses', 'networks')
-LAYERS = BOTTOM + ('zoo', 'analysis', 'experiments', 'benchmarks')
+# The command-line tools sit under scripts/, one room per subpackage.
+SCRIPTS = ('scripts.analysis', 'scripts.experiments', 'scripts.benchmarks')
+LAYERS = BOTTOM + ('zoo', 'scripts') + SCRIPTS
 NOT_PROJECT = ('tests', 'docs')
 
 
@@ -82,29 +84,36 @@ def import_graph(root: str = ROOT) -> Dict[str, Set[str]]:
   return graph
 
 
+def room(module: str) -> str:
+  """Return the room of a module: its top-level package, or scripts.<tool>."""
+  parts = module.split('.')
+  return '.'.join(parts[:2]) if parts[0] == 'scripts' and len(parts) > 1 else parts[0]
+
+
 def allowed(importer: str, imported: str, agents: Set[str]) -> bool:
-  """Return whether top-level package `importer` may import `imported`."""
+  """Return whether room `importer` may import room `imported`."""
   if importer == imported:
     return True
   if importer in BOTTOM:
     return False
-  if imported == 'benchmarks':
+  if imported == 'scripts.benchmarks':
     return False
   if importer == 'zoo':
     return imported in BOTTOM
   if importer in agents:
     return imported in BOTTOM + ('zoo',)
-  if importer == 'analysis':
-    return imported not in ('experiments',)
-  return True  # experiments may import analysis; benchmarks anything but itself.
+  if importer == 'scripts.analysis':
+    return imported not in ('scripts.experiments',)
+  # scripts.experiments may import scripts.analysis; scripts.benchmarks
+  # anything but itself.
+  return True
 
 
 def violations(graph: Dict[str, Set[str]]) -> List[Tuple[str, str]]:
   """Return the (module, imported module) pairs that break the rules."""
-  top = lambda m: m.split('.')[0]
-  agents = {top(m) for m in graph} - set(LAYERS)
+  agents = {room(m) for m in graph} - set(LAYERS)
   return sorted((m, i) for m, imports in graph.items() for i in imports
-                if not allowed(top(m), top(i), agents))
+                if not allowed(room(m), room(i), agents))
 
 
 def cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
@@ -146,11 +155,11 @@ GRAPH = import_graph()
 
 def test_the_graph_sees_the_project():
   packages = set(project_packages())
-  assert {'losses', 'networks', 'zoo', 'analysis', 'experiments',
-          'benchmarks', 'cr_dqn', 'qr_dqn'} <= packages
-  assert 'scripts' not in packages
+  assert {'losses', 'networks', 'zoo', 'scripts', 'cr_dqn', 'qr_dqn'} <= packages
+  assert not {'analysis', 'experiments', 'benchmarks'} & packages
+  assert {room(m) for m in GRAPH} >= set(LAYERS)
   assert 'zoo.atari_env' in GRAPH['zoo.run_atari']
-  assert 'analysis.run_data' in GRAPH['analysis.aggregate']
+  assert 'scripts.analysis.run_data' in GRAPH['scripts.analysis.aggregate']
 
 
 def test_every_import_follows_the_rules():
@@ -176,18 +185,18 @@ def _graph_of(tmp_path, sources):
     ('losses/x.py', 'from zoo import replay'),
     ('networks/x.py', 'import losses'),
     ('zoo/x.py', 'from cr_dqn import run_atari'),
-    ('zoo/x.py', 'def f():\n  from analysis import run_data'),
-    ('zoo/x.py', 'import experiments.sweep'),
-    ('cr_dqn/x.py', 'from analysis import run_data'),
+    ('zoo/x.py', 'def f():\n  from scripts.analysis import run_data'),
+    ('zoo/x.py', 'import scripts.experiments.sweep'),
+    ('cr_dqn/x.py', 'from scripts.analysis import run_data'),
     ('cr_dqn/x.py', 'from qr_dqn import run_atari'),
-    ('analysis/x.py', 'from experiments import sweep'),
-    ('analysis/x.py', 'from benchmarks import timing'),
-    ('experiments/x.py', 'from benchmarks import timing'),
+    ('scripts/analysis/x.py', 'from scripts.experiments import sweep'),
+    ('scripts/analysis/x.py', 'from scripts.benchmarks import timing'),
+    ('scripts/experiments/x.py', 'from scripts.benchmarks import timing'),
 ])
 def test_a_broken_rule_is_found(tmp_path, path, source):
   graph = _graph_of(tmp_path, {
-      path: source, 'zoo/replay.py': '', 'analysis/run_data.py': '',
-      'experiments/sweep.py': '', 'benchmarks/timing.py': '',
+      path: source, 'zoo/replay.py': '', 'scripts/analysis/run_data.py': '',
+      'scripts/experiments/sweep.py': '', 'scripts/benchmarks/timing.py': '',
       'cr_dqn/run_atari.py': '', 'qr_dqn/run_atari.py': '',
       'losses/__init__.py': ''})
   module = path[:-3].replace('/', '.')
@@ -199,8 +208,8 @@ def test_allowed_imports_and_a_circle(tmp_path):
       'zoo/a.py': 'from zoo import b\nimport losses',
       'zoo/b.py': 'def f():\n  from . import a',
       'cr_dqn/run.py': 'from zoo import a\nimport networks',
-      'experiments/e.py': 'from analysis import r',
-      'analysis/r.py': 'from zoo import a',
+      'scripts/experiments/e.py': 'from scripts.analysis import r',
+      'scripts/analysis/r.py': 'from zoo import a',
       'losses/__init__.py': 'from losses import sorting',
       'losses/sorting.py': '', 'networks/__init__.py': ''})
   assert violations(graph) == []

@@ -1,9 +1,9 @@
-"""Tests for benchmarks.bench_agent's mode parsing (the benchmark itself prints
+"""Tests for scripts.benchmarks.bench_agent's mode parsing (the benchmark itself prints
 measured numbers and is not a test)."""
 
 import pytest
 
-from benchmarks import bench_agent
+from scripts.benchmarks import bench_agent
 
 
 def test_modes_parse_with_reference_first():

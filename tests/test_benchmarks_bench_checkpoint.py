@@ -11,7 +11,7 @@ def test_each_format_writes_what_it_must(tmp_path):
   # 20,000 steps of 7,072 B: 0.14 GB per whole-replay checkpoint, 0.035 GB
   # per chunk of 5,000 steps; plus the 1 MB state each.
   out = subprocess.run(
-      [sys.executable, '-m', 'benchmarks.bench_checkpoint',
+      [sys.executable, '-m', 'scripts.benchmarks.bench_checkpoint',
        '--replay_capacity=20000', '--steps_per_iteration=5000',
        '--state_mb=1', '--repeats=1', f'--output_dir={tmp_path}/bench'],
       cwd=REPO, capture_output=True, text=True, timeout=120, check=True).stdout

@@ -10,7 +10,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_prints_frames_per_second_for_both_modes():
   out = subprocess.run(
-      [sys.executable, '-m', 'benchmarks.bench_env', '--environment_name=pong',
+      [sys.executable, '-m', 'scripts.benchmarks.bench_env', '--environment_name=pong',
        '--num_frames=800', '--num_repeats=1', '--num_envs=1,2'],
       cwd=REPO, capture_output=True, text=True, timeout=300,
       check=True).stdout

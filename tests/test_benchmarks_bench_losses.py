@@ -10,7 +10,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_prints_a_row_per_variant_with_positive_times():
   out = subprocess.run(
-      [sys.executable, '-m', 'benchmarks.bench_losses', '--sizes=8,40',
+      [sys.executable, '-m', 'scripts.benchmarks.bench_losses', '--sizes=8,40',
        '--repeats=2', '--nosorts'], cwd=REPO, capture_output=True, text=True,
       timeout=300, check=True).stdout
   for size in (8, 40):

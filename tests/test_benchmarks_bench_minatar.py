@@ -10,7 +10,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_prints_the_table_and_the_study_estimate():
   out = subprocess.run(
-      [sys.executable, '-m', 'benchmarks.bench_minatar', '--num_steps=100',
+      [sys.executable, '-m', 'scripts.benchmarks.bench_minatar', '--num_steps=100',
        '--repeats=1', '--timing_repeats=2', '--replay_capacity=1000',
        '--num_quantiles=5', '--hidden_size=8', '--configs=QR-DQN-0,CR-DQN-K8'],
       cwd=REPO, capture_output=True, text=True, timeout=300,
@@ -28,6 +28,6 @@ def test_prints_the_table_and_the_study_estimate():
 
 def test_refuses_unknown_configurations():
   result = subprocess.run(
-      [sys.executable, '-m', 'benchmarks.bench_minatar', '--configs=DQN'],
+      [sys.executable, '-m', 'scripts.benchmarks.bench_minatar', '--configs=DQN'],
       cwd=REPO, capture_output=True, text=True, timeout=60)
   assert result.returncode != 0 and 'Unknown --configs' in result.stderr

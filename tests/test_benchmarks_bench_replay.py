@@ -10,7 +10,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_fills_the_replay_and_times_sampling():
   out = subprocess.run(
-      [sys.executable, '-m', 'benchmarks.bench_replay', '--replay_capacity=2000',
+      [sys.executable, '-m', 'scripts.benchmarks.bench_replay', '--replay_capacity=2000',
        '--num_streams=4'], cwd=REPO, capture_output=True, text=True,
       timeout=120, check=True).stdout
   assert 'filled 2000 transitions' in out
@@ -19,7 +19,7 @@ def test_fills_the_replay_and_times_sampling():
 
 def test_refuses_a_capacity_not_divisible_by_the_streams():
   result = subprocess.run(
-      [sys.executable, '-m', 'benchmarks.bench_replay', '--replay_capacity=10',
+      [sys.executable, '-m', 'scripts.benchmarks.bench_replay', '--replay_capacity=10',
        '--num_streams=3'], cwd=REPO, capture_output=True, text=True,
       timeout=60)
   assert result.returncode != 0

@@ -1,9 +1,9 @@
-"""Tests for benchmarks.timing: the median of repeated calls, results awaited."""
+"""Tests for scripts.benchmarks.timing: the median of repeated calls, results awaited."""
 
 import jax.numpy as jnp
 import pytest
 
-from benchmarks import timing
+from scripts.benchmarks import timing
 
 
 class _Clock:

@@ -93,10 +93,10 @@ WHAT_A_RUN_CSV_IS = ('A run CSV is the results.csv a run writes',) + tuple(
     RUN_CSV_COLUMNS) + ('Pass the directory the runs were written to',)
 
 
-@pytest.mark.parametrize('module', ['analysis.aggregate',
-                                    'analysis.plot_curves'])
+@pytest.mark.parametrize('module', ['scripts.analysis.aggregate',
+                                    'scripts.analysis.plot_curves'])
 def test_aggregate_and_plot_curves(module, inputs, tmp_path):
-  extra = ['--bootstrap_reps=100'] if module == 'analysis.aggregate' else [
+  extra = ['--bootstrap_reps=100'] if module == 'scripts.analysis.aggregate' else [
       f'--output_dir={tmp_path / "plots"}', '--per_game=false']
   empty, unrelated, truncated, missing, minatar, mixed = (
       f'--runs={inputs[k]}' for k in ('empty', 'unrelated', 'truncated',
@@ -126,7 +126,7 @@ def test_aggregate_and_plot_curves(module, inputs, tmp_path):
 def test_compare_published(inputs, tmp_path):
   empty_file = tmp_path / 'empty.csv'
   empty_file.write_text('')
-  results = run_cases('analysis.compare_published', [
+  results = run_cases('scripts.analysis.compare_published', [
       [f'--runs={inputs["empty"]}'],
       [f'--runs={inputs["unrelated"]}'],
       [f'--runs={inputs["truncated"]}'],
@@ -149,7 +149,7 @@ def test_evaluate(inputs, tmp_path):
   damaged = tmp_path / 'damaged'
   (damaged / 'iteration_000001').mkdir(parents=True)
   (damaged / 'iteration_000001' / 'meta.json').write_text('{"iterat')
-  results = run_cases('analysis.evaluate', [
+  results = run_cases('scripts.analysis.evaluate', [
       [f'--checkpoint_dir={inputs["empty"]}'],
       [f'--checkpoint_dir={inputs["unrelated"]}'],
       [f'--checkpoint_dir={run_dir}'],
@@ -174,7 +174,7 @@ def test_sweep_status(inputs, tmp_path):
   truncate(run_dir / 'results.csv', 30)
   (run_dir / 'exit.json').write_text('{"returnco')
   (run_dir / 'run.pid').write_text('{"pid": 1')
-  results = run_cases('experiments.sweep', [
+  results = run_cases('scripts.experiments.sweep', [
       ['--status', f'--root_dir={inputs["empty"]}'],
       ['--status', f'--root_dir={inputs["missing"]}'],
       ['--status', f'--root_dir={inputs["unrelated"]}'],
@@ -216,7 +216,7 @@ def test_minatar_report(inputs, tmp_path):
   flags = ['--report', f'--output_dir={tmp_path / "report"}',
            '--configs=CR-DQN', '--games=breakout', '--seeds=1',
            '--k_stream_game=', '--num_iterations=1']
-  results = run_cases('experiments.minatar_study', [
+  results = run_cases('scripts.experiments.minatar_study', [
       [f'--root_dir={inputs["empty"]}'] + flags,
       [f'--root_dir={study}'] + flags,
       [f'--root_dir={inputs["unrelated"]}'] + flags,
@@ -245,7 +245,7 @@ def test_compare_jitted_minatar(inputs, tmp_path):
   good_reference = tmp_path / 'good.csv'
   good_reference.write_text('configuration,game,seed,state,final_eval_return'
                             '\nCR-DQN,breakout,1,complete,8.5\n')
-  results = run_cases('analysis.compare_jitted_minatar', [
+  results = run_cases('scripts.analysis.compare_jitted_minatar', [
       [f'--root_dir={inputs["empty"]}'] + common,
       [f'--root_dir={jitted}', f'--reference_runs={reference}'] + common,
       [f'--root_dir={jitted}',
@@ -259,7 +259,7 @@ def test_compare_jitted_minatar(inputs, tmp_path):
   ], tmp_path)
   assert_clean_error(results[0], 'no jitted run of CR-DQN on breakout',
                      'Pass the --root_dir of python -m '
-                     'experiments.minatar_study --loop=jitted')
+                     'scripts.experiments.minatar_study --loop=jitted')
   assert_clean_error(results[1], 'line 3', 'cut short or damaged',
                      'Pass the runs.csv')
   assert_clean_error(results[2], 'missing column(s)', 'Pass the runs.csv')

@@ -6,7 +6,7 @@ import shlex
 import subprocess
 import sys
 
-from experiments import sweep
+from scripts.experiments import sweep
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGE = os.path.join(REPO, 'docs', 'campaign.md')
@@ -19,7 +19,7 @@ def documented_sweep() -> list:
   block = re.search(r'<!-- slurm-sweep -->\n```bash\n(.*?)```', text, re.S)
   assert block, 'docs/campaign.md lost its SLURM command'
   args = shlex.split(block.group(1).replace('\\\n', ' '))
-  assert args[:3] == ['python', '-m', 'experiments.sweep']
+  assert args[:3] == ['python', '-m', 'scripts.experiments.sweep']
   return args[3:]
 
 
@@ -27,7 +27,7 @@ def test_the_slurm_recipe_makes_one_srun_per_run(tmp_path):
   args = [a for a in documented_sweep() if not a.startswith('--root_dir=')]
   root = tmp_path / 'runs'
   result = subprocess.run(
-      [sys.executable, '-m', 'experiments.sweep', f'--root_dir={root}',
+      [sys.executable, '-m', 'scripts.experiments.sweep', f'--root_dir={root}',
        '--dry_run'] + args, cwd=REPO, capture_output=True, text=True,
       timeout=120)
   assert result.returncode == 0, result.stderr

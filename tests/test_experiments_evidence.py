@@ -1,4 +1,4 @@
-"""Tests for experiments.evidence: the command's logic on a fake clock with
+"""Tests for scripts.experiments.evidence: the command's logic on a fake clock with
 fake processes, then one real tiny piece end to end on the CPU."""
 
 import datetime
@@ -10,10 +10,10 @@ import tarfile
 
 import pytest
 
-from experiments import evidence
-from experiments import evidence_plan
-from experiments import evidence_report
-from experiments import evidence_store
+from scripts.experiments import evidence
+from scripts.experiments import evidence_plan
+from scripts.experiments import evidence_report
+from scripts.experiments import evidence_store
 from tests import test_experiments_evidence_schedule
 
 GPU = {'device_kind': 'NVIDIA H100 80GB HBM3', 'platform': 'gpu',
@@ -67,8 +67,8 @@ class FakeProcess:
     module = self.task.argv[2]
     os.makedirs(os.path.dirname(self.task.log_path), exist_ok=True)
     with open(self.task.log_path, 'w') as f:
-      f.write({'benchmarks.bench_jitted_minatar': JITTED,
-               'benchmarks.bench_agent': AGENT}.get(module, 'ok\n'))
+      f.write({'scripts.benchmarks.bench_jitted_minatar': JITTED,
+               'scripts.benchmarks.bench_agent': AGENT}.get(module, 'ok\n'))
     if module.endswith(('run_minatar', 'run_atari')):
       argv = self.task.argv
       seeds = (_flag(argv, 'seeds').split(',') if 'run_minatar' in module
@@ -298,7 +298,7 @@ def test_a_tiny_piece_end_to_end_on_the_cpu(tmp_path):
   """The real command: a rehearsal of the first MinAtar piece (CR-DQN, 2
   seeds, 1,000 steps), packed, ingested, done."""
   out, evidence_dir = tmp_path / 'out', tmp_path / 'evidence'
-  command = [sys.executable, '-m', 'experiments.evidence', '--rehearsal',
+  command = [sys.executable, '-m', 'scripts.experiments.evidence', '--rehearsal',
              '--measure=never', '--budget_minutes=4',
              '--pieces=minatar-cr-vs-qr1-breakout', f'--output_dir={out}',
              f'--work_dir={tmp_path / "work"}',
@@ -323,7 +323,7 @@ def test_report_rewrites_the_readme_from_the_repository_folder_only(tmp_path):
   with open(readme) as f:
     before = f.read()
   result = subprocess.run(
-      [sys.executable, '-m', 'experiments.evidence', '--report',
+      [sys.executable, '-m', 'scripts.experiments.evidence', '--report',
        f'--evidence_dir={tmp_path}', f'--report_path={tmp_path / "e.md"}'],
       capture_output=True, text=True, cwd=evidence.ROOT, timeout=120)
   assert result.returncode == 0, result.stdout + result.stderr

@@ -1,6 +1,6 @@
-"""Tests for experiments.evidence_bench: the commands and their parsing."""
+"""Tests for scripts.experiments.evidence_bench: the commands and their parsing."""
 
-from experiments import evidence_bench as bench
+from scripts.experiments import evidence_bench as bench
 
 JITTED = """machine: 16 CPUs
 JAX device: cuda:0; XLA single-threaded; game breakout
@@ -37,7 +37,7 @@ def test_full_benchmarks_cover_what_the_readme_quotes():
   assert '--modes=' + ','.join(bench.AGENT_MODES) in names['agent'].argv
   assert '--sizes=201' in names['losses'].argv
   for b in bench.benchmarks('rehearsal'):
-    assert b.argv[0].startswith('benchmarks.bench_')
+    assert b.argv[0].startswith('scripts.benchmarks.bench_')
 
 
 def test_parse_jitted_minatar():

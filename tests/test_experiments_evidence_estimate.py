@@ -1,8 +1,8 @@
-"""Tests for experiments.evidence_estimate: speeds, durations, side by side."""
+"""Tests for scripts.experiments.evidence_estimate: speeds, durations, side by side."""
 
 import pytest
 
-from experiments import evidence_estimate as est
+from scripts.experiments import evidence_estimate as est
 
 
 def test_defaults_are_conservative_without_measurements():

@@ -1,6 +1,6 @@
-"""Tests for experiments.evidence_plan: the order, the runs' flags, the scales."""
+"""Tests for scripts.experiments.evidence_plan: the order, the runs' flags, the scales."""
 
-from experiments import evidence_plan as plan
+from scripts.experiments import evidence_plan as plan
 
 
 def test_order_follows_the_value_of_the_evidence():

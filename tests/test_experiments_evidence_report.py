@@ -1,19 +1,19 @@
-"""Tests for experiments.evidence_report: the pages follow the folder."""
+"""Tests for scripts.experiments.evidence_report: the pages follow the folder."""
 
 import json
 import os
 
 import pytest
 
-from experiments import evidence_plan
-from experiments import evidence_report
-from experiments import evidence_store
+from scripts.experiments import evidence_plan
+from scripts.experiments import evidence_report
+from scripts.experiments import evidence_store
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def test_docs_page_is_in_step_with_the_results_folder():
-  """Regenerate with: python -m experiments.evidence --report"""
+  """Regenerate with: python -m scripts.experiments.evidence --report"""
   expected = evidence_report.render(os.path.join(ROOT, 'evidence'),
                                     evidence_plan.registry_plan())
   with open(os.path.join(ROOT, 'docs', 'evidence.md')) as f:
@@ -60,7 +60,7 @@ def test_a_session_shows_its_machine_tables_and_done_pieces(tmp_path):
 
 
 def test_readme_and_result_pages_are_in_step_with_the_results_folder():
-  """Regenerate with: python -m experiments.evidence --report"""
+  """Regenerate with: python -m scripts.experiments.evidence --report"""
   pages = evidence_report.render_pages(ROOT, os.path.join(ROOT, 'evidence'),
                                        evidence_plan.registry_plan())
   assert sorted(pages) == sorted(evidence_report.PAGE_SECTIONS)

@@ -1,10 +1,10 @@
-"""Tests for experiments.evidence_schedule: the deadline, on a fake clock."""
+"""Tests for scripts.experiments.evidence_schedule: the deadline, on a fake clock."""
 
 import sys
 
 import pytest
 
-from experiments import evidence_schedule as schedule
+from scripts.experiments import evidence_schedule as schedule
 
 
 class FakeClock:

@@ -1,4 +1,4 @@
-"""Tests for experiments.evidence_store: sessions, progress, pack, ingest."""
+"""Tests for scripts.experiments.evidence_store: sessions, progress, pack, ingest."""
 
 import io
 import json
@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from experiments import evidence_store as store
+from scripts.experiments import evidence_store as store
 
 
 def _session(root, sid, scale='full', status='complete', csv=True,

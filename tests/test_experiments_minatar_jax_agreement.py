@@ -1,4 +1,4 @@
-"""Tests for experiments.minatar_jax_agreement: random-policy z-tests."""
+"""Tests for scripts.experiments.minatar_jax_agreement: random-policy z-tests."""
 
 import math
 import os
@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from experiments import minatar_jax_agreement as agreement
+from scripts.experiments import minatar_jax_agreement as agreement
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -47,12 +47,12 @@ def test_parse_episodes():
 
 def test_cli_prints_the_table():
   out = subprocess.run(
-      [sys.executable, '-m', 'experiments.minatar_jax_agreement',
+      [sys.executable, '-m', 'scripts.experiments.minatar_jax_agreement',
        '--games=breakout', '--episodes=breakout:200'],
       cwd=REPO, capture_output=True, text=True, timeout=300, check=True).stdout
   assert '| breakout | 200 |' in out and 'alpha = 0.005' in out
   bad = subprocess.run(
-      [sys.executable, '-m', 'experiments.minatar_jax_agreement',
+      [sys.executable, '-m', 'scripts.experiments.minatar_jax_agreement',
        '--episodes=breakout:1'],
       cwd=REPO, capture_output=True, text=True, timeout=60)
   assert bad.returncode != 0 and 'N >= 2' in bad.stderr

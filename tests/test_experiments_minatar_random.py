@@ -1,4 +1,4 @@
-"""Tests for experiments.minatar_random: the random policy's return."""
+"""Tests for scripts.experiments.minatar_random: the random policy's return."""
 
 import csv
 import os
@@ -7,8 +7,8 @@ import sys
 
 import numpy as np
 
-from analysis import minatar_report
-from experiments import minatar_random
+from scripts.analysis import minatar_report
+from scripts.experiments import minatar_random
 from tests import without_minatar
 from zoo import minatar_env
 
@@ -46,7 +46,7 @@ def test_measure_and_table():
 def test_cli_prints_and_writes_the_table(tmp_path):
   path = tmp_path / 'random.csv'
   out = subprocess.run(
-      [sys.executable, '-m', 'experiments.minatar_random', '--games=seaquest',
+      [sys.executable, '-m', 'scripts.experiments.minatar_random', '--games=seaquest',
        '--seeds=1', '--num_steps=500', f'--output_csv={path}'],
       cwd=REPO, capture_output=True, text=True, timeout=120, check=True).stdout
   assert '| seaquest |' in out
@@ -55,14 +55,14 @@ def test_cli_prints_and_writes_the_table(tmp_path):
   assert [(r['game'], r['seeds'], r['num_steps_per_seed']) for r in rows] == [
       ('seaquest', '1', '500')]
   bad = subprocess.run(
-      [sys.executable, '-m', 'experiments.minatar_random', '--games=pong'],
+      [sys.executable, '-m', 'scripts.experiments.minatar_random', '--games=pong'],
       cwd=REPO, capture_output=True, text=True, timeout=60)
   assert bad.returncode != 0 and "Unknown MinAtar game 'pong'" in bad.stderr
 
 
 def test_cli_without_minatar_says_how_to_install_it(tmp_path):
   result = subprocess.run(
-      [sys.executable, '-m', 'experiments.minatar_random', '--games=seaquest'],
+      [sys.executable, '-m', 'scripts.experiments.minatar_random', '--games=seaquest'],
       cwd=REPO, capture_output=True, text=True, timeout=60,
       env=without_minatar.environment(tmp_path, REPO))
   without_minatar.assert_refused(result)
@@ -89,7 +89,7 @@ def test_jitted_loop_measures_minatar_in_jax():
 def test_cli_jitted_loop(tmp_path):
   path = tmp_path / 'random.csv'
   out = subprocess.run(
-      [sys.executable, '-m', 'experiments.minatar_random', '--loop=jitted',
+      [sys.executable, '-m', 'scripts.experiments.minatar_random', '--loop=jitted',
        '--games=space_invaders', '--seeds=1', '--num_steps=500',
        f'--output_csv={path}'],
       cwd=REPO, capture_output=True, text=True, timeout=300, check=True).stdout
@@ -99,6 +99,6 @@ def test_cli_jitted_loop(tmp_path):
   assert [(r['game'], r['seeds'], r['num_steps_per_seed']) for r in rows] == [
       ('space_invaders', '1', '500')]
   bad = subprocess.run(
-      [sys.executable, '-m', 'experiments.minatar_random', '--loop=jax'],
+      [sys.executable, '-m', 'scripts.experiments.minatar_random', '--loop=jax'],
       cwd=REPO, capture_output=True, text=True, timeout=60)
   assert bad.returncode != 0 and '--loop' in bad.stderr

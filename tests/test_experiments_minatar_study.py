@@ -1,4 +1,4 @@
-"""Tests for experiments.minatar_study: plan, estimate, --dry_run and --report."""
+"""Tests for scripts.experiments.minatar_study: plan, estimate, --dry_run and --report."""
 
 import csv
 import json
@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from experiments import minatar_study
-from experiments import sweep
+from scripts.experiments import minatar_study
+from scripts.experiments import sweep
 from tests import without_minatar
 from tests.test_analysis_minatar_report import write_fake_run
 
@@ -70,7 +70,7 @@ def test_configs_are_presets_of_the_registry():
 
 def test_dry_run_prints_the_plan_and_the_estimate(tmp_path):
   result = subprocess.run(
-      [sys.executable, '-m', 'experiments.minatar_study', f'--root_dir={tmp_path}',
+      [sys.executable, '-m', 'scripts.experiments.minatar_study', f'--root_dir={tmp_path}',
        '--games=breakout', '--seeds=1,2', '--configs=CR-DQN', '--dry_run'],
       cwd=REPO, capture_output=True, text=True, timeout=60)
   assert result.returncode == 0, result.stderr
@@ -91,7 +91,7 @@ def test_bad_flags_are_refused_before_anything_runs(tmp_path):
                        ('--configs=DQN', 'Unknown --configs'),
                        ('--num_iterations=0', 'shorter than the ε decay')):
     result = subprocess.run(
-        [sys.executable, '-m', 'experiments.minatar_study',
+        [sys.executable, '-m', 'scripts.experiments.minatar_study',
          f'--root_dir={tmp_path}', bad], cwd=REPO, capture_output=True,
         text=True, timeout=60)
     assert result.returncode != 0 and message in result.stderr, bad
@@ -108,7 +108,7 @@ def test_report_of_a_partial_study(tmp_path):
                  steps_per_iteration=100_000)
   out = tmp_path / 'out'
   result = subprocess.run(
-      [sys.executable, '-m', 'experiments.minatar_study', f'--root_dir={root}',
+      [sys.executable, '-m', 'scripts.experiments.minatar_study', f'--root_dir={root}',
        '--games=breakout', '--seeds=1', '--configs=QR-DQN-1,CR-DQN',
        '--num_iterations=2', '--report', f'--output_dir={out}',
        '--bootstrap_reps=100', '--random_steps=2000',
@@ -130,7 +130,7 @@ def test_report_of_a_partial_study(tmp_path):
 def test_running_or_reporting_without_minatar_says_how_to_install_it(tmp_path):
   for mode in ('--report', '--parallel=1'):
     result = subprocess.run(
-        [sys.executable, '-m', 'experiments.minatar_study',
+        [sys.executable, '-m', 'scripts.experiments.minatar_study',
          f'--root_dir={tmp_path / "study"}', '--games=breakout', '--seeds=1',
          '--configs=CR-DQN', mode, f'--output_dir={tmp_path / "out"}'],
         cwd=REPO, capture_output=True, text=True, timeout=60,
@@ -161,7 +161,7 @@ def test_jitted_groups_share_the_sweep_layout(tmp_path):
 
 def test_comparison_differences_and_normalised_iqm():
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from analysis import minatar_report  # pylint: disable=g-import-not-at-top
+  from scripts.analysis import minatar_report  # pylint: disable=g-import-not-at-top
 
   def result(label, game, seed, final):
     return minatar_report.RunResult(
@@ -213,7 +213,7 @@ def test_report_reads_the_runs_of_the_results_folder(tmp_path):
   session('c', 'rehearsal', [100.0, 100.0])
   out = tmp_path / 'out'
   result = subprocess.run(
-      [sys.executable, '-m', 'experiments.minatar_study',
+      [sys.executable, '-m', 'scripts.experiments.minatar_study',
        f'--evidence_dir={evidence}', '--games=breakout', '--seeds=1,2',
        '--configs=CR-DQN', '--k_stream_game=', '--num_iterations=2',
        '--report', f'--output_dir={out}', '--bootstrap_reps=100',

@@ -1,4 +1,4 @@
-"""Tests for experiments.sweep with a fake run command (and, if present, a real one)."""
+"""Tests for scripts.experiments.sweep with a fake run command (and, if present, a real one)."""
 
 import json
 import os
@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from experiments import sweep
+from scripts.experiments import sweep
 from tests.test_analysis_run_data import RUN_COLUMNS
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -146,7 +146,7 @@ def test_minatar_suite_validates_its_games_and_runs_run_minatar(tmp_path):
 
 def test_cli_minatar_dry_run(tmp_path):
   result = subprocess.run(
-      [sys.executable, '-m', 'experiments.sweep', '--suite=minatar',
+      [sys.executable, '-m', 'scripts.experiments.sweep', '--suite=minatar',
        '--agents=nc_cr_dqn', '--games=breakout,freeway', '--seeds=1',
        f'--root_dir={tmp_path}', '--dry_run'],
       cwd=REPO, capture_output=True, text=True, timeout=60)
@@ -155,7 +155,7 @@ def test_cli_minatar_dry_run(tmp_path):
   assert len(commands) == 2
   assert all('nc_cr_dqn.run_minatar' in line for line in commands)
   bad = subprocess.run(
-      [sys.executable, '-m', 'experiments.sweep', '--suite=minatar',
+      [sys.executable, '-m', 'scripts.experiments.sweep', '--suite=minatar',
        '--agents=cr_dqn', '--games=pong', f'--root_dir={tmp_path}'],
       cwd=REPO, capture_output=True, text=True, timeout=60)
   assert bad.returncode != 0 and 'Unknown MinAtar game' in bad.stderr
@@ -279,7 +279,7 @@ def test_status_lists_expected_runs_not_started(tmp_path):
 
 def test_cli_sweep_and_status(tmp_path, fake_template):
   root = tmp_path / 'runs'
-  command = [sys.executable, '-m', 'experiments.sweep', '--agents=cr_dqn',
+  command = [sys.executable, '-m', 'scripts.experiments.sweep', '--agents=cr_dqn',
              '--games=pong', '--seeds=1,2', f'--root_dir={root}',
              f'--command_template={fake_template}', '--parallel=2',
              '--flags=--num_iterations=1']
@@ -291,7 +291,7 @@ def test_cli_sweep_and_status(tmp_path, fake_template):
                          timeout=120)
   assert '0 to launch' in again.stdout
   status = subprocess.run(
-      [sys.executable, '-m', 'experiments.sweep', '--status', f'--root_dir={root}'],
+      [sys.executable, '-m', 'scripts.experiments.sweep', '--status', f'--root_dir={root}'],
       cwd=REPO, capture_output=True, text=True, timeout=60)
   assert status.returncode == 0, status.stderr
   lines = status.stdout.splitlines()
@@ -364,7 +364,7 @@ def test_end_to_end_two_tiny_real_runs_then_skip(tmp_path):
           '--batch_size=4 --max_frames_per_episode=400 '
           '--target_network_update_period=400 --num_quantiles=11 '
           '--hidden_size=16')
-  command = [sys.executable, '-m', 'experiments.sweep', '--agents=cr_dqn',
+  command = [sys.executable, '-m', 'scripts.experiments.sweep', '--agents=cr_dqn',
              '--games=pong', '--seeds=1,2', f'--root_dir={root}',
              '--parallel=2', f'--flags={tiny}']
   result = subprocess.run(command, cwd=REPO, capture_output=True, text=True,
@@ -386,7 +386,7 @@ def test_killed_sweep_stops_its_runs_and_leaves_them_pending(tmp_path):
   sleeper = tmp_path / 'sleeper.py'
   sleeper.write_text('import time\ntime.sleep(60)\n')
   sweep_process = subprocess.Popen(
-      [sys.executable, '-m', 'experiments.sweep', '--agents=cr_dqn',
+      [sys.executable, '-m', 'scripts.experiments.sweep', '--agents=cr_dqn',
        '--games=pong', '--seeds=1,2,3', f'--root_dir={root}', '--parallel=2',
        f'--command_template={{python}} {sleeper}'],
       cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -1,4 +1,4 @@
-"""experiments.sweep and GPUs: which GPU each run sees, and its JAX memory share.
+"""scripts.experiments.sweep and GPUs: which GPU each run sees, and its JAX memory share.
 
 No GPU is needed: the runs are a stand-in command that records the
 environment it was started with.
@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-from experiments import sweep
+from scripts.experiments import sweep
 from tests.test_experiments_sweep import FakeRay
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -142,7 +142,7 @@ def test_cli_takes_the_gpus_from_cuda_visible_devices(tmp_path, env_template):
   root = tmp_path / 'runs'
   env = dict(os.environ, CUDA_VISIBLE_DEVICES='4,6')
   result = subprocess.run(
-      [sys.executable, '-m', 'experiments.sweep', '--agents=cr_dqn',
+      [sys.executable, '-m', 'scripts.experiments.sweep', '--agents=cr_dqn',
        '--games=pong,breakout,seaquest', '--seeds=1', f'--root_dir={root}',
        '--parallel=3', f'--command_template={env_template}'],
       cwd=REPO, env=env, capture_output=True, text=True, timeout=120)

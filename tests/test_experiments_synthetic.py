@@ -1,4 +1,4 @@
-"""Tests for experiments.synthetic and experiments.synthetic_plot (tiny budgets)."""
+"""Tests for scripts.experiments.synthetic and scripts.experiments.synthetic_plot (tiny budgets)."""
 
 import os
 
@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from experiments import synthetic
-from experiments import synthetic_plot
+from scripts.experiments import synthetic
+from scripts.experiments import synthetic_plot
 from tests import csv_check
 
 MIXTURE = synthetic.make_mixture([-1.0, 1.0], [2 / 3, 1 / 3])

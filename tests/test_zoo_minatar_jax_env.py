@@ -8,7 +8,7 @@ import minatar
 import numpy as np
 import pytest
 
-from experiments import minatar_jax_agreement
+from scripts.experiments import minatar_jax_agreement
 from zoo import minatar_env
 from zoo import minatar_jax_env
 
@@ -222,7 +222,7 @@ def test_random_policy_helpers():
 
 
 # Episodes per side: enough for a z-test to see a change of a few percent in
-# the mean length (experiments.minatar_jax_agreement runs 5-20 times more).
+# the mean length (scripts.experiments.minatar_jax_agreement runs 5-20 times more).
 AGREEMENT_EPISODES = {'asterix': 300, 'breakout': 2000, 'freeway': 16,
                       'seaquest': 800, 'space_invaders': 200}
 # Seed 2, not 1: JAX's key 1 is a +3 SE draw on Breakout (10.12 +- 0.07 frames

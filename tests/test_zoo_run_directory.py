@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from analysis import evaluate
+from scripts.analysis import evaluate
 from zoo import agents
 from zoo import checkpoint
 from zoo import experiment
@@ -207,7 +207,7 @@ def test_no_intact_checkpoint_stops_before_any_work_naming_the_files(
       'over.')
   assert 'JAX device' not in result.stderr  # Nothing started.
   assert _csv(run_dir) == _csv(base)
-  # analysis.evaluate says the same, and can pick among the kept ones.
+  # scripts.analysis.evaluate says the same, and can pick among the kept ones.
   with pytest.raises(checkpoint.DamagedError, match=f'^{re.escape(message)}'):
     evaluate.evaluate(str(run_dir / 'checkpoints'), 1)
   with pytest.raises(checkpoint.DamagedError, match=(

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from experiments import minatar_random
+from scripts.experiments import minatar_random
 from tests import without_minatar
 from zoo import agents
 from zoo import experiment

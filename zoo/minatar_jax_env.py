@@ -168,7 +168,7 @@ def make(game: str, **kwargs) -> JaxMinAtar:
   return JaxMinAtar(game, **kwargs)
 
 
-# The random policy (experiments.minatar_random, experiments.minatar_jax_agreement):
+# The random policy (scripts.experiments.minatar_random, scripts.experiments.minatar_jax_agreement):
 # pure functions, jitted here with the environment static.
 
 

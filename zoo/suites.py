@@ -38,7 +38,7 @@ class Suite(NamedTuple):
       has no reference scores).
     render: fn(environment) -> [K, H, W, 3] uint8, the RGB screens of the
       streams of an environment made by make_environment with
-      environment_mode='reference' (videos of analysis.evaluate); None where
+      environment_mode='reference' (videos of scripts.analysis.evaluate); None where
       the suite cannot render.
     loops: the loops other than the Python loop (zoo.run_loop, every
       suite's) that run the suite, by --loop name: fn(suite, preset, values,

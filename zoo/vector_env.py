@@ -15,7 +15,7 @@ Where it differs from the reference mode (zoo.atari_env, bit-exact DQN Zoo):
 - Grayscale: the palette's luminance of each frame, then the max over the two
   frames (DQN Zoo: max of the RGB frames, then luminance); resize by area
   averaging (DQN Zoo: Pillow's bilinear filter). Frames differ by a couple of
-  grey levels on average (benchmarks/bench_env.py --compare_pixels measures it).
+  grey levels on average (scripts/benchmarks/bench_env.py --compare_pixels measures it).
 - A repeat cut short by game over pools what it has, where DQN Zoo pools
   zero padding (only the LAST observation, whose discount is 0, differs).
 - A life lost on the step an episode is cut zeroes the discount here.

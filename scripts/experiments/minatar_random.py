@@ -1,6 +1,6 @@
 r"""Measure a uniformly random policy's return on MinAtar games.
 
-  python -m experiments.minatar_random [--games=asterix,breakout,seaquest]
+  python -m scripts.experiments.minatar_random [--games=asterix,breakout,seaquest]
       [--seeds=1,2,3] [--num_steps=25000] [--output_csv=PATH]
       [--loop=python|jitted]
 
@@ -25,7 +25,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from analysis import minatar_report
+from scripts.analysis import minatar_report
 from zoo import files
 from zoo import minatar_env
 from zoo import run_loop

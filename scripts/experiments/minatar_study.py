@@ -1,12 +1,12 @@
 r"""The MinAtar study: the paper's five agents x games x seeds, on the sweep.
 
-  python -m experiments.minatar_study --root_dir=runs/minatar_study --dry_run
-  python -m experiments.minatar_study --root_dir=runs/minatar_study --parallel=2
-  python -m experiments.minatar_study --root_dir=runs/minatar_study --report \
+  python -m scripts.experiments.minatar_study --root_dir=runs/minatar_study --dry_run
+  python -m scripts.experiments.minatar_study --root_dir=runs/minatar_study --parallel=2
+  python -m scripts.experiments.minatar_study --root_dir=runs/minatar_study --report \
       --output_dir=docs/minatar
-  python -m experiments.minatar_study --report --evidence_dir=evidence \
+  python -m scripts.experiments.minatar_study --report --evidence_dir=evidence \
       --configs=CR-DQN,QR-DQN-1 --games=asterix --seeds=1,2,3 --output_dir=DIR
-  python -m experiments.minatar_study --loop=jitted --root_dir=runs/minatar_jitted
+  python -m scripts.experiments.minatar_study --loop=jitted --root_dir=runs/minatar_jitted
 
 --loop=jitted (zoo.jitted_loop, docs/minatar-jitted-loop.md) runs each
 configuration x game as one process with the seeds vmapped (`--seeds=...`),
@@ -16,7 +16,7 @@ every iteration is skipped; the others resume from their checkpoints. Its
 report adds, per game, CR-DQN - QR-DQN-1 (final return, bootstrap CI over
 seeds) and the IQM over games of the scores normalised per game by the
 random policy (0) and the best configuration's mean (1), with stratified
-bootstrap CIs (analysis.bootstrap).
+bootstrap CIs (scripts.analysis.bootstrap).
 
 Configurations: the presets QR-DQN-1, QR-DQN-0, CR-DQN, NC-CR-DQN and
 NC-QR-DQN-0 (zoo.agents) on --games x --seeds, each run `python -m
@@ -24,10 +24,10 @@ NC-QR-DQN-0 (zoo.agents) on --games x --seeds, each run `python -m
 --num_train_frames steps; ε still decays over the first 100k steps after the
 learning start), plus the K-stream check: CR-DQN with --num_envs=8 on
 --k_stream_game (the same seeds), to compare with its K = 1 runs. Runs of a
-configuration live in ROOT/<label>/<agent>/<game>/seed_<s>/ (experiments.sweep's
+configuration live in ROOT/<label>/<agent>/<game>/seed_<s>/ (scripts.experiments.sweep's
 layout), so relaunching skips finished runs and resumes the others. Runs are
 ordered seed by seed, so that a study stopped early holds whole seeds.
---report writes the report of the planned runs (analysis.minatar_report: the
+--report writes the report of the planned runs (scripts.analysis.minatar_report: the
 same flags name the same runs) and runs nothing; with --evidence_dir it reads
 them from the results folder (the evidence command's sessions:
 runs/<piece>/<configuration>/<agent>/<game>/seed_<s>/) instead of --root_dir.
@@ -44,8 +44,8 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from analysis import run_data
-from experiments import sweep
+from scripts.analysis import run_data
+from scripts.experiments import sweep
 from zoo import agents
 from zoo import files
 from zoo import minatar_env
@@ -91,7 +91,7 @@ def config_settings(config: Config) -> Dict[str, Any]:
                       if has_value else True)
   return settings
 
-# `python -m benchmarks.bench_minatar` on the project's idle 2-core CPU (AMD EPYC,
+# `python -m scripts.benchmarks.bench_minatar` on the project's idle 2-core CPU (AMD EPYC,
 # AVX-512), XLA single-threaded as a study run: the mean over the five K = 1
 # configurations of the ms per training step (act, env, replay, one update per
 # 4 steps; 1.1 to 2.1) and per evaluation step (0.28 to 0.36), medians of 3
@@ -138,7 +138,7 @@ def define_flags() -> None:
   flags.DEFINE_integer('random_steps', 25_000, 'Steps per seed of the random '
                        "policy's measurement in the report.")
   flags.DEFINE_enum('loop', 'python', ['python', 'jitted'],
-                    'python: one process per run (experiments.sweep); jitted: one '
+                    'python: one process per run (scripts.experiments.sweep); jitted: one '
                     'process per configuration x game, seeds vmapped, with '
                     'the full study as defaults (module doc).')
 
@@ -172,7 +172,7 @@ class Group(NamedTuple):
 def plan_groups(root_dir: str, configs: Sequence[Config], games: Sequence[str],
                 seeds: Sequence[int], k_stream_game: str,
                 common: Sequence[str]) -> List[Group]:
-  """Return the jitted study's groups, game by game (experiments.sweep's layout)."""
+  """Return the jitted study's groups, game by game (scripts.experiments.sweep's layout)."""
   pairs = [(config, game) for game in games for config in configs]
   if k_stream_game:
     pairs.append((K_STREAM_CONFIG, k_stream_game))
@@ -223,7 +223,7 @@ def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
   """Return the report's CR-DQN - QR-DQN-1 and normalised-IQM sections.
 
   Args:
-    results: analysis.minatar_report.RunResult of the complete runs.
+    results: scripts.analysis.minatar_report.RunResult of the complete runs.
     labels: the configurations, in order.
     games: the games, in order.
     random_returns: the random policy's return per game.
@@ -231,8 +231,8 @@ def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
     seed: the bootstrap's seed.
   """
   # pylint: disable=g-import-not-at-top
-  from analysis import bootstrap
-  from analysis import minatar_report
+  from scripts.analysis import bootstrap
+  from scripts.analysis import minatar_report
   # pylint: enable=g-import-not-at-top
   final = {}
   for r in results:
@@ -264,7 +264,7 @@ def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
             'Interquartile mean over seeds x games of the final return '
             'normalised per game, (score - random) / (best - random), where '
             "best is the best configuration's mean on that game; 95% "
-            'stratified bootstrap CI (analysis.bootstrap). Only games where '
+            'stratified bootstrap CI (scripts.analysis.bootstrap). Only games where '
             'every configuration has complete runs, and only seeds complete '
             'on all of them.', '']
   usable = [g for g in games if g in best and
@@ -358,8 +358,8 @@ def _validate() -> Tuple[List[Config], List[str], List[int]]:
 def _report(runs, configs: Sequence[Config], games: Sequence[str]) -> None:
   # Imported here: plotting is not needed to plan or run the study.
   # pylint: disable=g-import-not-at-top
-  from analysis import minatar_report
-  from experiments import minatar_random
+  from scripts.analysis import minatar_report
+  from scripts.experiments import minatar_random
   # pylint: enable=g-import-not-at-top
   planned = [(label, spec.game, spec.seed, spec.results_csv_path)
              for label, spec in runs]
@@ -468,7 +468,7 @@ def main(argv):
   print(f'Estimated time: {seconds / 3600:.1f} h at {FLAGS.train_step_ms} ms '
         f'per training step and {FLAGS.eval_step_ms} ms per evaluation step '
         'per run (--train_step_ms, --eval_step_ms; measure with '
-        'python -m benchmarks.bench_minatar).', flush=True)
+        'python -m scripts.benchmarks.bench_minatar).', flush=True)
   if FLAGS.dry_run:
     for label, spec in runs:
       print(f'{label}: {shlex.join(spec.command)}')

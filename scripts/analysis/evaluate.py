@@ -1,6 +1,6 @@
 """Evaluate a run's checkpoint: episode returns and a video of play.
 
-  python -m analysis.evaluate --checkpoint_dir=runs/cr_dqn/pong/seed_1/checkpoints
+  python -m scripts.analysis.evaluate --checkpoint_dir=runs/cr_dqn/pong/seed_1/checkpoints
       [--iteration=N] [--num_episodes=10] [--video_path=pong.gif|pong.mp4]
       [--seed=1]
 

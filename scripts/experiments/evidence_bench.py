@@ -1,7 +1,7 @@
-"""The benchmarks a session measures, as the commands of benchmarks/, and
+"""The benchmarks a session measures, as the commands of scripts/benchmarks/, and
 what the evidence command reads back from their output.
 
-Each benchmark runs its own command line (`python -m benchmarks.bench_...`)
+Each benchmark runs its own command line (`python -m scripts.benchmarks.bench_...`)
 with bounded sizes; its whole output is kept (benchmarks/<name>.txt of the
 session) and the figures the plan's estimates need are parsed from it.
 """
@@ -31,33 +31,33 @@ def benchmarks(scale: str) -> List[Benchmark]:
     tiny = ('--replay_capacity=1000', '--num_quantiles=11', '--hidden_size=16')
     return [
         Benchmark('jitted_minatar',
-                  ('benchmarks.bench_jitted_minatar', '--configs=CR-DQN',
+                  ('scripts.benchmarks.bench_jitted_minatar', '--configs=CR-DQN',
                    '--num_seeds=1,2', '--num_steps=200', '--repeats=1') + tiny,
                   120),
         Benchmark('agent',
-                  ('benchmarks.bench_agent', '--environment_name=breakout',
+                  ('scripts.benchmarks.bench_agent', '--environment_name=breakout',
                    '--modes=' + ','.join(REHEARSAL_AGENT_MODES),
                    '--num_frames=256', '--repeats=1',
                    '--bench_replay_capacity=2000', '--min_replay=100'),
                   180, REHEARSAL_AGENT_MODES),
-        Benchmark('losses', ('benchmarks.bench_losses', '--sizes=8',
+        Benchmark('losses', ('scripts.benchmarks.bench_losses', '--sizes=8',
                              '--repeats=3', '--nosorts'), 60),
     ]
   return [
       # CR-DQN, N = 201, at 1, 16, 64 and 256 vmapped seeds beside the
       # Python loop (Breakout).
       Benchmark('jitted_minatar',
-                ('benchmarks.bench_jitted_minatar', '--configs=CR-DQN',
+                ('scripts.benchmarks.bench_jitted_minatar', '--configs=CR-DQN',
                  '--num_seeds=' + ','.join(map(str, JITTED_SEEDS)),
                  '--num_steps=1000', '--repeats=2'), 150),
       # Training frames/s of the reference mode and the fast modes on the
       # plan's Atari game, with the update, acting and environment times.
       Benchmark('agent',
-                ('benchmarks.bench_agent', '--environment_name=breakout',
+                ('scripts.benchmarks.bench_agent', '--environment_name=breakout',
                  '--modes=' + ','.join(AGENT_MODES), '--num_frames=16384',
                  '--repeats=2'), 150, AGENT_MODES),
       # The Cramér loss against the QR loss at N = 201.
-      Benchmark('losses', ('benchmarks.bench_losses', '--sizes=201',
+      Benchmark('losses', ('scripts.benchmarks.bench_losses', '--sizes=201',
                            '--repeats=30', '--nosorts'), 45),
   ]
 

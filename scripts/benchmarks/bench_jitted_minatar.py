@@ -1,12 +1,12 @@
 r"""Benchmark the jitted MinAtar loop against the Python loop, side by side.
 
-  python -m benchmarks.bench_jitted_minatar [--environment_name=breakout]
+  python -m scripts.benchmarks.bench_jitted_minatar [--environment_name=breakout]
       [--configs=CR-DQN,QR-DQN-1] [--num_seeds=1,4,16] [--num_steps=4000]
       [--repeats=3] [any run flag, e.g. --num_quantiles=51]
 
-For each configuration of experiments.minatar_study, with MinAtar's defaults
+For each configuration of scripts.experiments.minatar_study, with MinAtar's defaults
 (N = 201, replay 100k, learning from 5k steps, one update per 4 steps), in one
-process: the Python loop (benchmarks.bench_minatar's training phase: env, act,
+process: the Python loop (scripts.benchmarks.bench_minatar's training phase: env, act,
 replay, updates) and the jitted loop (zoo.jitted_train, as zoo.jitted_loop runs it) with 1, 4 and 16 seeds
 vmapped, each warmed up past the learning start (the jitted chunk compiled),
 then measured in turns (--repeats rounds, a training phase of --num_steps
@@ -29,8 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from benchmarks import bench_minatar
-from experiments import minatar_study
+from scripts.benchmarks import bench_minatar
+from scripts.experiments import minatar_study
 from zoo import agent as agent_lib
 from zoo import agents
 from zoo import jitted_loop
@@ -46,7 +46,7 @@ FLAGS = flags.FLAGS
 def define_flags() -> None:
   """Define the flags of this entry point (only when run)."""
   flags.DEFINE_list('configs', ['CR-DQN', 'QR-DQN-1'],
-                    'Configurations of experiments.minatar_study to measure.')
+                    'Configurations of scripts.experiments.minatar_study to measure.')
   flags.DEFINE_list('num_seeds', ['1', '4', '16'], 'Vmapped seeds to measure.')
   flags.DEFINE_integer('num_steps', 4000, 'Training steps per seed per '
                        'measurement (a multiple of the block, 4 steps).')

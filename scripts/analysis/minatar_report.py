@@ -1,23 +1,23 @@
 """The MinAtar study's report: curves, final scores with CIs, K = 8 vs K = 1.
 
-`write_report` reads the runs experiments.minatar_study planned (each run's
+`write_report` reads the runs scripts.experiments.minatar_study planned (each run's
 results.csv under ROOT/<label>/<agent>/<game>/seed_<s>/) and writes, into
 the output directory:
 
 - final_scores.csv and report.md: per game and configuration, over the
   complete seeds, the mean of two statistics of each run with a 95%
-  percentile bootstrap CI over seeds (analysis.bootstrap; with 3 seeds the
+  percentile bootstrap CI over seeds (scripts.analysis.bootstrap; with 3 seeds the
   interval is coarse): the evaluation return of the last iteration ("final")
   and the mean evaluation return over iterations 1..T ("mean over
   iterations", which also rewards learning early). The random policy's
-  return (measured by experiments.minatar_random) stands beside them.
+  return (measured by scripts.experiments.minatar_random) stands beside them.
 - runs.csv: one row per planned run (complete, incomplete or missing).
 - curves.png: per game, the evaluation return against training steps, mean
   over complete seeds (line) and min..max over seeds (band), the random
   policy dashed; k_streams.png: the same for CR-DQN K = 1 and K = 8.
 - wall time: the hours the runs spent in their phases (from the CSVs' frame
   rates; start-up, compilation before a phase and checkpoints not counted),
-  and the study's span, from the first run's start (experiments.sweep's run.log)
+  and the study's span, from the first run's start (scripts.experiments.sweep's run.log)
   to the last CSV write.
 
 Incomplete and missing runs are listed, never averaged in.
@@ -35,9 +35,9 @@ matplotlib.use('Agg')  # Files only; never needs a display.
 import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
-from analysis import bootstrap
-from analysis import plot_curves
-from analysis import run_data
+from scripts.analysis import bootstrap
+from scripts.analysis import plot_curves
+from scripts.analysis import run_data
 from zoo import files
 
 K_ONE_LABEL = 'CR-DQN'  # The K = 1 runs the K-stream check compares with.
@@ -179,7 +179,7 @@ def study_span(csv_paths: Sequence[str]
                ) -> Optional[Tuple[datetime.datetime, datetime.datetime]]:
   """Return (first run.log start, last CSV write) of the runs, if known.
 
-  experiments.sweep starts each attempt's block of run.log (beside the CSV) with
+  scripts.experiments.sweep starts each attempt's block of run.log (beside the CSV) with
   '=== YYYY-mm-dd HH:MM:SS on HOST: COMMAND'.
   """
   starts, ends = [], []
@@ -489,7 +489,7 @@ def write_report(planned: Sequence[Tuple[str, str, int, str]],
     num_eval_frames: evaluation steps per iteration (for the wall time).
     machine: where the runs ran, for the report.
     random_results: the random policy's return on every game (of `games`
-      and of the K-stream check), e.g. from experiments.minatar_random.
+      and of the K-stream check), e.g. from scripts.experiments.minatar_random.
     reps: bootstrap resamples.
     confidence: CI coverage.
     seed: the bootstrap's seed.
@@ -504,7 +504,7 @@ def write_report(planned: Sequence[Tuple[str, str, int, str]],
   missing = [g for g in all_games if g not in random_returns]
   if missing:
     raise ValueError(f'No random policy return for {", ".join(missing)}: '
-                     'measure it (experiments.minatar_random) and pass it in '
+                     'measure it (scripts.experiments.minatar_random) and pass it in '
                      'random_results.')
   main = [r for r in present if r.label in labels]
   final = final_rows(main, random_returns, reps, confidence, seed)

@@ -1,7 +1,7 @@
 r"""Summarise Atari-57 results: best-agent median, and median/IQM/mean with 95% CIs.
 
-  python -m analysis.aggregate --reference
-  python -m analysis.aggregate --runs=runs/ --output_dir=results/
+  python -m scripts.analysis.aggregate --reference
+  python -m scripts.analysis.aggregate --runs=runs/ --output_dir=results/
 
 For every agent (ours, and the shipped paper references):
 - the best score of a run is the max over iterations 0..num_iterations of its
@@ -33,8 +33,8 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from analysis import bootstrap
-from analysis import run_data
+from scripts.analysis import bootstrap
+from scripts.analysis import run_data
 from zoo import files
 
 FLAGS = flags.FLAGS
@@ -231,7 +231,7 @@ def minatar_markdown(rows: Sequence[RawSummary], confidence: float = 0.95
           'these are not comparable with the rows above). Best: the maximum '
           'evaluation return over a run\'s iterations, mean over seeds '
           f'[{pct}% bootstrap CI over seeds]; last: the last iteration\'s '
-          'return, mean over seeds. `python -m experiments.minatar_study '
+          'return, mean over seeds. `python -m scripts.experiments.minatar_study '
           '--report` gives the study\'s full report.\n\n'
           '| source | agent | game | seeds | last iteration | best return '
           '[CI] | last return |\n|---|---|---|---:|---:|---:|---:|\n')

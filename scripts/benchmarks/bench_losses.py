@@ -8,8 +8,8 @@ to rlax.quantile_regression_loss, and the temporary memory of the compiled
 computation (XLA's memory_analysis). Also times the sort primitives that
 explain the choice of algorithm.
 
-  python -m benchmarks.bench_losses
-  python -m benchmarks.bench_losses --sizes=32,201 --repeats=50 --batch=32
+  python -m scripts.benchmarks.bench_losses
+  python -m scripts.benchmarks.bench_losses --sizes=32,201 --repeats=50 --batch=32
 
 Variants (the alternatives measured to choose cramer_loss's formulation):
   cramer_loss               library, form='auto': the faster of the next two

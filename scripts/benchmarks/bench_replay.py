@@ -1,6 +1,6 @@
 """Measure the replay's resident memory when full, and its sampling time.
 
-  python -m benchmarks.bench_replay [--replay_capacity=1000000] [--num_streams=16]
+  python -m scripts.benchmarks.bench_replay [--replay_capacity=1000000] [--num_streams=16]
 
 Fills a FrameReplay to capacity with random frames (as K streams of one long
 episode) and prints the process's resident memory next to the arrays' exact
@@ -14,7 +14,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from benchmarks import timing
+from scripts.benchmarks import timing
 from zoo import replay as replay_lib
 
 FLAGS = flags.FLAGS

@@ -32,7 +32,7 @@ _REQUIRED_COLUMNS = _KEY_COLUMNS + ('iteration', 'eval_episode_return')
 # What the tools say a run CSV is, when they find none.
 RUN_CSV_HELP = (
     'A run CSV is the results.csv a run writes (python -m <agent>.run_atari '
-    'or run_minatar, or experiments.sweep under '
+    'or run_minatar, or scripts.experiments.sweep under '
     'ROOT/<agent>/<game>/seed_<s>/), with the columns '
     f'{", ".join(_REQUIRED_COLUMNS)}.')
 DAMAGED_CSV_FIX = (

@@ -9,7 +9,7 @@ existed, in figures.csv (one row a figure: key, what, value, unit, command,
 note), with the machine and date in its session.json. Only
 CSVs, JSON and text: never weights or replays. An archive
 (evidence-<id>.tar.gz) holds sessions/<id>/ and is unpacked into the folder by
-`python -m experiments.evidence --ingest=ARCHIVE`.
+`python -m scripts.experiments.evidence --ingest=ARCHIVE`.
 
 What the folder holds is done: a piece counts as done when a session of the
 full scale completed it and its CSVs are there.
@@ -26,7 +26,7 @@ SESSIONS = 'sessions'
 SESSION_FILE = 'session.json'
 # The packages whose code sets the speed of a benchmark.
 CODE_PACKAGES = ('losses', 'networks', 'zoo', 'qr_dqn', 'cr_dqn', 'nc_cr_dqn',
-                 'nc_qr_dqn', 'benchmarks')
+                 'nc_qr_dqn', os.path.join('scripts', 'benchmarks'))
 MAX_ARCHIVE_BYTES = 16 * 2**20
 FIGURES_FILE = 'figures.csv'
 FIGURE_COLUMNS = ('key', 'what', 'value', 'unit', 'command', 'note')

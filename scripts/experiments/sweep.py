@@ -1,11 +1,11 @@
 r"""Run agents x games x seeds, locally in parallel or on a Ray cluster; resumable.
 
-  python -m experiments.sweep --agents=cr_dqn,qr_dqn --games=pong,breakout --seeds=1,2,3 \
+  python -m scripts.experiments.sweep --agents=cr_dqn,qr_dqn --games=pong,breakout --seeds=1,2,3 \
       --root_dir=runs --parallel=2 --flags='--num_iterations=2 --num_train_frames=400'
-  python -m experiments.sweep --status --root_dir=runs
-  python -m experiments.sweep --suite=minatar --agents=cr_dqn --games=all --seeds=1,2,3 \
+  python -m scripts.experiments.sweep --status --root_dir=runs
+  python -m scripts.experiments.sweep --suite=minatar --agents=cr_dqn --games=all --seeds=1,2,3 \
       --root_dir=runs/minatar --parallel=2
-  python -m experiments.sweep --agents=cr_dqn --games=all --seeds=1,2,3 --root_dir=/nfs/runs \
+  python -m scripts.experiments.sweep --agents=cr_dqn --games=all --seeds=1,2,3 --root_dir=/nfs/runs \
       --ray_address=auto --cpus_per_run=4 --gpus_per_run=1
 
 Each run lives in --root_dir/<agent>/<game>/seed_<s>/: results.csv, checkpoints/,
@@ -646,7 +646,7 @@ def run_ray(specs: Sequence[RunSpec], address: str, cpus_per_run: float,
   ray.init(address=address)
   # Refer to this module by its import name, so workers import it rather than
   # unpickling a copy of __main__.
-  from experiments import sweep as sweep_module  # pylint: disable=g-import-not-at-top
+  from scripts.experiments import sweep as sweep_module  # pylint: disable=g-import-not-at-top
   task = ray.remote(num_cpus=cpus_per_run, num_gpus=gpus_per_run)(
       sweep_module.execute_run)
   # Ray sets each task's CUDA_VISIBLE_DEVICES; a fraction of a GPU also needs

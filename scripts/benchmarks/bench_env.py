@@ -5,8 +5,8 @@ step per stream); median over repeats, side by side with the reference mode
 at K=1 (DQN Zoo). Optionally measure how far the vectorized mode's pixels are
 from the reference pipeline's on the same emulator state.
 
-  python -m benchmarks.bench_env --environment_name=asterix --num_frames=40000
-  python -m benchmarks.bench_env --compare_pixels --compare_games=pong,asterix
+  python -m scripts.benchmarks.bench_env --environment_name=asterix --num_frames=40000
+  python -m scripts.benchmarks.bench_env --compare_pixels --compare_games=pong,asterix
 """
 
 import time

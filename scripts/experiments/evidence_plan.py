@@ -4,12 +4,12 @@ The plan is this module's PIECES (and, for presets added later, their MinAtar
 pieces): each piece is a set of runs that must complete in one command, since
 nothing survives the GPU machine. Progress is not kept here: a piece is done
 when the results folder (evidence/) holds a session that completed it
-(experiments.evidence_store).
+(scripts.experiments.evidence_store).
 
 Run length, fixed for the whole MinAtar plan: 500k steps per seed (5
 iterations of 100k training steps, 25k evaluation steps after each and before
 the first; ε from 1 to 0.1 over the first 100k steps), the reference study's
-length (docs/minatar/report.md, experiments.minatar_study). Young & Tian's 5M
+length (docs/minatar/report.md, scripts.experiments.minatar_study). Young & Tian's 5M
 does not fit: a piece must finish within one command of at most 10 minutes
 (nothing survives the machine), and 5M training plus 1.275M evaluation steps
 per seed in about 7 minutes would need more than 15,000 steps/s per seed for

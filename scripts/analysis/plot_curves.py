@@ -1,7 +1,7 @@
 r"""Plot Atari learning curves: per game, a grid of all games, and the median over games.
 
-  python -m analysis.plot_curves --runs=runs/ --output_dir=results/plots
-  python -m analysis.plot_curves --reference_agents=CR-DQN,qrdqn --games=pong,breakout \
+  python -m scripts.analysis.plot_curves --runs=runs/ --output_dir=results/plots
+  python -m scripts.analysis.plot_curves --reference_agents=CR-DQN,qrdqn --games=pong,breakout \
       --output_dir=/tmp/plots --format=png,pdf
 
 Each curve is the mean +- std over seeds of the evaluation return (human-normalised
@@ -26,7 +26,7 @@ matplotlib.use('Agg')  # Files only; never needs a display.
 import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
-from analysis import run_data
+from scripts.analysis import run_data
 from zoo import files
 
 DEFAULT_REFERENCE_AGENTS = ('CR-DQN', 'qrdqn', 'iqn', 'c51', 'dqn')

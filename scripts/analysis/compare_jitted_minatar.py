@@ -1,13 +1,13 @@
 r"""Compare jitted-loop MinAtar runs with the Python loop's, per game and agent.
 
-  python -m analysis.compare_jitted_minatar --root_dir=runs/minatar_jitted
+  python -m scripts.analysis.compare_jitted_minatar --root_dir=runs/minatar_jitted
       [--reference_runs=docs/minatar/runs.csv] [--configs=CR-DQN,QR-DQN-1]
       [--games=asterix,breakout] [--num_iterations=5]
 
 The reference is the Python loop's per-seed final evaluation returns in the
-study report's runs.csv (analysis.minatar_report); the jitted runs are read
-from ROOT/<label>/<agent>/<game>/seed_<s>/results.csv (experiments.sweep's
-layout, as `--loop=jitted` of experiments.minatar_study writes them). Prints, per
+study report's runs.csv (scripts.analysis.minatar_report); the jitted runs are read
+from ROOT/<label>/<agent>/<game>/seed_<s>/results.csv (scripts.experiments.sweep's
+layout, as `--loop=jitted` of scripts.experiments.minatar_study writes them). Prints, per
 game and configuration, both means over complete seeds with 95% bootstrap
 CIs and the difference jitted - python with its CI (each side's seeds
 resampled).
@@ -22,7 +22,7 @@ from typing import Dict, List, Tuple
 from absl import app
 from absl import flags
 
-from analysis import minatar_report
+from scripts.analysis import minatar_report
 
 FLAGS = flags.FLAGS
 
@@ -38,7 +38,7 @@ def reference_finals(path: str) -> Dict[Tuple[str, str], List[float]]:
     ValueError: the file is not the report's runs.csv, or is cut short.
   """
   out: Dict[Tuple[str, str], List[float]] = {}
-  fix = ('Pass the runs.csv that python -m experiments.minatar_study --report '
+  fix = ('Pass the runs.csv that python -m scripts.experiments.minatar_study --report '
          'writes (docs/minatar/runs.csv).')
   try:
     with open(path, newline='') as f:
@@ -104,7 +104,7 @@ def define_flags() -> None:
   flags.DEFINE_string('root_dir', None, 'Where the jitted runs live.',
                       required=True)
   flags.DEFINE_string('reference_runs', 'docs/minatar/runs.csv',
-                      "The Python loop's runs (analysis.minatar_report).")
+                      "The Python loop's runs (scripts.analysis.minatar_report).")
   flags.DEFINE_list('configs', ['CR-DQN', 'QR-DQN-1'], 'Configurations.')
   flags.DEFINE_list('games', ['asterix', 'breakout'], 'Games.')
   flags.DEFINE_integer('num_iterations', 5, 'Iterations of a complete run.')
@@ -117,14 +117,14 @@ def main(argv):
   if not os.path.exists(FLAGS.reference_runs):
     sys.exit(f'Error: --reference_runs={FLAGS.reference_runs}: no such '
              "file; pass the study report's runs.csv (docs/minatar/runs.csv, "
-             'written by python -m experiments.minatar_study --report).')
+             'written by python -m scripts.experiments.minatar_study --report).')
   found = [path for label in FLAGS.configs for game in FLAGS.games
            for path in jitted_csv_paths(FLAGS.root_dir, label, game)]
   if not found:
     sys.exit(f'Error: --root_dir={FLAGS.root_dir}: no jitted run of '
              f'{", ".join(FLAGS.configs)} on {", ".join(FLAGS.games)} there '
              '(ROOT/<configuration>/<agent>/<game>/seed_<s>/results.csv). '
-             'Pass the --root_dir of python -m experiments.minatar_study '
+             'Pass the --root_dir of python -m scripts.experiments.minatar_study '
              '--loop=jitted.')
   try:
     lines = comparison_lines(reference_finals(FLAGS.reference_runs),

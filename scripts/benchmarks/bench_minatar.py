@@ -1,11 +1,11 @@
 r"""Benchmark the MinAtar loop: training and evaluation steps/s, and the parts.
 
-  python -m benchmarks.bench_minatar [--environment_name=breakout]
+  python -m scripts.benchmarks.bench_minatar [--environment_name=breakout]
       [--num_steps=3000] [--repeats=3]
       [--configs=QR-DQN-1,QR-DQN-0,CR-DQN,NC-CR-DQN,NC-QR-DQN-0,CR-DQN-K8]
       [any run flag, e.g. --num_quantiles=51]
 
-For every configuration of experiments.minatar_study, with MinAtar's defaults
+For every configuration of scripts.experiments.minatar_study, with MinAtar's defaults
 (N = 201, hidden layer 128, one update per 4 steps, replay 100k, learning
 from 5k steps; the run flags change them), in one process, after a
 warm-up that fills the replay to its minimum and compiles the update: a
@@ -20,7 +20,7 @@ rounds.
 XLA runs single-threaded (--single_threaded, the default), as each run of a
 study with --parallel >= cores does. The last lines print the mean ms per
 training and evaluation step over the K = 1 configurations: the figures
-experiments.minatar_study's estimate uses (--train_step_ms, --eval_step_ms).
+scripts.experiments.minatar_study's estimate uses (--train_step_ms, --eval_step_ms).
 """
 
 import os
@@ -34,9 +34,9 @@ from absl import flags
 import jax
 import numpy as np
 
-from analysis import minatar_report
-from benchmarks import timing
-from experiments import minatar_study
+from scripts.analysis import minatar_report
+from scripts.benchmarks import timing
+from scripts.experiments import minatar_study
 from zoo import agents
 from zoo import build
 from zoo import environment
@@ -59,7 +59,7 @@ def define_flags() -> None:
   # The run settings are the run flags, with MinAtar's defaults.
   labels = [c.label for c in minatar_study.CONFIGS]
   flags.DEFINE_list('configs', labels + [minatar_study.K_STREAM_CONFIG.label],
-                    'Configurations of experiments.minatar_study to measure.')
+                    'Configurations of scripts.experiments.minatar_study to measure.')
   flags.DEFINE_integer('num_steps', 3000,
                        'Training steps per configuration per round (eval: '
                        'the same number).')

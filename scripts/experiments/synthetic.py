@@ -13,8 +13,8 @@ epsilon acts alike on both.
 Trials of one configuration run as one jitted program: `lax.scan` over the
 steps inside, `vmap` over the trials.
 
-  python -m experiments.synthetic                 # writes runs/synthetic/
-  python -m experiments.synthetic --output_dir=docs/synthetic   # the docs' copy
+  python -m scripts.experiments.synthetic                 # writes runs/synthetic/
+  python -m scripts.experiments.synthetic --output_dir=docs/synthetic   # the docs' copy
 """
 
 import csv
@@ -448,7 +448,7 @@ def run_experiment(settings: Settings) -> list[dict]:
   """Run the configurations, print and write the table and figure."""
   configurations, mixture = check_settings(settings)
   # Imported here: matplotlib is only needed once the arguments are good.
-  from experiments import synthetic_plot  # pylint: disable=g-import-not-at-top
+  from scripts.experiments import synthetic_plot  # pylint: disable=g-import-not-at-top
 
   num_quantiles = settings.num_quantiles
   target = exact_staircase(mixture, num_quantiles)

@@ -1,6 +1,6 @@
 """Measure a checkpoint's time and bytes per iteration: whole replay vs chunks.
 
-  python -m benchmarks.bench_checkpoint [--replay_capacity=1000000]
+  python -m scripts.benchmarks.bench_checkpoint [--replay_capacity=1000000]
       [--steps_per_iteration=250000] [--num_streams=1] [--repeats=3]
       [--output_dir=/tmp/bench_checkpoint]
 

@@ -1,8 +1,8 @@
 r"""Check runs against the published curves, iteration by iteration.
 
-  python -m analysis.compare_published --runs=runs/cr_dqn/pong
-  python -m analysis.compare_published --runs=QR-DQN-0=runs_k0 --plot=/tmp/check.png
-  python -m analysis.compare_published --evidence_dir=evidence   # the results folder
+  python -m scripts.analysis.compare_published --runs=runs/cr_dqn/pong
+  python -m scripts.analysis.compare_published --runs=QR-DQN-0=runs_k0 --plot=/tmp/check.png
+  python -m scripts.analysis.compare_published --evidence_dir=evidence   # the results folder
 
 For each of our runs and each of its iterations, prints our evaluation return
 next to the published seeds of the same agent and game at the same frame (min,
@@ -24,7 +24,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from analysis import run_data
+from scripts.analysis import run_data
 from zoo import agents
 from zoo import run_json
 
@@ -373,7 +373,7 @@ def plot(comparisons: Sequence[Comparison], path: str) -> str:
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')  # Files only; never needs a display.
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-  from analysis import plot_curves  # pylint: disable=g-import-not-at-top
+  from scripts.analysis import plot_curves  # pylint: disable=g-import-not-at-top
   from zoo import files  # pylint: disable=g-import-not-at-top
 
   shown = [c for c in comparisons if c.rows]

@@ -1,6 +1,6 @@
 r"""Test that MinAtar in JAX is `minatar`'s MinAtar: random-policy statistics.
 
-  python -m experiments.minatar_jax_agreement [--games=breakout,...]
+  python -m scripts.experiments.minatar_jax_agreement [--games=breakout,...]
       [--episodes=asterix:2000,...] [--seed=1] [--alpha=0.005]
 
 For every game, a uniformly random policy (over the minimal action set) plays

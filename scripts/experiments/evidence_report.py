@@ -7,7 +7,7 @@ sections between marker comments (`<!-- --8<-- [start:NAME] -->`) of other
 pages (PAGE_SECTIONS): the README's performance and MinAtar tables, the
 MinAtar and Atari result pages' tables of our runs, and the performance
 page's list of what is not yet measured. Written by `python -m
-experiments.evidence --report` and after every `--ingest`;
+scripts.experiments.evidence --report` and after every `--ingest`;
 tests/test_experiments_evidence_report.py keeps the pages in step with the
 folder.
 """
@@ -19,9 +19,9 @@ import re
 import statistics
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from experiments import evidence_bench
-from experiments import evidence_plan
-from experiments import evidence_store
+from scripts.experiments import evidence_bench
+from scripts.experiments import evidence_plan
+from scripts.experiments import evidence_store
 
 # What each benchmark measures, for the list of what is not measured yet.
 BENCHMARK_TITLES = {
@@ -61,7 +61,7 @@ def render(evidence_dir: str, plan: Sequence[evidence_plan.Piece]) -> str:
   lines = [
       '# Evidence from the GPU quarter-hours', '',
       'Generated from the results folder `evidence/` by `python -m '
-      'experiments.evidence --report` (and after every `--ingest`); do not '
+      'scripts.experiments.evidence --report` (and after every `--ingest`); do not '
       'edit by hand. How a quarter-hour is spent: '
       '[Performance](performance.md#the-evidence-command).', '',
       '## Sessions', '']
@@ -127,9 +127,9 @@ def render(evidence_dir: str, plan: Sequence[evidence_plan.Piece]) -> str:
             f'{evidence_plan.MINATAR_EVAL_STEPS:,} evaluation steps each, ε '
             f'over the first {evidence_plan.EPSILON_DECAY_STEPS:,}), '
             f'{len(evidence_plan.MINATAR_SEEDS)} seeds vmapped per preset, '
-            'the jitted loop; why this length: `experiments/evidence_plan.py`. '
+            'the jitted loop; why this length: `scripts/experiments/evidence_plan.py`. '
             f'Atari: CR-DQN, the fastest measured mode, as many iterations '
-            'of 1M frames as fit, judged by `analysis.compare_published`.', '',
+            'of 1M frames as fit, judged by `scripts.analysis.compare_published`.', '',
             f'{len(done)} of {len(plan)} pieces done.', '',
             '| # | piece | status | final return, mean over seeds (seeds, '
             'iterations) |', '|---:|---|---|---|']
@@ -306,7 +306,7 @@ def _runs(sessions: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
 def _mean_ci(values: Sequence[float]) -> str:
   # Imported here: the evidence command imports this module on the GPU
   # machine, where plotting is not needed.
-  from analysis import minatar_report  # pylint: disable=g-import-not-at-top
+  from scripts.analysis import minatar_report  # pylint: disable=g-import-not-at-top
   cell = minatar_report.mean_with_ci(values, reps=10_000)
   if cell.num_seeds < 2:
     return f'{cell.mean:.2f}'

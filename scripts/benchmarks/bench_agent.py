@@ -8,10 +8,10 @@ every 16 frames in total, as a real run. The modes are measured in turns
 (round robin, `--repeats` rounds) so that load from other processes hits them
 alike; the table shows medians over the rounds.
 
-  python -m benchmarks.bench_agent [--environment_name=pong] [--agent=cr_dqn]
+  python -m scripts.benchmarks.bench_agent [--environment_name=pong] [--agent=cr_dqn]
       [--modes=reference:1,vector:16,vector:16:u4,vector:16:u4:device]
       [--num_frames=2048] [--repeats=3] [--bench_replay_capacity=100000]
-  python -m benchmarks.bench_agent --suite=minatar --modes=reference:1,reference:1:u4
+  python -m scripts.benchmarks.bench_agent --suite=minatar --modes=reference:1,reference:1:u4
 
 A mode is ENV:K[:uU][:device]: the environment mode and K streams, U fused
 updates per dispatch (--num_fused_updates, default 1), and the replay on the
@@ -42,7 +42,7 @@ from absl import flags
 import jax
 import numpy as np
 
-from benchmarks import timing
+from scripts.benchmarks import timing
 from zoo import agents
 from zoo import build
 from zoo import minatar_env

@@ -1,9 +1,9 @@
 r"""One command that turns a lent GPU quarter-hour into committed evidence.
 
-  python -m experiments.evidence --budget_minutes=8 --output_dir=DIR
-  python -m experiments.evidence --ingest=DIR/evidence-<id>.tar.gz
-  python -m experiments.evidence --report            # the pages only
-  python -m experiments.evidence --dry_run --output_dir=/tmp/x  # the plan
+  python -m scripts.experiments.evidence --budget_minutes=8 --output_dir=DIR
+  python -m scripts.experiments.evidence --ingest=DIR/evidence-<id>.tar.gz
+  python -m scripts.experiments.evidence --report            # the pages only
+  python -m scripts.experiments.evidence --dry_run --output_dir=/tmp/x  # the plan
 
 Within a hard deadline (--budget_minutes, of which the last --pack_reserve_s
 are kept for packing), in one process that runs the project's own command
@@ -11,18 +11,18 @@ lines:
 
 a. measures, once per device kind and code version (skipped when the results
    folder already holds them; --measure=always|never overrides), the
-   benchmarks of experiments.evidence_bench: bench_jitted_minatar at 1, 16,
+   benchmarks of scripts.experiments.evidence_bench: bench_jitted_minatar at 1, 16,
    64 and 256 seeds beside the Python loop, bench_agent's reference and fast
    modes on Breakout, bench_losses at N = 201; with the device, the JAX
    version and the CPU count. They get at most --measure_share of the budget
    (a benchmark that does not fit is skipped and measured next time);
-b. advances the plan (experiments.evidence_plan) with what is left: the
+b. advances the plan (scripts.experiments.evidence_plan) with what is left: the
    pieces not yet in the results folder, in order, each started only if its
-   estimated duration (experiments.evidence_estimate, from speeds measured on
+   estimated duration (scripts.experiments.evidence_estimate, from speeds measured on
    this device kind) fits what is left; MinAtar pieces side by side where the
    measured speeds say that more seeds in flight raise the total rate; an
    Atari piece takes as many iterations as fit and is judged by
-   analysis.compare_published. Every task's compile time is printed;
+   scripts.analysis.compare_published. Every task's compile time is printed;
 c. packs the session (session.json, the log, each benchmark's output and
    table, each run's CSV and run.json) into DIR/evidence-<id>.tar.gz; also
    when the deadline comes, on Ctrl-C or SIGTERM.
@@ -30,7 +30,7 @@ c. packs the session (session.json, the log, each benchmark's output and
 --rehearsal runs the same code path at a tiny scale (the plan's first run of
 each piece, 2 seeds, seconds per run) for the CPU. The results folder is
 --evidence_dir (evidence/); --ingest unpacks an archive there and rewrites
-docs/evidence.md (experiments.evidence_report).
+docs/evidence.md (scripts.experiments.evidence_report).
 """
 
 import csv
@@ -49,15 +49,16 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from absl import app
 from absl import flags
 
-from experiments import evidence_bench
-from experiments import evidence_estimate
-from experiments import evidence_plan
-from experiments import evidence_report
-from experiments import evidence_schedule
-from experiments import evidence_store
+from scripts.experiments import evidence_bench
+from scripts.experiments import evidence_estimate
+from scripts.experiments import evidence_plan
+from scripts.experiments import evidence_report
+from scripts.experiments import evidence_schedule
+from scripts.experiments import evidence_store
 
 FLAGS = flags.FLAGS
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The repository root: scripts/experiments/evidence.py is three levels down.
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 
 PROBE = ('import json, platform, jax; d = jax.devices()[0]; '
          'print(json.dumps({"platform": d.platform, "device_kind": '
@@ -429,7 +430,7 @@ class Session:
 
   def _judge(self, piece: evidence_plan.Piece, run: evidence_plan.Run) -> str:
     log = f'judge/{piece.id}.txt'
-    argv = ('analysis.compare_published',
+    argv = ('scripts.analysis.compare_published',
             f'--runs={run.label}={os.path.join(self.dir, run.results_dir)}')
     window = evidence_schedule.Deadline(
         self.clock, self.deadline.left() + self.opts.pack_reserve_s / 2)
@@ -552,7 +553,7 @@ def main(argv):
       measure_share=FLAGS.measure_share, only=tuple(FLAGS.pieces),
       max_side_by_side=FLAGS.max_side_by_side,
       pack_reserve_s=FLAGS.pack_reserve_s, dry_run=FLAGS.dry_run,
-      command=' '.join(['python -m experiments.evidence'] + sys.argv[1:]),
+      command=' '.join(['python -m scripts.experiments.evidence'] + sys.argv[1:]),
       later_presets=sorted(packages), packages=packages)
   try:
     run_session(opts, clock, evidence_schedule.GroupProcess, machine, now)

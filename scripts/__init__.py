@@ -1,0 +1,1 @@
+"""The command-line tools, on top of the library: analysis, experiments, benchmarks."""
