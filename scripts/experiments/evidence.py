@@ -44,6 +44,7 @@ import re
 import signal
 import subprocess
 import sys
+import tarfile
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from absl import app
@@ -55,6 +56,7 @@ from scripts.experiments import evidence_plan
 from scripts.experiments import evidence_report
 from scripts.experiments import evidence_schedule
 from scripts.experiments import evidence_store
+from zoo import files
 
 FLAGS = flags.FLAGS
 # The repository root: scripts/experiments/evidence.py is three levels down.
@@ -527,13 +529,58 @@ def _sigterm(signum, frame):
   raise KeyboardInterrupt('SIGTERM')
 
 
+ARCHIVE_FIX = ('Pass the evidence-<id>.tar.gz that python -m '
+               'scripts.experiments.evidence wrote to its --output_dir, copied '
+               'whole.')
+
+
+def check_inputs() -> None:
+  """Refuse bad flags and a damaged results folder before any work.
+
+  Raises:
+    ValueError: naming the problem and the fix.
+  """
+  if FLAGS.budget_minutes <= 0:
+    raise ValueError(f'--budget_minutes={FLAGS.budget_minutes:g} must be '
+                     'positive: the hard deadline in minutes, e.g. 8.')
+  known = [p.id for p in evidence_plan.registry_plan()]
+  unknown = [p for p in FLAGS.pieces if p not in known]
+  if unknown:
+    raise ValueError(f'--pieces: no piece {", ".join(unknown)} in the plan. '
+                     f'Pass ids of the plan: {", ".join(known)}.')
+  if FLAGS.ingest is not None and not os.path.isfile(FLAGS.ingest):
+    raise ValueError(f'--ingest={FLAGS.ingest}: no such file. {ARCHIVE_FIX}')
+  evidence_store.load_sessions(FLAGS.evidence_dir)  # A damaged record stops.
+  if not (FLAGS.ingest or FLAGS.report) and FLAGS.output_dir:
+    try:
+      files.make_writable_directory(FLAGS.output_dir)
+    except OSError as e:
+      raise ValueError(f'--output_dir={FLAGS.output_dir} is not writable '
+                       f'({e.strerror}). Pass a writable directory.') from e
+
+
+def ingest() -> str:
+  """Unpack --ingest into --evidence_dir; return the session's folder."""
+  try:
+    return evidence_store.ingest(FLAGS.ingest, FLAGS.evidence_dir)
+  except (tarfile.TarError, EOFError, OSError) as e:
+    reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+    raise ValueError(f'--ingest={FLAGS.ingest} is not a readable archive '
+                     f'({reason}). {ARCHIVE_FIX}') from e
+  except ValueError as e:
+    raise ValueError(f'--ingest: {e} {ARCHIVE_FIX}') from e
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  if FLAGS.ingest or FLAGS.report:
+  try:
+    check_inputs()
     if FLAGS.ingest:
-      target = evidence_store.ingest(FLAGS.ingest, FLAGS.evidence_dir)
-      print(f'ingested into {target}')
+      print(f'ingested into {ingest()}')
+  except ValueError as e:
+    sys.exit(f'Error: {e}')
+  if FLAGS.ingest or FLAGS.report:
     write_reports()
     return
   if not FLAGS.output_dir:

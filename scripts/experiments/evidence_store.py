@@ -59,8 +59,13 @@ def load_sessions(evidence_dir: str) -> List[Dict[str, Any]]:
   for name in sorted(os.listdir(top)):
     path = os.path.join(top, name, SESSION_FILE)
     if os.path.isfile(path):
-      with open(path) as f:
-        session = json.load(f)
+      try:
+        with open(path) as f:
+          session = json.load(f)
+      except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(
+            f'{path} is damaged ({e}). Restore it (git checkout -- {path}) '
+            'or ingest its archive again into an empty folder.') from e
       session['dir'] = os.path.join(top, name)
       out.append(session)
   return out
