@@ -4,14 +4,17 @@ Unit tests of the checks, then fault tests through real MinAtar entry-point
 processes on real files: a damaged newest checkpoint (one file of each kind,
 each kind of damage once; zoo/checkpoint.py's tests cover every file x every
 damage in-process), none intact, SIGKILL and a full disk in the middle of a
-checkpoint write, deleted checkpoints, another run's checkpoint directory.
+checkpoint write, deleted checkpoints, another run's checkpoint directory;
+two processes on one run directory, for both loops.
 """
 
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -299,8 +302,85 @@ def test_a_checkpoint_directory_of_another_run_is_refused(base, tmp_path):
     experiment.run(run_minatar.MINATAR, CR_DQN, _settings(
         tmp_path / 'y', checkpoint_dir=str(base / 'checkpoints')),
         _no_environment)
+  assert not os.path.exists(tmp_path / 'y')  # Refused: nothing left behind.
   # A run directory moved as a whole is still its own.
   moved = _copy(base, tmp_path, 'moved')
   s = experiment.resolve_settings(run_minatar.MINATAR, CR_DQN,
                                   _settings(moved))
   assert experiment.check_resume(s).meta['iteration'] == 3
+
+
+# One process per run directory.
+
+def test_the_lock_names_its_holder_and_dies_with_it(tmp_path):
+  holder = subprocess.Popen(
+      [sys.executable, '-c', 'import sys, time; from zoo import run_directory;'
+       ' run_directory.lock(sys.argv[1]); print("held", flush=True); '
+       'time.sleep(120)', str(tmp_path)],
+      cwd=ROOT, env=ENV, stdout=subprocess.PIPE, text=True)
+  try:
+    assert holder.stdout.readline() == 'held\n'
+    assert run_directory.holder(str(tmp_path)).startswith(
+        f'PID {holder.pid} on ')
+    with pytest.raises(run_directory.Refused, match=(
+        f'^Another process is running in {tmp_path}: PID {holder.pid} on '
+        '.* since 20')):
+      run_directory.lock(str(tmp_path))
+  finally:
+    holder.kill()  # SIGKILL: the operating system releases the lock.
+    holder.wait()
+  assert run_directory.holder(str(tmp_path)) is None
+  fd = run_directory.lock(str(tmp_path))
+  run_directory.unlock(fd, str(tmp_path))
+  assert os.listdir(tmp_path) == []
+
+
+def test_a_refused_run_leaves_nothing_behind(tmp_path):
+  result = _run(tmp_path / 'run', '--num_quantiles=0')
+  assert result.returncode == 1
+  assert _last_line(result) == 'Error: --num_quantiles must be positive, got 0.'
+  assert os.listdir(tmp_path) == []
+
+
+def _start(run_dir, loop):
+  return subprocess.Popen(
+      _command(run_dir, f'--loop={loop}', '--num_iterations=8',
+               '--num_train_frames=400'),
+      cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+      text=True)
+
+
+def _refused_by(process, holder):
+  _, stderr = process.communicate(timeout=300)
+  assert process.returncode == 1, stderr[-3000:]
+  errors = [line for line in stderr.splitlines() if line.startswith('Error:')]
+  assert len(errors) == 1 and 'Traceback' not in stderr, stderr[-3000:]
+  assert errors[0].startswith(
+      'Error: Another process is running in '), errors[0]
+  assert f': PID {holder.pid} on ' in errors[0], errors[0]
+
+
+@pytest.mark.parametrize('loop', ['python', 'jitted'])
+def test_two_processes_on_one_run_directory_never_both_run(tmp_path, loop):
+  run_dir = tmp_path / 'run'
+  together = [_start(run_dir, loop), _start(run_dir, loop)]
+  try:
+    while all(p.poll() is None for p in together):
+      time.sleep(0.1)
+    loser = next(p for p in together if p.poll() is not None)
+    winner = next(p for p in together if p is not loser)
+    _refused_by(loser, winner)
+    assert winner.poll() is None, 'the run ended before the second started'
+    _refused_by(_start(run_dir, loop), winner)  # Started apart.
+    _, stderr = winner.communicate(timeout=600)
+    assert winner.returncode == 0, stderr[-3000:]
+  finally:
+    for p in together:
+      if p.poll() is None:
+        p.send_signal(signal.SIGKILL)
+  assert [int(r['iteration']) for r in results_csv.read_rows(
+      f'{run_dir}/results.csv')] == list(range(9))
+  assert not os.path.exists(run_dir / run_directory.LOCK_FILE)
+  expected = {'results.csv', 'run.json', 'checkpoints'}
+  assert set(os.listdir(run_dir)) == expected | (
+      {'tensorboard'} if loop == 'python' else set())

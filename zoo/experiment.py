@@ -135,6 +135,14 @@ def run(suite: suites.Suite, preset: agents.AgentPreset,
   if s.loop != 'python':  # Another loop module runs it (Suite.loops).
     return suite.loops[s.loop](suite, preset, values, [s.seed],
                                restart=restart)[0]
+  with resume.held([s]):
+    return _run_python(suite, preset, s, make_environment, restart)
+
+
+def _run_python(suite: suites.Suite, preset: agents.AgentPreset,
+                s: settings_lib.Settings, make_environment: Optional[Callable],
+                restart: bool):
+  """Run (or resume) the Python loop once the run directory is held."""
   if restart:
     resume.restart(suite, s)
   found = check_resume(s)

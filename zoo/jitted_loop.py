@@ -396,20 +396,21 @@ def run(suite, preset, values: Dict[str, Any], seeds: Sequence[int],
   if env is None:
     env = make_environment(s)
   cfg = loop_config(s, env.observation_shape)
-  if restart:
+  with resume.held(runs):
+    if restart:
+      for r in runs:
+        resume.restart(suite, r)
+    start = _start(runs)
+    if start.iteration > s.num_iterations:
+      return _finished(runs, start, log)
     for r in runs:
-      resume.restart(suite, r)
-  start = _start(runs)
-  if start.iteration > s.num_iterations:
-    return _finished(runs, start, log)
-  for r in runs:
-    if r.results_csv_path:
-      run_json.write(r.results_csv_path, r.agent, r.suite, r.as_dict())
-  functions = _functions(suite, s, cfg, env)
-  log('%s (%s) on %s (%s), jitted loop: seeds %s vmapped, K = %d streams '
-      'each, replay %.1f MB per seed (frames bit-packed); JAX device: %s',
-      preset.name, s.agent, s.suite, s.environment_name, list(seeds),
-      cfg.num_streams, cfg.replay_bytes_per_seed / 1e6, jax.devices()[0])
-  return run_group(cfg=cfg, functions=functions, runs=runs,
-                   environment_name=suite.csv_prefix + s.environment_name,
-                   start=start, log=log)
+      if r.results_csv_path:
+        run_json.write(r.results_csv_path, r.agent, r.suite, r.as_dict())
+    functions = _functions(suite, s, cfg, env)
+    log('%s (%s) on %s (%s), jitted loop: seeds %s vmapped, K = %d streams '
+        'each, replay %.1f MB per seed (frames bit-packed); JAX device: %s',
+        preset.name, s.agent, s.suite, s.environment_name, list(seeds),
+        cfg.num_streams, cfg.replay_bytes_per_seed / 1e6, jax.devices()[0])
+    return run_group(cfg=cfg, functions=functions, runs=runs,
+                     environment_name=suite.csv_prefix + s.environment_name,
+                     start=start, log=log)

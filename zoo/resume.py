@@ -6,7 +6,9 @@ would not have run differently. Settings added after checkpoints existed are
 in IMPLIED_SETTINGS with the value that reproduces the behaviour before them.
 """
 
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
+import contextlib
+from typing import (Any, Dict, Iterator, List, Mapping, NamedTuple, Optional,
+                    Sequence)
 
 import numpy as np
 
@@ -50,8 +52,24 @@ def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any],
   return out
 
 
+@contextlib.contextmanager
+def held(runs: Sequence[settings_lib.Settings]) -> Iterator[None]:
+  """Hold the runs' directories (zoo.run_directory.held) while they run.
+
+  Raises:
+    ConfigError: another process holds one, naming it.
+  """
+  directories = [run_directory.directory_of(
+      s.results_csv_path, s.checkpoint_dir, s.tensorboard_dir) for s in runs]
+  try:
+    with run_directory.held([d for d in directories if d]):
+      yield
+  except run_directory.Refused as e:
+    raise ConfigError(str(e)) from e
+
+
 def restart(suite, s: settings_lib.Settings) -> None:
-  """Move the run's files aside (--restart); make its checkpoint dir anew.
+  """Move the run's files aside (--restart); check the checkpoint dir anew.
 
   Raises:
     ConfigError: the new checkpoint directory is not writable, or its disk
@@ -59,7 +77,7 @@ def restart(suite, s: settings_lib.Settings) -> None:
   """
   run_directory.restart(s.results_csv_path, s.checkpoint_dir,
                         s.tensorboard_dir)
-  if s.checkpoint_dir:  # Moved aside: make it anew and check its disk.
+  if s.checkpoint_dir:  # Moved aside: check it and its disk anew.
     settings_lib.check_writable(s.checkpoint_dir, 'checkpoints')
     settings_lib.check_checkpoint_disk(suite, s)
 

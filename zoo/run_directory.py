@@ -13,17 +13,30 @@ events and run.json default to it (zoo.settings). Before any work,
 
 A damaged newest checkpoint is not refused: the run warns, naming the file,
 and resumes from the previous one (its later rows are run again).
+
+One process at a time works in a run directory: `lock` takes an exclusive
+lock on its LOCK_FILE (flock: the operating system releases it when the
+process dies, so a killed run never blocks its rerun) and refuses, naming the
+holder, while another process holds it.
 """
 
+import contextlib
+import fcntl
+import json
 import os
+import socket
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from zoo import checkpoint
 from zoo import results_csv
 from zoo import run_json
 
+LOCK_FILE = 'run.lock'
+# The number of an open descriptor of LOCK_FILE, locked by the parent process
+# (experiments.sweep) and handed down: the run takes that lock over.
+LOCK_FD_ENV = 'ZOO_RUN_LOCK_FD'
 
 
 class Refused(ValueError):
@@ -167,3 +180,129 @@ def restart(results_csv_path: str, checkpoint_dir: str, tensorboard_dir: str,
       moved.append((path, _aside(path, stamp)))
       log(f'--restart: moved {path} to {moved[-1][1]}')
   return moved
+
+
+def _holder(fd: int) -> str:
+  """Return who holds the lock, as its holder wrote it."""
+  try:
+    found = json.loads(os.pread(fd, 4096, 0).decode() or '{}')
+    return (f'PID {found["pid"]} on {found["host"]}, since '
+            f'{time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(found["since"]))}')
+  except (OSError, ValueError, KeyError, TypeError):
+    return 'a process that is starting'
+
+
+def _same_file(fd: int, path: str) -> bool:
+  try:
+    return os.path.samestat(os.fstat(fd), os.stat(path))
+  except OSError:
+    return False
+
+
+def _inherited(path: str) -> Optional[int]:
+  """Return the handed-down descriptor of `path`'s lock (LOCK_FD_ENV), if any."""
+  try:
+    fd = int(os.environ.get(LOCK_FD_ENV, ''))
+  except ValueError:
+    return None
+  return fd if _same_file(fd, path) else None
+
+
+def lock(directory: str) -> int:
+  """Take the exclusive lock of a run directory (made if missing); return it.
+
+  Raises:
+    Refused: another process holds it; the message names that process.
+  """
+  path = os.path.join(directory, LOCK_FILE)
+  fd = _inherited(path)
+  while fd is None:
+    os.makedirs(directory, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      holder = _holder(fd)
+      os.close(fd)
+      raise Refused(
+          f'Another process is running in {directory}: {holder} (it holds '
+          f'{path}). Wait for it to end, or stop it; one process at a time '
+          'writes a run directory.') from None
+    if not _same_file(fd, path):  # Its holder removed it meanwhile: again.
+      os.close(fd)
+      fd = None
+  fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+  record_holder(fd, os.getpid())
+  return fd
+
+
+def record_holder(fd: int, pid: int) -> None:
+  """Write into the lock's file who holds it (what a refusal names)."""
+  os.ftruncate(fd, 0)
+  os.pwrite(fd, json.dumps({'pid': pid, 'host': socket.gethostname(),
+                            'since': time.time()}).encode(), 0)
+
+
+def unlock(fd: int, directory: str) -> None:
+  """Release `lock`'s lock (its file is removed unless it was handed down)."""
+  path = os.path.join(directory, LOCK_FILE)
+  if fd != _inherited(path) and _same_file(fd, path):
+    os.remove(path)
+  os.close(fd)
+
+
+def holder(directory: str) -> Optional[str]:
+  """Return who holds the run directory's lock (None: nobody)."""
+  try:
+    fd = os.open(os.path.join(directory, LOCK_FILE), os.O_RDONLY)
+  except OSError:
+    return None
+  try:
+    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    return None
+  except BlockingIOError:
+    return _holder(fd)
+  finally:
+    os.close(fd)
+
+
+def directory_of(results_csv_path: str, checkpoint_dir: str,
+                 tensorboard_dir: str) -> Optional[str]:
+  """Return the run directory: the CSV's, else where the others lie (None: none).
+
+  Without a CSV it is the parent of the checkpoint (or TensorBoard)
+  directory, which --restart may move aside.
+  """
+  path = results_csv_path or checkpoint_dir or tensorboard_dir
+  return os.path.dirname(os.path.abspath(path)) if path else None
+
+
+def _missing(path: str) -> List[str]:
+  """Return the directories, deepest first, that making `path` would create."""
+  out, path = [], os.path.abspath(path)
+  while not os.path.exists(path):
+    out.append(path)
+    path = os.path.dirname(path)
+  return out
+
+
+@contextlib.contextmanager
+def held(directories: List[str]) -> Iterator[None]:
+  """Hold the locks of run directories; remove what stayed empty after.
+
+  A run that stops before it wrote anything (refused, interrupted) leaves
+  no directory behind.
+  """
+  made = sorted({d for directory in directories for d in _missing(directory)},
+                key=len, reverse=True)
+  taken = []
+  try:
+    for directory in directories:
+      taken.append((lock(directory), directory))
+    yield
+  finally:
+    for fd, directory in taken:
+      unlock(fd, directory)
+    for directory in made:
+      with contextlib.suppress(OSError):
+        os.rmdir(directory)  # Only if empty.

@@ -238,7 +238,7 @@ def resolve_settings(suite, preset, values: Mapping[str, Any]) -> Settings:
 
 def check_writable(directory: str, what: str) -> None:
   try:
-    files.make_writable_directory(directory)
+    files.check_writable_directory(directory)
   except OSError as e:
     raise ConfigError(f'Cannot write the {what} in {directory!r} ({e}); pass '
                       'a writable path.') from e
@@ -335,7 +335,10 @@ def check_checkpoint_disk(suite, s: Settings) -> None:
   saved = 0  # A resumed run's chunks are on the disk already.
   for root, _, names in os.walk(replay_dir):
     saved += sum(os.path.getsize(os.path.join(root, n)) for n in names)
-  free = shutil.disk_usage(directory).free
+  existing = os.path.abspath(directory)
+  while not os.path.isdir(existing):  # Made by the first save.
+    existing = os.path.dirname(existing)
+  free = shutil.disk_usage(existing).free
   if needed - saved > free:
     per_transition = replay_lib.replay_bytes(1, _frame_shape(suite, s))
     raise ConfigError(
