@@ -8,6 +8,7 @@ checkpoint write, deleted checkpoints, another run's checkpoint directory;
 two processes on one run directory, for both loops.
 """
 
+import json
 import os
 import re
 import shutil
@@ -23,8 +24,10 @@ from zoo import agents
 from zoo import checkpoint
 from zoo import experiment
 from zoo import results_csv
+from zoo import resume
 from zoo import run_directory
 from zoo import run_minatar
+from zoo import settings as settings_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # One XLA thread: runs in different processes then compute bit-identical
@@ -84,7 +87,7 @@ CR_DQN = agents.default_preset('cr_dqn')
 
 
 def _settings(run_dir, **overrides):
-  s = dict(experiment.default_settings(run_minatar.MINATAR), **TINY)
+  s = dict(settings_lib.default_settings(run_minatar.MINATAR), **TINY)
   s.update(results_csv_path=str(run_dir / 'results.csv'), **overrides)
   return s
 
@@ -101,7 +104,6 @@ def test_a_checkpoint_belongs_to_its_results_csv_or_a_moved_copy(tmp_path):
   run_directory.check_owner(meta, '/a/run/checkpoints', '/a/run/results.csv')
   run_directory.check_owner(meta, '/b/moved/checkpoints',
                             '/b/moved/results.csv')
-  run_directory.check_owner({}, '/b/checkpoints', '/c/results.csv')  # Older.
   with pytest.raises(run_directory.Refused) as error:
     run_directory.check_owner(meta, '/a/run/checkpoints', '/b/results.csv')
   assert str(error.value) == (
@@ -139,13 +141,13 @@ def test_finished_rows_are_kept_unless_an_interrupted_save_explains_them(
 
 
 def test_one_run_one_directory_by_default(tmp_path):
-  s = experiment.resolve_settings(run_minatar.MINATAR, CR_DQN, dict(
-      experiment.default_settings(run_minatar.MINATAR),
+  s = settings_lib.resolve_settings(run_minatar.MINATAR, CR_DQN, dict(
+      settings_lib.default_settings(run_minatar.MINATAR),
       results_csv_path=str(tmp_path / 'y/results.csv')))
   assert s.checkpoint_dir == str(tmp_path / 'y/checkpoints')
   assert s.tensorboard_dir == str(tmp_path / 'y/tensorboard')
-  s = experiment.resolve_settings(run_minatar.MINATAR, CR_DQN, dict(
-      experiment.default_settings(run_minatar.MINATAR)))
+  s = settings_lib.resolve_settings(run_minatar.MINATAR, CR_DQN, dict(
+      settings_lib.default_settings(run_minatar.MINATAR)))
   assert s.checkpoint_dir == (
       'runs/minatar/cr_dqn/breakout/seed_1/checkpoints')
 
@@ -296,7 +298,7 @@ def test_deleted_checkpoints_never_drop_finished_rows_restart_moves_aside(
 
 
 def test_a_checkpoint_directory_of_another_run_is_refused(base, tmp_path):
-  with pytest.raises(experiment.ConfigError, match=(
+  with pytest.raises(settings_lib.ConfigError, match=(
       f'^The checkpoint directory {base}/checkpoints belongs to another run: '
       f'its results CSV is {base}/results.csv, not {tmp_path}/y/results.csv.')):
     experiment.run(run_minatar.MINATAR, CR_DQN, _settings(
@@ -305,9 +307,9 @@ def test_a_checkpoint_directory_of_another_run_is_refused(base, tmp_path):
   assert not os.path.exists(tmp_path / 'y')  # Refused: nothing left behind.
   # A run directory moved as a whole is still its own.
   moved = _copy(base, tmp_path, 'moved')
-  s = experiment.resolve_settings(run_minatar.MINATAR, CR_DQN,
-                                  _settings(moved))
-  assert experiment.check_resume(s).meta['iteration'] == 3
+  s = settings_lib.resolve_settings(run_minatar.MINATAR, CR_DQN,
+                                    _settings(moved))
+  assert resume.check_resume(s).meta['iteration'] == 3
 
 
 # One process per run directory.
@@ -384,3 +386,24 @@ def test_two_processes_on_one_run_directory_never_both_run(tmp_path, loop):
   expected = {'results.csv', 'run.json', 'checkpoints'}
   assert set(os.listdir(run_dir)) == expected | (
       {'tensorboard'} if loop == 'python' else set())
+
+
+def test_a_checkpoint_of_another_format_is_refused_before_any_work(
+    base, tmp_path):
+  run_dir = _copy(base, tmp_path)
+  for name in ('iteration_000001', 'iteration_000002'):
+    path = run_dir / 'checkpoints' / name / 'meta.json'
+    meta = json.loads(path.read_text())
+    del meta['format']  # As before formats were versioned.
+    path.write_text(json.dumps(meta))
+  result = _run(run_dir)
+  assert result.returncode == 1
+  assert _last_line(result) == (
+      f'Error: The checkpoint {run_dir}/{NEWEST} has format 0; this code '
+      f'reads format {checkpoint.FORMAT} only. Add --restart to start the '
+      "run over (moves the run's files aside), or resume it with the code "
+      'that wrote it.')
+  assert _csv(run_dir) == _csv(base)
+  result = _run(run_dir, '--restart')
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert _csv(run_dir) == _csv(base)

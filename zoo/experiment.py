@@ -28,22 +28,6 @@ from zoo import settings_flags
 from zoo import suites
 from zoo import tensorboard_writer
 
-# The names other modules knew here, now where each job lives.
-ConfigError = settings_lib.ConfigError
-Suite = suites.Suite
-suite_by_name = suites.suite_by_name
-SETTINGS = settings_lib.SETTINGS
-default_settings = settings_lib.default_settings
-resolve_settings = settings_lib.resolve_settings
-validate_settings = settings_lib.validate_settings
-set_flag_defaults = settings_flags.set_flag_defaults
-IMPLIED_SETTINGS = resume.IMPLIED_SETTINGS
-EXTENDABLE = resume.EXTENDABLE
-check_resume = resume.check_resume
-build_agent = build.build_agent
-make_environment_factory = build.make_environment_factory
-
-
 def _interrupted(signum: int, iteration: int, frame: int,
                  resume_iteration: Optional[int]) -> interrupts.Interrupted:
   """Return the exception whose message says where the run stopped."""
@@ -130,8 +114,8 @@ def run(suite: suites.Suite, preset: agents.AgentPreset,
     interrupts.Interrupted: a recorded SIGINT/SIGTERM (see zoo.interrupts),
       with a message saying where the run stopped and how to resume.
   """
-  s = resolve_settings(suite, preset, values)
-  validate_settings(suite, s)
+  s = settings_lib.resolve_settings(suite, preset, values)
+  settings_lib.validate_settings(suite, s)
   if s.loop != 'python':  # Another loop module runs it (Suite.loops).
     return suite.loops[s.loop](suite, preset, values, [s.seed],
                                restart=restart)[0]
@@ -145,7 +129,7 @@ def _run_python(suite: suites.Suite, preset: agents.AgentPreset,
   """Run (or resume) the Python loop once the run directory is held."""
   if restart:
     resume.restart(suite, s)
-  found = check_resume(s)
+  found = resume.check_resume(s)
   meta = found.meta if found else None
   checkpointing = bool(s.checkpoint_dir)
   if meta is not None and meta['iteration'] > s.num_iterations:
@@ -194,8 +178,8 @@ def run_seeds(suite: suites.Suite, preset: agents.AgentPreset,
   if loop == 'python':
     return [run(suite, preset, dict(values, seed=seed), restart=restart)
             for seed in seeds]
-  validate_settings(suite, resolve_settings(suite, preset,
-                                            dict(values, seed=seeds[0])))
+  settings_lib.validate_settings(suite, settings_lib.resolve_settings(
+      suite, preset, dict(values, seed=seeds[0])))
   return suite.loops[loop](suite, preset, values, seeds, restart=restart)
 
 
@@ -220,7 +204,8 @@ def main(argv, suite: suites.Suite, presets: Sequence[agents.AgentPreset],
     seeds = settings_flags.seeds_from_flags() or [values['seed']]
     run_seeds(suite, preset, values, seeds,
               restart=settings_flags.FLAGS.restart)
-  except (ConfigError, checkpoint.DamagedError, checkpoint.WriteError) as e:
+  except (settings_lib.ConfigError, checkpoint.DamagedError,
+          checkpoint.WriteError) as e:
     sys.exit(f'Error: {e}')
   except interrupts.Interrupted as e:
     print(e.message, file=sys.stderr, flush=True)

@@ -2,8 +2,8 @@
 
 A checkpoint resumes with equal settings (`Settings.checkpoint_config`),
 except those in EXTENDABLE, which may change when the iterations already run
-would not have run differently. Settings added after checkpoints existed are
-in IMPLIED_SETTINGS with the value that reproduces the behaviour before them.
+would not have run differently. A checkpoint stores every setting (one
+format, zoo.checkpoint.FORMAT), so nothing is implied.
 """
 
 import contextlib
@@ -17,12 +17,6 @@ from zoo import settings as settings_lib
 
 ConfigError = settings_lib.ConfigError
 
-# Settings added after checkpoints were first written, with the value that
-# reproduces the behaviour before them: a checkpoint without one resumes when
-# the run keeps that value. A new setting that changes what a run computes
-# must be added here.
-IMPLIED_SETTINGS = {'suite': 'atari', 'num_fused_updates': 1,
-                    'replay_on_device': False, 'loop': 'python'}
 # Settings a finished or interrupted run may change when resumed, provided
 # the iterations already run would not have run differently.
 EXTENDABLE = ('num_iterations', 'exploration_epsilon_decay_frame_fraction')
@@ -34,16 +28,8 @@ class Resume(NamedTuple):
 
 
 def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any],
-                       ignore: Sequence[str] = (),
-                       implied: Optional[Mapping[str, Any]] = None
-                       ) -> List[str]:
-  """Return '--name=saved in the checkpoint, current now' per difference.
-
-  `implied`: settings added after older checkpoints were written, with the
-  value that reproduces the behaviour before them; a checkpoint without one
-  counts as holding that value.
-  """
-  saved = dict(implied or {}, **saved)
+                       ignore: Sequence[str] = ()) -> List[str]:
+  """Return '--name=saved in the checkpoint, current now' per difference."""
   out = []
   for name in sorted(set(saved) | set(current)):
     if name not in ignore and saved.get(name) != current.get(name):
@@ -117,8 +103,7 @@ def check_resume(s: settings_lib.Settings) -> Optional[Resume]:
     return None
   saved = meta['config']
   config = s.checkpoint_config()
-  differences = config_differences(saved, config, EXTENDABLE,
-                                   IMPLIED_SETTINGS)
+  differences = config_differences(saved, config, EXTENDABLE)
   if differences:
     raise ConfigError(
         f'The checkpoint {path} was written by another agent or '

@@ -56,17 +56,14 @@ def check_owner(meta: Dict[str, Any], checkpoint_dir: str,
                 results_csv_path: str) -> None:
   """Raise Refused if the checkpoint was written for another results CSV.
 
-  Checkpoints written before the record existed are accepted. A run
-  directory moved or copied as a whole keeps its CSV where its checkpoints
-  expect it (same relative path), and is accepted.
+  A run directory moved or copied as a whole keeps its CSV where its
+  checkpoints expect it (same relative path), and is accepted.
   """
-  if 'results_csv_path' not in meta:
-    return
   recorded = meta['results_csv_path']
   current = os.path.abspath(results_csv_path) if results_csv_path else ''
   if recorded == current:
     return
-  if recorded and current and 'checkpoint_dir' in meta and (
+  if recorded and current and (
       os.path.relpath(recorded, meta['checkpoint_dir']) ==
       os.path.relpath(current, os.path.abspath(checkpoint_dir))):
     return  # The run directory was moved.
@@ -144,7 +141,10 @@ def resume_point(checkpoint_dir: str, results_csv_path: str,
   if path is None and damages:
     raise Refused(checkpoint.no_intact_message(checkpoint_dir, damages) + ' '
                   + _choices(checkpoint_dir, results_csv_path))
-  meta = checkpoint.load_meta(path) if path else None
+  try:
+    meta = checkpoint.load_meta(path) if path else None
+  except checkpoint.FormatError as e:
+    raise Refused(str(e)) from e
   if meta is not None:
     check_owner(meta, checkpoint_dir, results_csv_path)
   start = meta.get('iteration', 0) if meta else 0
@@ -186,8 +186,9 @@ def _holder(fd: int) -> str:
   """Return who holds the lock, as its holder wrote it."""
   try:
     found = json.loads(os.pread(fd, 4096, 0).decode() or '{}')
+    since = time.localtime(found['since'])
     return (f'PID {found["pid"]} on {found["host"]}, since '
-            f'{time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(found["since"]))}')
+            f'{time.strftime("%Y-%m-%d %H:%M:%S %Z", since)}')
   except (OSError, ValueError, KeyError, TypeError):
     return 'a process that is starting'
 
@@ -200,7 +201,7 @@ def _same_file(fd: int, path: str) -> bool:
 
 
 def _inherited(path: str) -> Optional[int]:
-  """Return the handed-down descriptor of `path`'s lock (LOCK_FD_ENV), if any."""
+  """Return the handed-down descriptor of `path`'s lock (LOCK_FD_ENV)."""
   try:
     fd = int(os.environ.get(LOCK_FD_ENV, ''))
   except ValueError:
@@ -268,7 +269,7 @@ def holder(directory: str) -> Optional[str]:
 
 def directory_of(results_csv_path: str, checkpoint_dir: str,
                  tensorboard_dir: str) -> Optional[str]:
-  """Return the run directory: the CSV's, else where the others lie (None: none).
+  """Return the run directory: the CSV's, else where the others lie.
 
   Without a CSV it is the parent of the checkpoint (or TensorBoard)
   directory, which --restart may move aside.

@@ -182,9 +182,7 @@ def _save(checkpoint_dir: str, iteration: int, config, rows, agent, replay,
 
 def _restore(path: str, agent, replay) -> Tuple[int, List[Dict], int]:
   """Restore agent and replay; return (next iteration, rows, steps saved)."""
-  # Keys the agent's state gained after older checkpoints were written.
-  optional = getattr(agent, 'STATE_KEYS_ADDED_LATER', ())
-  saved = checkpoint.load(path, agent.get_state(), optional)
+  saved = checkpoint.load(path, agent.get_state())
   agent.set_state(saved.tree)
   replay.set_state(saved.meta['replay'])
   held_from = max(replay.num_steps - replay.capacity // replay.num_streams, 0)
@@ -192,13 +190,7 @@ def _restore(path: str, agent, replay) -> Tuple[int, List[Dict], int]:
   for begin, arrays in saved.replay_chunks:
     replay.put_steps(begin, arrays)
     saved_until = begin + arrays['frames'].shape[1]
-  if saved.legacy_arrays:  # Older checkpoints: slots 0... of the ring.
-    arrays, end = saved.legacy_arrays, replay.num_steps
-    wrap = end % arrays['frames'].shape[1] if held_from else 0
-    replay.put_steps(held_from, {k: a[:, wrap:] for k, a in arrays.items()})
-    replay.put_steps(end - wrap, {k: a[:, :wrap] for k, a in arrays.items()})
-    saved_until = held_from  # Not in chunks yet: the next save writes them.
-  elif saved_until != replay.num_steps:
+  if saved_until != replay.num_steps:
     raise ValueError(f'Checkpoint {path} holds replay steps up to '
                      f'{saved_until}, its counters say {replay.num_steps}.')
   return saved.meta['iteration'], saved.meta['rows'], saved_until
@@ -293,9 +285,8 @@ def run_experiment(
       lambda iteration: make_environment(iteration, 'train'))
   if resume_from is not None:
     start_iteration, rows, saved_until = _restore(resume_from, agent, replay)
-    # Older checkpoints lack the key: fresh streams, as for newer ones.
-    streams.set_state(checkpoint.load_meta(resume_from).get(
-        train_streams_lib.META_KEY))
+    streams.set_state(checkpoint.load_meta(resume_from)[
+        train_streams_lib.META_KEY])
     rows = rows[:start_iteration]
     logging.info('Resumed from %s at iteration %d.', resume_from,
                  start_iteration)

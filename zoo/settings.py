@@ -165,12 +165,7 @@ class Settings:
 
   @classmethod
   def from_dict(cls, values: Mapping[str, Any]) -> 'Settings':
-    """Return settings from a stored dict; absent keys take the defaults.
-
-    The defaults of settings added after older checkpoints were written are
-    the values that reproduce the behaviour before them
-    (zoo.resume.IMPLIED_SETTINGS).
-    """
+    """Return settings from a stored dict; absent keys take the defaults."""
     unknown = set(values) - set(FIELDS)
     if unknown:
       raise ConfigError(f'Unknown settings {sorted(unknown)}.')
