@@ -165,8 +165,8 @@ def test_extension_before_epsilon_decays_needs_no_change(tmp_path):
 
 def test_a_checkpoint_disk_too_small_for_the_replay_is_refused(
     tmp_path, monkeypatch):
-  usage = settings_lib.shutil.disk_usage(str(tmp_path))
-  monkeypatch.setattr(settings_lib.shutil, 'disk_usage',
+  usage = experiment.shutil.disk_usage(str(tmp_path))
+  monkeypatch.setattr(experiment.shutil, 'disk_usage',
                       lambda path: usage._replace(free=5 * 10**9))
   with pytest.raises(settings_lib.ConfigError) as error:
     experiment.run(run_atari.ATARI, CR_DQN, _settings(
@@ -181,7 +181,7 @@ def test_a_checkpoint_disk_too_small_for_the_replay_is_refused(
   s = settings_lib.resolve_settings(run_atari.ATARI, CR_DQN, _settings(
       tmp_path, num_iterations=2, num_train_frames=400,
       replay_capacity=10**6))
-  assert settings_lib.replay_checkpoint_bytes(run_atari.ATARI, s) == 200 * 7072
+  assert experiment.replay_checkpoint_bytes(run_atari.ATARI, s) == 200 * 7072
 
 
 def test_results_dir_placeholder_puts_tensorboard_next_to_the_csv(tmp_path):
@@ -310,10 +310,10 @@ def test_run_seeds_hands_another_loop_every_seed(tmp_path):
   from zoo import run_minatar  # pylint: disable=g-import-not-at-top
   calls = []
 
-  def fake_loop(suite, preset, values, seeds, restart=False):
-    calls.append((suite.name, preset.name, values['loop'], list(seeds),
-                  restart))
-    return [[{'seed': seed}] for seed in seeds]
+  def fake_loop(suite, preset, runs):
+    calls.append((suite.name, preset.name, runs[0].loop,
+                  [s.seed for s in runs]))
+    return [[{'seed': s.seed}] for s in runs]
 
   suite = run_minatar.MINATAR._replace(loops={'jitted': fake_loop})
   preset = agents.presets()['CR-DQN']
@@ -321,7 +321,7 @@ def test_run_seeds_hands_another_loop_every_seed(tmp_path):
       tmp_path / '{agent}/seed_{seed}/results.csv'))
   rows = experiment.run_seeds(suite, preset, values, [1, 2], restart=True)
   assert rows == [[{'seed': 1}], [{'seed': 2}]]
-  assert calls == [('minatar', 'CR-DQN', 'jitted', [1, 2], True)]
+  assert calls == [('minatar', 'CR-DQN', 'jitted', [1, 2])]
   # experiment.run of one seed goes the same way.
   assert experiment.run(suite, preset, dict(values, seed=5)) == [{'seed': 5}]
   with pytest.raises(settings_lib.ConfigError, match='--loop=python'):

@@ -20,6 +20,7 @@ from tests import jax_bandit
 from tests import test_zoo_interrupts
 from cr_dqn import agent as cr_dqn_agent
 from zoo import agent as agent_lib
+from zoo import experiment
 from zoo import interrupts
 from zoo import jitted_loop
 from zoo import jitted_train
@@ -153,7 +154,7 @@ def test_update_equals_zoo_agent(name):
   cfg = _config()
   functions = jitted_train.make_train(cfg, jax_bandit.Bandit(), network,
                                      loss_fn, optimizer, 0.99, grad_scale)
-  seed_key = jitted_loop.seed_key(3)
+  seed_key = jax.random.PRNGKey(3)  # Both loops: build.learner_parts'.
   state = jax.jit(functions.init)(seed_key)
   filled, _ = _filled_replay(cfg, 40, 7)
   agent = agent_lib.QuantileAgent(
@@ -251,9 +252,9 @@ def _values(root, num_iterations=3):
 
 
 def _run(values, seeds, log=lambda *a: None, restart=False):
-  return jitted_loop.run(run_minatar.MINATAR, cr_dqn_agent.PRESETS[0], values,
-                         seeds, restart=restart, env=jax_bandit.Bandit(),
-                         log=log)
+  return experiment.run_seeds(run_minatar.MINATAR, cr_dqn_agent.PRESETS[0],
+                              values, seeds, restart=restart,
+                              env=jax_bandit.Bandit(), log=log)
 
 
 def test_csvs_learning_and_resume(tmp_path):

@@ -76,7 +76,7 @@ class _SmallDevice:
 
 
 def test_replay_on_device_must_fit_the_devices_memory(monkeypatch):
-  monkeypatch.setattr(settings_lib.jax, 'devices', lambda: [_SmallDevice()])
+  monkeypatch.setattr(experiment.jax, 'devices', lambda: [_SmallDevice()])
   with pytest.raises(settings_lib.ConfigError,
                      match=r'needs 7\.1 GB, more than 80% of the 4\.0 GB of '
                      r'cuda:0; lower --replay_capacity'):
@@ -84,7 +84,7 @@ def test_replay_on_device_must_fit_the_devices_memory(monkeypatch):
                    make_environment=_no_environment)
   s = _resolve(_preset('cr_dqn'), _settings(
       replay_on_device=True, replay_capacity=300_000))
-  settings_lib.validate_settings(run_atari.ATARI, s)  # 2.1 GB fits.
+  experiment.check_resources(run_atari.ATARI, s)  # 2.1 GB fits.
 
 
 def test_unwritable_paths_are_refused(tmp_path):

@@ -8,8 +8,10 @@ iterations (zoo.run_loop) with progress, TensorBoard and interrupt hooks.
 """
 
 import os
+import shutil
 import sys
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
+                    Tuple)
 
 from absl import logging
 import jax
@@ -17,10 +19,13 @@ import jax
 from zoo import agents
 from zoo import build
 from zoo import checkpoint
+from zoo import files
 from zoo import interrupts
 from zoo import progress
 from zoo import resume
+from zoo import replay as replay_lib
 from zoo import results_csv
+from zoo import run_directory
 from zoo import run_json
 from zoo import run_loop
 from zoo import settings as settings_lib
@@ -107,28 +112,22 @@ def run(suite: suites.Suite, preset: agents.AgentPreset,
     values: flag values (zoo.settings.resolve_settings).
     make_environment: fn(iteration, phase) -> environment (default: the
       suite's).
-    restart: move the run's files aside first (zoo.resume.restart).
+    restart: move the run's files aside first (zoo.run_directory.restart).
 
   Raises:
     ConfigError: bad settings or checkpoint, before any long work.
     interrupts.Interrupted: a recorded SIGINT/SIGTERM (see zoo.interrupts),
       with a message saying where the run stopped and how to resume.
   """
-  s = settings_lib.resolve_settings(suite, preset, values)
-  settings_lib.validate_settings(suite, s)
-  if s.loop != 'python':  # Another loop module runs it (Suite.loops).
-    return suite.loops[s.loop](suite, preset, values, [s.seed],
-                               restart=restart)[0]
-  with resume.held([s]):
-    return _run_python(suite, preset, s, make_environment, restart)
+  seed = values.get('seed', settings_lib.Settings.seed)
+  options = {'make_environment': make_environment} if make_environment else {}
+  return run_seeds(suite, preset, values, [seed], restart, **options)[0]
 
 
 def _run_python(suite: suites.Suite, preset: agents.AgentPreset,
-                s: settings_lib.Settings, make_environment: Optional[Callable],
-                restart: bool):
-  """Run (or resume) the Python loop once the run directory is held."""
-  if restart:
-    resume.restart(suite, s)
+                s: settings_lib.Settings,
+                make_environment: Optional[Callable] = None):
+  """Run (or resume) one held seed with the Python loop (zoo.run_loop)."""
   found = resume.check_resume(s)
   meta = found.meta if found else None
   checkpointing = bool(s.checkpoint_dir)
@@ -166,21 +165,145 @@ def _run_python(suite: suites.Suite, preset: agents.AgentPreset,
       resume_from=found.path if found else None, hooks=hooks)
 
 
+def _check_writable(directory: str, what: str) -> None:
+  try:
+    files.check_writable_directory(directory)
+  except OSError as e:
+    raise settings_lib.ConfigError(
+        f'Cannot write the {what} in {directory!r} ({e}); pass a writable '
+        'path.') from e
+
+
+def check_resources(suite: suites.Suite, s: settings_lib.Settings) -> None:
+  """Raise ConfigError if the run cannot write its files or hold its replay.
+
+  The runner's probes of the files, the disk and the device, after
+  zoo.settings.validate_settings checked the values; they make nothing.
+  """
+  if s.replay_on_device:
+    _check_replay_fits_on_device(suite, s)
+  if s.results_csv_path:
+    if os.path.isdir(s.results_csv_path):
+      raise settings_lib.ConfigError(
+          f'--results_csv_path={s.results_csv_path} is a directory; pass a '
+          f'file path, e.g. {os.path.join(s.results_csv_path, settings_lib.RESULTS_FILE)}.')
+    _check_writable(os.path.dirname(os.path.abspath(s.results_csv_path)),
+                    'results CSV')
+  for name, what in (('checkpoint_dir', 'checkpoints'),
+                     ('tensorboard_dir', 'TensorBoard events')):
+    path = getattr(s, name)
+    if path:
+      if os.path.isfile(path):
+        raise settings_lib.ConfigError(f'--{name}={path} is a file; pass a directory '
+                          f"(or --{name}='' for no {what}).")
+      _check_writable(path, what)
+  if s.checkpoint_dir:
+    check_checkpoint_disk(suite, s)
+
+
+def _frame_shape(suite, s: settings_lib.Settings) -> Tuple[int, ...]:
+  return tuple(suite.observation_shape(s))[:-1]
+
+
+def replay_checkpoint_bytes(suite, s: settings_lib.Settings) -> int:
+  """Return the most replay bytes a run's checkpoints hold on disk at once.
+
+  A full replay plus one iteration's new steps (written before the steps
+  they replace are deleted), or the whole run's steps if fewer.
+  """
+  steps_per_iteration = -(-s.num_train_frames // s.num_action_repeats)
+  transitions = min(s.replay_capacity + steps_per_iteration,
+                    s.num_iterations * steps_per_iteration)
+  return replay_lib.replay_bytes(transitions, _frame_shape(suite, s))
+
+
+def check_checkpoint_disk(suite, s: settings_lib.Settings) -> None:
+  """Raise ConfigError if the checkpoint disk cannot hold the run's replay."""
+  directory = s.checkpoint_dir
+  needed = replay_checkpoint_bytes(suite, s)
+  replay_dir = os.path.join(directory, checkpoint.REPLAY_DIR)
+  saved = 0  # A resumed run's chunks are on the disk already.
+  for root, _, names in os.walk(replay_dir):
+    saved += sum(os.path.getsize(os.path.join(root, n)) for n in names)
+  existing = os.path.abspath(directory)
+  while not os.path.isdir(existing):  # Made by the first save.
+    existing = os.path.dirname(existing)
+  free = shutil.disk_usage(existing).free
+  if needed - saved > free:
+    per_transition = replay_lib.replay_bytes(1, _frame_shape(suite, s))
+    raise settings_lib.ConfigError(
+        f'The disk of --checkpoint_dir={directory} has {free / 1e9:.2f} GB '
+        f'free; this run\'s checkpoints need {needed / 1e9:.2f} GB for the '
+        f'replay ({needed // per_transition:,} transitions of '
+        f'{per_transition:,} B: --replay_capacity plus one iteration\'s new '
+        f'steps), of which {saved / 1e9:.2f} GB are already saved. Free some '
+        'space, pass a --checkpoint_dir on a larger disk, lower '
+        "--replay_capacity, or pass --checkpoint_dir='' (no checkpoints: the "
+        'run cannot resume).')
+
+
+def _check_replay_fits_on_device(suite, s: settings_lib.Settings) -> None:
+  """Raise ConfigError if the device reports too little memory for the replay."""
+  stats = jax.devices()[0].memory_stats() or {}
+  limit = stats.get('bytes_limit')
+  if not limit:  # The CPU reports none.
+    return
+  needed = replay_lib.replay_bytes(s.replay_capacity, _frame_shape(suite, s))
+  if needed > 0.8 * limit:
+    raise settings_lib.ConfigError(
+        f'--replay_on_device: the replay needs {needed / 1e9:.1f} GB, more '
+        f'than 80% of the {limit / 1e9:.1f} GB of {jax.devices()[0]}; lower '
+        '--replay_capacity or drop --replay_on_device.')
+
+
+def resolve_runs(suite: suites.Suite, preset: agents.AgentPreset,
+                 values: Mapping[str, Any], seeds: Sequence[int]
+                 ) -> List[settings_lib.Settings]:
+  """Return each seed's settings, resolved and validated (the one check).
+
+  Raises:
+    ConfigError: a bad setting, or two seeds writing to one place.
+  """
+  runs = [settings_lib.resolve_settings(suite, preset, dict(values, seed=seed))
+          for seed in seeds]
+  paths = [p for s in runs for p in (s.results_csv_path, s.checkpoint_dir,
+                                     s.tensorboard_dir) if p]
+  if len(set(paths)) < len(paths):
+    raise settings_lib.ConfigError(
+        'Two seeds would write to the same place: keep {seed} in '
+        '--results_csv_path (and --checkpoint_dir, --tensorboard_dir where '
+        'given).')
+  for s in runs:  # Each seed's paths are checked (they differ by seed).
+    settings_lib.validate_settings(suite, s)
+    check_resources(suite, s)
+  return runs
+
+
 def run_seeds(suite: suites.Suite, preset: agents.AgentPreset,
               values: Mapping[str, Any], seeds: Sequence[int],
-              restart: bool = False) -> List[List[Dict[str, Any]]]:
+              restart: bool = False, **loop_options
+              ) -> List[List[Dict[str, Any]]]:
   """Run `seeds` with --loop's loop; return the rows of each seed.
 
-  The Python loop runs them one after another; another loop of the suite
-  (Suite.loops, e.g. zoo.jitted_loop) runs them as one group.
+  Resolves and checks every seed's settings (resolve_runs), holds their run
+  directories (zoo.resume.held), moves their files aside with `restart`
+  (zoo.run_directory.restart), then dispatches --loop, the one place where
+  it is: the Python loop runs the seeds one after another; another loop of
+  the suite (Suite.loops, e.g. zoo.jitted_loop.run) gets their settings as
+  one group. `loop_options` go to the loop (tests: the Python loop's
+  make_environment, the jitted loop's env and log).
   """
-  loop = values.get('loop', 'python')
-  if loop == 'python':
-    return [run(suite, preset, dict(values, seed=seed), restart=restart)
-            for seed in seeds]
-  settings_lib.validate_settings(suite, settings_lib.resolve_settings(
-      suite, preset, dict(values, seed=seeds[0])))
-  return suite.loops[loop](suite, preset, values, seeds, restart=restart)
+  runs = resolve_runs(suite, preset, values, seeds)
+  with resume.held(runs):
+    if restart:
+      for s in runs:
+        run_directory.restart(s.results_csv_path, s.checkpoint_dir,
+                              s.tensorboard_dir)
+        check_resources(suite, s)  # Its directories anew.
+    loop = runs[0].loop
+    if loop == 'python':
+      return [_run_python(suite, preset, s, **loop_options) for s in runs]
+    return suite.loops[loop](suite, preset, runs, **loop_options)
 
 
 def main(argv, suite: suites.Suite, presets: Sequence[agents.AgentPreset],

@@ -54,20 +54,6 @@ def held(runs: Sequence[settings_lib.Settings]) -> Iterator[None]:
     raise ConfigError(str(e)) from e
 
 
-def restart(suite, s: settings_lib.Settings) -> None:
-  """Move the run's files aside (--restart); check the checkpoint dir anew.
-
-  Raises:
-    ConfigError: the new checkpoint directory is not writable, or its disk
-      cannot hold the run's replay.
-  """
-  run_directory.restart(s.results_csv_path, s.checkpoint_dir,
-                        s.tensorboard_dir)
-  if s.checkpoint_dir:  # Moved aside: check it and its disk anew.
-    settings_lib.check_writable(s.checkpoint_dir, 'checkpoints')
-    settings_lib.check_checkpoint_disk(suite, s)
-
-
 def _fraction_keeping(decay_frames: int, s: settings_lib.Settings) -> float:
   """Return the decay fraction giving `decay_frames` with s's other values."""
   frames = s.num_iterations * s.num_train_frames
