@@ -22,9 +22,8 @@ from zoo import checkpoint
 from zoo import files
 from zoo import interrupts
 from zoo import progress
-from zoo import resume
 from zoo import replay as replay_lib
-from zoo import results_csv
+from zoo import resume
 from zoo import run_directory
 from zoo import run_json
 from zoo import run_loop
@@ -32,20 +31,6 @@ from zoo import settings as settings_lib
 from zoo import settings_flags
 from zoo import suites
 from zoo import tensorboard_writer
-
-def _interrupted(signum: int, iteration: int, frame: int,
-                 resume_iteration: Optional[int]) -> interrupts.Interrupted:
-  """Return the exception whose message says where the run stopped."""
-  name = interrupts.signal_name(signum)
-  if resume_iteration is None:
-    how = 'without --checkpoint_dir, a rerun starts over from iteration 0'
-  else:
-    how = ('rerun the same command to resume from iteration '
-           f'{resume_iteration}')
-  return interrupts.Interrupted(
-      signum, f'Interrupted ({name}) at iteration {iteration}, frame {frame}; '
-      f'{how}.')
-
 
 class _InterruptCheck(run_loop.RunHooks):
   """Stop the run at a safe point once SIGINT or SIGTERM was recorded."""
@@ -68,8 +53,8 @@ class _InterruptCheck(run_loop.RunHooks):
   def on_step(self, frames: int) -> None:
     signum = interrupts.pending()
     if signum is not None:
-      raise _interrupted(signum, self._iteration, self._agent.frame_t,
-                         self._resume)
+      raise resume.interrupted(signum, self._iteration, self._agent.frame_t,
+                               self._resume)
 
   def end_iteration(self, iteration: int, row: Dict[str, Any]) -> None:
     if self._checkpointing:
@@ -83,22 +68,8 @@ def _check_set_up(meta: Optional[Dict[str, Any]], checkpointing: bool) -> None:
   if signum is not None:
     iteration = meta['iteration'] if meta else 0
     frame = meta['rows'][-1]['frame'] if meta and meta['rows'] else 0
-    raise _interrupted(signum, iteration, frame,
-                       iteration if checkpointing else None)
-
-
-def _finished(meta: Dict[str, Any], s: settings_lib.Settings
-              ) -> List[Dict[str, Any]]:
-  """Say that the run is complete and where its results are; return rows."""
-  rows = meta['rows'][:s.num_iterations + 1]
-  where = s.results_csv_path
-  if where and not os.path.exists(where):
-    results_csv.write_rows(where, rows)  # Deleted: rewrite it from the state.
-  print(f'Run complete: iterations 0..{s.num_iterations} are in '
-        f'{where or "the checkpoint (no --results_csv_path)"} (checkpoint '
-        f'{checkpoint.latest(s.checkpoint_dir)}); nothing to do. To train '
-        'longer, raise --num_iterations.', flush=True)
-  return rows
+    raise resume.interrupted(signum, iteration, frame,
+                             iteration if checkpointing else None)
 
 
 def run(suite: suites.Suite, preset: agents.AgentPreset,
@@ -132,7 +103,8 @@ def _run_python(suite: suites.Suite, preset: agents.AgentPreset,
   meta = found.meta if found else None
   checkpointing = bool(s.checkpoint_dir)
   if meta is not None and meta['iteration'] > s.num_iterations:
-    return _finished(meta, s)
+    return resume.finished([s], [meta['rows']],
+                           lambda line: print(line, flush=True))[0]
   _check_set_up(meta, checkpointing)
   if s.results_csv_path:
     run_json.write(s.results_csv_path, s.agent, s.suite, s.as_dict())

@@ -13,7 +13,6 @@ own run directory: results CSV, run.json and checkpoints, as the Python loop.
 
 import dataclasses
 import math
-import os
 import time
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
 
@@ -123,11 +122,7 @@ def save_checkpoints(runs: Sequence[settings_lib.Settings],
   for index, s in enumerate(runs):
     if not s.checkpoint_dir:
       continue
-    meta = {'iteration': iteration + 1, 'config': s.checkpoint_config(),
-            'rows': rows[index], 'frame_t': frame_t,
-            'results_csv_path': (os.path.abspath(s.results_csv_path)
-                                 if s.results_csv_path else ''),
-            'checkpoint_dir': os.path.abspath(s.checkpoint_dir)}
+    meta = resume.checkpoint_meta(s, iteration, rows[index], frame_t=frame_t)
     checkpoint.save(s.checkpoint_dir, iteration, meta,
                     _seed_slice(host, index)._asdict())
 
@@ -162,20 +157,12 @@ def _start(runs: Sequence[settings_lib.Settings]) -> Start:
                [list(f.meta['rows'][:f.meta['iteration']]) for f in found])
 
 
-def _interrupted(signum: int, iteration: int, checkpointing: bool
-                 ) -> interrupts.Interrupted:
-  name = interrupts.signal_name(signum)
-  how = (f'rerun the same command to resume from iteration {iteration}'
-         if checkpointing else
-         'without --checkpoint_dir, a rerun starts over from iteration 0')
-  return interrupts.Interrupted(
-      signum, f'Interrupted ({name}) in iteration {iteration}; {how}.')
-
-
-def _check_interrupt(iteration: int, checkpointing: bool) -> None:
+def _check_interrupt(iteration: int, frame_t: int,
+                     checkpointing: bool) -> None:
   signum = interrupts.pending()
   if signum is not None:
-    raise _interrupted(signum, iteration, checkpointing)
+    raise resume.interrupted(signum, iteration, frame_t,
+                             iteration if checkpointing else None)
 
 
 def _check_observations(streams: jitted_train.Streams) -> None:
@@ -229,7 +216,7 @@ def run_group(*, cfg: jitted_train.LoopConfig,
     for run, seed_rows in zip(runs, rows):
       if run.results_csv_path:
         results_csv.write_rows(run.results_csv_path, seed_rows)
-  _check_interrupt(start.iteration, checkpointing)
+  _check_interrupt(start.iteration, frame_t, checkpointing)
 
   num_blocks = cfg.num_train_frames // cfg.block_frames
   chunks = chunk_sizes(num_blocks)
@@ -256,7 +243,7 @@ def run_group(*, cfg: jitted_train.LoopConfig,
               iteration, s.num_iterations, done * size * cfg.block_frames,
               cfg.num_train_frames, rate, len(runs), rate * len(runs), left)
           last_line = now
-        _check_interrupt(iteration, checkpointing)
+        _check_interrupt(iteration, frame_t, checkpointing)
       streams = jax.device_get(streams)
       duration = time.perf_counter() - begin
       _check_observations(streams)
@@ -289,7 +276,7 @@ def run_group(*, cfg: jitted_train.LoopConfig,
         duration)
     if checkpointing:
       save_checkpoints(runs, states, iteration, frame_t, rows)
-    _check_interrupt(iteration + 1, checkpointing)
+    _check_interrupt(iteration + 1, frame_t, checkpointing)
   return rows
 
 
@@ -327,21 +314,6 @@ def _functions(suite, s: settings_lib.Settings, cfg, env,
   return _FUNCTIONS[key]
 
 
-def _finished(runs: Sequence[settings_lib.Settings], start: Start,
-              log: Callable[..., None]) -> List[List[Dict[str, Any]]]:
-  """Say that the group is complete and where its results are; return rows."""
-  num_iterations = runs[0].num_iterations
-  rows = [r[:num_iterations + 1] for r in start.rows]
-  for s, seed_rows in zip(runs, rows):
-    if s.results_csv_path and not os.path.exists(s.results_csv_path):
-      results_csv.write_rows(s.results_csv_path, seed_rows)  # Rewrite it.
-  log('Run complete: iterations 0..%d of seeds %s are in %s; nothing to do. '
-      'To train longer, raise --num_iterations.', num_iterations,
-      [s.seed for s in runs],
-      ', '.join(s.results_csv_path or '(no CSV)' for s in runs))
-  return rows
-
-
 def run(suite, preset, runs: Sequence[settings_lib.Settings], env=None,
         log: Callable[..., None] = logging.info
         ) -> List[List[Dict[str, Any]]]:
@@ -365,7 +337,7 @@ def run(suite, preset, runs: Sequence[settings_lib.Settings], env=None,
   cfg = loop_config(s, env.observation_shape)
   start = _start(runs)
   if start.iteration > s.num_iterations:
-    return _finished(runs, start, log)
+    return resume.finished(runs, start.rows, log)
   for r in runs:
     if r.results_csv_path:
       run_json.write(r.results_csv_path, r.agent, r.suite, r.as_dict())

@@ -1,4 +1,8 @@
-"""The resume policy: which checkpoint a run may continue from.
+"""The resume policy, and what both loops share around it.
+
+Which checkpoint a run may continue from (check_resume); the run directory
+held while a run works (held); what a checkpoint's meta records
+(checkpoint_meta); the interrupt and finished-run messages.
 
 A checkpoint resumes with equal settings (`Settings.checkpoint_config`),
 except those in EXTENDABLE, which may change when the iterations already run
@@ -7,11 +11,15 @@ format, zoo.checkpoint.FORMAT), so nothing is implied.
 """
 
 import contextlib
-from typing import (Any, Dict, Iterator, List, Mapping, NamedTuple, Optional,
-                    Sequence)
+import os
+from typing import (Any, Callable, Dict, Iterator, List, Mapping, NamedTuple,
+                    Optional, Sequence)
 
 import numpy as np
 
+from zoo import checkpoint
+from zoo import interrupts
+from zoo import results_csv
 from zoo import run_directory
 from zoo import settings as settings_lib
 
@@ -35,6 +43,52 @@ def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any],
     if name not in ignore and saved.get(name) != current.get(name):
       out.append(f'--{name}={saved.get(name)!r} in the checkpoint, '
                  f'{current.get(name)!r} now')
+  return out
+
+
+def checkpoint_meta(s: settings_lib.Settings, iteration: int,
+                    rows: List[Dict[str, Any]], **parts) -> Dict[str, Any]:
+  """Return the meta of a run's checkpoint after `iteration` (both loops).
+
+  It records the run's results CSV and its own directory (absolute), so that
+  a checkpoint directory is never continued by another run
+  (zoo.run_directory); `parts`: the loop's own state, each under its key.
+  """
+  return dict(parts, iteration=iteration + 1, config=s.checkpoint_config(),
+              rows=rows, checkpoint_dir=os.path.abspath(s.checkpoint_dir),
+              results_csv_path=(os.path.abspath(s.results_csv_path)
+                                if s.results_csv_path else ''))
+
+
+def interrupted(signum: int, iteration: int, frame: int,
+                resume_iteration: Optional[int]) -> interrupts.Interrupted:
+  """Return the exception whose message says where the run stopped."""
+  if resume_iteration is not None:
+    how = f'rerun the same command to resume from iteration {resume_iteration}'
+  else:
+    how = 'without --checkpoint_dir, a rerun starts over from iteration 0'
+  return interrupts.Interrupted(
+      signum, f'Interrupted ({interrupts.signal_name(signum)}) at iteration '
+      f'{iteration}, frame {frame}; {how}.')
+
+
+def finished(runs: Sequence[settings_lib.Settings],
+             rows: Sequence[List[Dict[str, Any]]],
+             say: Callable[[str], None]) -> List[List[Dict[str, Any]]]:
+  """Say that the runs are complete and where their results are; return rows.
+
+  A deleted results CSV is written again from the checkpoint's rows.
+  """
+  out = []
+  for s, seed_rows in zip(runs, rows):
+    out.append(seed_rows[:s.num_iterations + 1])
+    where = s.results_csv_path
+    if where and not os.path.exists(where):
+      results_csv.write_rows(where, out[-1])
+    say(f'Run complete: iterations 0..{s.num_iterations} are in '
+        f'{where or "the checkpoint (no --results_csv_path)"} (checkpoint '
+        f'{checkpoint.latest(s.checkpoint_dir)}); nothing to do. To train '
+        'longer, raise --num_iterations.')
   return out
 
 
