@@ -24,7 +24,6 @@ file system shared by every node. Ray is optional: pip install '.[sweep]'.
 """
 
 import concurrent.futures
-import csv
 import dataclasses
 import json
 import os
@@ -42,6 +41,7 @@ from absl import flags
 
 from zoo import agents as agents_lib
 from zoo import files
+from zoo import results_csv
 from zoo import run_directory
 from zoo import settings as settings_lib
 
@@ -229,11 +229,10 @@ def csv_last_iteration(path: str) -> int:
 
 
 def csv_iterations(path: str) -> set:
+  """Return the iterations a results CSV holds (none if it is unreadable)."""
   try:
-    with open(path, newline='') as f:
-      return {int(float(row['iteration'])) for row in csv.DictReader(f)
-              if row.get('iteration') not in (None, '')}
-  except (OSError, KeyError, ValueError):
+    return set(results_csv.iterations(path))
+  except (OSError, KeyError, ValueError, TypeError):
     return set()
 
 

@@ -31,10 +31,11 @@ import numpy as np
 
 from zoo import agent as agent_lib
 from zoo import device_replay
+from zoo import environment
 from zoo import packed_replay
 from zoo import run_loop
 
-FIRST, MID, LAST = 0, 1, 2
+FIRST, LAST = environment.FIRST, environment.LAST
 
 
 class LoopConfig(NamedTuple):

@@ -78,10 +78,8 @@ def check_owner(meta: Dict[str, Any], checkpoint_dir: str,
 
 
 def _csv_iterations(path: str) -> List[int]:
-  if not path or not os.path.exists(path):
-    return []
   try:
-    return [int(float(row['iteration'])) for row in results_csv.read_rows(path)]
+    return results_csv.iterations(path)
   except (OSError, ValueError, KeyError, TypeError) as e:
     raise Refused(f'Cannot read the results CSV {path} ({e}); move it aside, '
                   'or add --restart (moves it aside for you).') from e
