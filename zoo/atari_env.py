@@ -288,8 +288,6 @@ def make_atari_environment(
       preprocessing (num_action_repeats, num_stacked_frames, height, width).
   """
   atari_data.check_game(game)
-  if num_envs < 1:
-    raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
   if mode == 'reference':
     envs = []
     for s in environment.stream_seeds(seed, num_envs):
