@@ -13,6 +13,7 @@ from zoo import agents
 from zoo import experiment
 from zoo import run_atari
 from zoo import run_minatar
+from zoo import settings as settings_lib
 
 _preset = agents.default_preset
 
@@ -24,7 +25,7 @@ def checkpoint_dir(tmp_path_factory):
   """A real Pong checkpoint (iteration 0) whose episodes stop at 400 frames."""
   directory = tmp_path_factory.mktemp('run')
   settings = dict(
-      experiment.default_settings(run_atari.ATARI), environment_name='pong',
+      settings_lib.default_settings(run_atari.ATARI), environment_name='pong',
       replay_capacity=400, min_replay_capacity_fraction=0.1, batch_size=8,
       num_iterations=0, num_eval_frames=40, num_quantiles=11, hidden_size=16,
       max_frames_per_episode=400, results_csv_path='', tensorboard_dir='',
@@ -75,7 +76,7 @@ def test_minatar_checkpoint_prints_returns_without_normalised_scores(
     tmp_path):
   # MinAtar has no human reference scores: nothing normalised (no NaN).
   settings = dict(
-      experiment.default_settings(run_minatar.MINATAR),
+      settings_lib.default_settings(run_minatar.MINATAR),
       environment_name='breakout', replay_capacity=400,
       min_replay_capacity_fraction=0.1, batch_size=8, num_iterations=0,
       num_eval_frames=40, num_quantiles=11, hidden_size=16,

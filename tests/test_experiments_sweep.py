@@ -12,6 +12,7 @@ import types
 import pytest
 
 from scripts.experiments import sweep
+from zoo import run_directory
 from tests.test_analysis_run_data import RUN_COLUMNS
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -180,9 +181,8 @@ def test_local_sweep_runs_in_parallel_then_skips_finished_runs(
   statuses = sweep.sweep_status(str(tmp_path / 'runs'))
   assert [(s.state, s.last_iteration) for s in statuses] == [('done', 2)] * 4
   for spec in specs:
-    assert os.path.isdir(os.path.join(spec.run_dir, 'checkpoints'))
     assert 'fake_run.py' in open(os.path.join(spec.run_dir, 'run.log')).read()
-    assert not os.path.exists(os.path.join(spec.run_dir, 'run.pid'))
+    assert not os.path.exists(os.path.join(spec.run_dir, 'run.lock'))
   # Relaunch: nothing to do, nothing started.
   assert sweep.select_runs(specs) == []
   starts = open(trace).read().count('start')
@@ -249,16 +249,15 @@ def test_running_interrupted_and_stale_runs(tmp_path):
     os.makedirs(spec.run_dir)
   host = socket.gethostname()
   # seed 1: a live process holds the lock.
-  with open(os.path.join(specs[0].run_dir, 'run.pid'), 'w') as f:
-    json.dump({'pid': os.getpid(), 'host': host}, f)
+  held = run_directory.lock(specs[0].run_dir)
   # seed 2: interrupted after 2 iterations, no lock, no exit record.
   with open(specs[1].results_csv_path, 'w') as f:
     f.write('iteration\n0\n1\n2\n')
   # seed 3: a stale lock left by a dead process.
   dead = subprocess.Popen([sys.executable, '-c', 'pass'])
   dead.wait()
-  with open(os.path.join(specs[2].run_dir, 'run.pid'), 'w') as f:
-    json.dump({'pid': dead.pid, 'host': host}, f)
+  with open(os.path.join(specs[2].run_dir, 'run.lock'), 'w') as f:
+    json.dump({'pid': dead.pid, 'host': host, 'since': 0}, f)
   statuses = sweep.sweep_status(str(root), specs)
   assert [(s.seed, s.state, s.last_iteration) for s in statuses] == [
       (1, 'running', -1), (2, 'pending', 2), (3, 'pending', -1),
@@ -268,6 +267,7 @@ def test_running_interrupted_and_stale_runs(tmp_path):
   assert [s.seed for s in sweep.select_runs(specs)] == [2, 3, 4]
   # A second launcher must not start a run whose lock is alive.
   assert sweep.execute_run(specs[0]) is None
+  run_directory.unlock(held, specs[0].run_dir)
 
 
 def test_status_lists_expected_runs_not_started(tmp_path):
@@ -381,6 +381,14 @@ def test_end_to_end_two_tiny_real_runs_then_skip(tmp_path):
   assert '0 to launch' in again.stdout
 
 
+def _alive(pid):
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  return True
+
+
 def test_killed_sweep_stops_its_runs_and_leaves_them_pending(tmp_path):
   root = tmp_path / 'runs'
   sleeper = tmp_path / 'sleeper.py'
@@ -390,7 +398,7 @@ def test_killed_sweep_stops_its_runs_and_leaves_them_pending(tmp_path):
        '--games=pong', '--seeds=1,2,3', f'--root_dir={root}', '--parallel=2',
        f'--command_template={{python}} {sleeper}'],
       cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-  pid_files = [root / 'cr_dqn' / 'pong' / f'seed_{s}' / 'run.pid'
+  pid_files = [root / 'cr_dqn' / 'pong' / f'seed_{s}' / 'run.lock'
                for s in (1, 2)]
   children = []
   for _ in range(300):
@@ -407,12 +415,12 @@ def test_killed_sweep_stops_its_runs_and_leaves_them_pending(tmp_path):
     sweep_process.kill()  # Leave nothing running, then fail below.
     output = 'timed out stopping: ' + sweep_process.communicate()[0]
     for pid in children:
-      if sweep._pid_alive({'pid': pid, 'host': socket.gethostname()}):
+      if _alive(pid):
         os.kill(pid, 9)
   assert sweep_process.returncode == 130, output
   assert '0 done, 0 running, 0 failed, 3 pending' in output
   for pid in children:
-    assert not sweep._pid_alive({'pid': pid, 'host': socket.gethostname()})
+    assert not _alive(pid)
 
 
 def test_ray_mode_on_a_local_ray_instance(tmp_path, fake_template):

@@ -50,7 +50,6 @@ def test_round_trip_and_the_two_newest_kept(tmp_path):
   frames = np.concatenate([a['frames'] for _, a in saved.replay_chunks], 1)
   np.testing.assert_array_equal(frames[1, :, 0], np.arange(12))
   assert isinstance(saved.replay_chunks[0][1]['frames'], np.memmap)
-  assert saved.legacy_arrays == {}
 
 
 def test_each_save_writes_only_the_new_steps(tmp_path):
@@ -150,54 +149,21 @@ def test_arrays_are_named_by_their_path_and_load_params_rebuilds_params(
     checkpoint.load_params(str(tmp_path / 'none'))
 
 
-def test_checkpoints_of_the_previous_format_load(tmp_path):
-  # Leaves arr_0... in flattening order and the replay's filled slots as
-  # one .npy per array (written before named leaves and chunks).
-  path = tmp_path / 'iteration_000003'
-  path.mkdir()
-  tree = _tree(3)
-  leaves, treedef = __import__('jax').tree.flatten(tree)
-  np.savez(path / 'tree.npz', *leaves)
-  np.save(path / 'frames.npy', np.ones((2, 5, 3), np.uint8))
-  (path / 'meta.json').write_text(json.dumps({
-      'iteration': 4, 'tree_structure': str(treedef),
-      'array_names': ['frames'], 'config': {}}))
-  assert checkpoint.verify(str(path)) is None  # No checksums: unverified.
-  saved = checkpoint.load(str(path), _tree(0))
-  assert int(saved.tree['count']) == 3
-  assert saved.replay_chunks == []
-  np.testing.assert_array_equal(saved.legacy_arrays['frames'],
-                                np.ones((2, 5, 3)))
-  with pytest.raises(ValueError, match='predates named arrays'):
-    checkpoint.load_params(str(tmp_path))
-
-
-@pytest.mark.parametrize('named', [True, False])
-def test_state_keys_added_later_are_optional(tmp_path, named):
-  # A checkpoint written before the state gained 'pending': it loads
-  # without it when the key is optional, and is refused otherwise.
-  older = _tree(3)
-  if named:
-    checkpoint.save(str(tmp_path), 0, {'iteration': 1}, older)
-  else:  # The previous format: leaves arr_i, the structure as a string.
-    path = tmp_path / 'iteration_000000'
-    path.mkdir()
-    leaves, treedef = __import__('jax').tree.flatten(older)
-    np.savez(path / 'tree.npz', *leaves)
-    (path / 'meta.json').write_text(json.dumps({
-        'iteration': 1, 'tree_structure': str(treedef), 'config': {}}))
+def test_a_checkpoint_of_another_format_is_refused(tmp_path):
+  checkpoint.save(str(tmp_path), 3, {'iteration': 4, 'config': {}}, _tree(3))
   path = checkpoint.latest(str(tmp_path))
-  template = dict(_tree(0), pending=np.int64(0))
-  saved = checkpoint.load(path, template, optional=('pending',))
-  assert 'pending' not in saved.tree and int(saved.tree['count']) == 3
-  with pytest.raises(ValueError, match='differently structured'):
-    checkpoint.load(path, template)
-  # A checkpoint that holds the key loads it.
-  checkpoint.save(str(tmp_path / 'newer'), 0, {}, dict(older,
-                                                       pending=np.int64(2)))
-  saved = checkpoint.load(checkpoint.latest(str(tmp_path / 'newer')), template,
-                          optional=('pending',))
-  assert int(saved.tree['pending']) == 2
+  meta = checkpoint.load_meta(path)
+  assert meta['format'] == checkpoint.FORMAT
+  meta['format'] = checkpoint.FORMAT + 1
+  (tmp_path / 'iteration_000003' / 'meta.json').write_text(json.dumps(meta))
+  assert checkpoint.verify(path) is None  # Not damage: another format.
+  message = (f'^The checkpoint {path} has format {checkpoint.FORMAT + 1}; '
+             f'this code reads format {checkpoint.FORMAT} only. Add --restart '
+             'to start the run over')
+  for read in (checkpoint.load_meta, lambda p: checkpoint.load(p, _tree(0)),
+               lambda p: checkpoint.load_params('', path=p)):
+    with pytest.raises(checkpoint.FormatError, match=message):
+      read(path)
 
 
 def _replay_arrays(num_streams=2):

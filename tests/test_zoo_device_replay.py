@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 
 from tests.test_zoo_replay import FakeStackingEnv, H, S, W, _fill
+from tests.test_zoo_replay import valid_indices
 from zoo import device_replay
 from zoo import replay as replay_lib
 
@@ -39,7 +40,7 @@ def test_stacks_are_bit_identical_to_the_host_replay(num_streams):
   # Wrap around the circular regions twice: stacks cross the slot boundary.
   replay = _filled(num_streams, 2 * 40 + 17)
   _assert_device_mirrors_host(replay)
-  stream, logical = replay.valid_indices()
+  stream, logical = valid_indices(replay)
   host = replay.gather(stream, logical, stacks_last=False)
   device = _gather(replay.device_arrays, jnp.asarray(stream, jnp.int32),
                    jnp.asarray(logical, jnp.int32), S)
@@ -52,7 +53,7 @@ def test_stacks_are_bit_identical_to_the_host_replay(num_streams):
 
 def test_samples_uniformly_over_the_host_replays_valid_transitions():
   replay = _filled(3, 2 * 40 + 17)
-  stream, logical = replay.valid_indices()
+  stream, logical = valid_indices(replay)
   valid = {pair: i for i, pair in enumerate(zip(stream.tolist(),
                                                 logical.tolist()))}
   # The host sampler draws from that same set.
@@ -123,7 +124,7 @@ def test_frames_of_any_rank_unstacked():
     replay.add(np.full(2, 0 if t == 0 else 1, np.int8), observation,
                np.full(2, t), np.zeros(2, np.float32), np.ones(2, np.float32))
   _assert_device_mirrors_host(replay)
-  stream, logical = replay.valid_indices()
+  stream, logical = valid_indices(replay)
   device = _gather(replay.device_arrays, jnp.asarray(stream, jnp.int32),
                    jnp.asarray(logical, jnp.int32), 1)
   host = replay.gather(stream, logical, stacks_last=False)

@@ -11,14 +11,15 @@ import time
 
 import pytest
 
+from tests import tb_events
 from zoo import agents
 from zoo import checkpoint
 from zoo import experiment
 from zoo import results_csv
+from zoo import resume
 from zoo import run_atari
 from zoo import run_json
 from zoo import settings as settings_lib
-from zoo import tensorboard_writer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, PYTHONPATH=ROOT)
@@ -41,7 +42,7 @@ def _entry(agent, *args):
 
 
 def _settings(tmp_path, **overrides):
-  s = dict(experiment.default_settings(run_atari.ATARI),
+  s = dict(settings_lib.default_settings(run_atari.ATARI),
            environment_name='pong', num_iterations=1, num_train_frames=400,
            replay_capacity=400, min_replay_capacity_fraction=0.1,
            batch_size=8, results_csv_path=str(tmp_path / 'run/results.csv'),
@@ -57,7 +58,7 @@ def _no_environment(*unused_args):
 def test_help_lists_the_runs_own_flags_with_defaults():
   out = _entry('nc_qr_dqn', '--help').stdout  # absl exits 1 after --help.
   assert out.startswith('NC-QR-DQN on Atari')
-  for flag in experiment.SETTINGS:
+  for flag in settings_lib.SETTINGS:
     assert f'--{flag}' in out or f'--[no]{flag}' in out, flag
   assert "(default: '1000000')" in out  # --num_train_frames
   assert 'absltest' not in out and '--xla_' not in out
@@ -91,14 +92,16 @@ def test_bad_paths_and_counts_are_refused_before_any_work(tmp_path):
 
 def _finished_checkpoint(tmp_path, **overrides):
   """Write the checkpoint of a finished run (as if it ran) for settings."""
-  s = experiment.resolve_settings(run_atari.ATARI, CR_DQN,
-                                  _settings(tmp_path, **overrides))
+  s = settings_lib.resolve_settings(run_atari.ATARI, CR_DQN,
+                                    _settings(tmp_path, **overrides))
   config = s.checkpoint_config()
   rows = [dict({c: 0.5 for c in results_csv.COLUMNS}, iteration=i)
           for i in range(s.num_iterations + 1)]
   checkpoint.save(s.checkpoint_dir, s.num_iterations,
                   {'iteration': s.num_iterations + 1, 'config': config,
-                   'rows': rows}, {})
+                   'rows': rows,
+                   'results_csv_path': os.path.abspath(s.results_csv_path),
+                   'checkpoint_dir': os.path.abspath(s.checkpoint_dir)}, {})
   return s
 
 
@@ -120,7 +123,7 @@ def test_extending_a_finished_run_keeps_or_explains_the_epsilon_schedule(
   # 3 iterations of 400 frames: ε decays over 0.02 * 3 * 400 = 24 frames,
   # from frame 160 (the replay's minimum), long before the 1200 frames run.
   _finished_checkpoint(tmp_path, num_iterations=3)
-  with pytest.raises(experiment.ConfigError) as error:
+  with pytest.raises(settings_lib.ConfigError) as error:
     experiment.run(run_atari.ATARI, CR_DQN,
                    _settings(tmp_path, num_iterations=5), _no_environment)
   assert str(error.value) == (
@@ -130,21 +133,21 @@ def test_extending_a_finished_run_keeps_or_explains_the_epsilon_schedule(
       'num_train_frames = 24 frames in the checkpoint, 40 now. To extend the '
       'run with the same schedule, add '
       '--exploration_epsilon_decay_frame_fraction=0.012 (same 24 frames).')
-  extended = experiment.resolve_settings(run_atari.ATARI, CR_DQN, _settings(
+  extended = settings_lib.resolve_settings(run_atari.ATARI, CR_DQN, _settings(
       tmp_path, num_iterations=5,
       exploration_epsilon_decay_frame_fraction=0.012))
-  assert experiment.check_resume(extended).meta['iteration'] == 4
-  with pytest.raises(experiment.ConfigError, match=(
+  assert resume.check_resume(extended).meta['iteration'] == 4
+  with pytest.raises(settings_lib.ConfigError, match=(
       r'^Changing --exploration_epsilon_decay_frame_fraction from 0.02 to '
       r'0.03 would change the ε schedule')):
     experiment.run(run_atari.ATARI, CR_DQN, _settings(
         tmp_path, num_iterations=3,
         exploration_epsilon_decay_frame_fraction=0.03), _no_environment)
-  with pytest.raises(experiment.ConfigError,
+  with pytest.raises(settings_lib.ConfigError,
                      match='iterations 0..3; --num_iterations=2 is fewer'):
     experiment.run(run_atari.ATARI, CR_DQN,
                    _settings(tmp_path, num_iterations=2), _no_environment)
-  with pytest.raises(experiment.ConfigError,
+  with pytest.raises(settings_lib.ConfigError,
                      match='--learning_rate=5e-05 in the checkpoint'):
     experiment.run(run_atari.ATARI, CR_DQN,
                    _settings(tmp_path, num_iterations=5, learning_rate=1e-3),
@@ -155,17 +158,17 @@ def test_extension_before_epsilon_decays_needs_no_change(tmp_path):
   # The replay minimum (10% of 1e5 = 1e4 transitions, 4e4 frames) is not
   # reached in 1200 frames: ε has not moved, any decay length keeps it.
   _finished_checkpoint(tmp_path, num_iterations=3, replay_capacity=100_000)
-  s = experiment.resolve_settings(run_atari.ATARI, CR_DQN, _settings(
+  s = settings_lib.resolve_settings(run_atari.ATARI, CR_DQN, _settings(
       tmp_path, num_iterations=5, replay_capacity=100_000))
-  assert experiment.check_resume(s).meta['iteration'] == 4
+  assert resume.check_resume(s).meta['iteration'] == 4
 
 
 def test_a_checkpoint_disk_too_small_for_the_replay_is_refused(
     tmp_path, monkeypatch):
-  usage = settings_lib.shutil.disk_usage(str(tmp_path))
-  monkeypatch.setattr(settings_lib.shutil, 'disk_usage',
+  usage = experiment.shutil.disk_usage(str(tmp_path))
+  monkeypatch.setattr(experiment.shutil, 'disk_usage',
                       lambda path: usage._replace(free=5 * 10**9))
-  with pytest.raises(experiment.ConfigError) as error:
+  with pytest.raises(settings_lib.ConfigError) as error:
     experiment.run(run_atari.ATARI, CR_DQN, _settings(
         tmp_path, replay_capacity=10**6, num_iterations=200,
         num_train_frames=10**6), _no_environment)
@@ -175,18 +178,18 @@ def test_a_checkpoint_disk_too_small_for_the_replay_is_refused(
       'transitions of 7,072 B: --replay_capacity plus one iteration\'s new '
       'steps), of which 0.00 GB are already saved.')
   # A short run needs only its own steps: 2 x 100 transitions.
-  s = experiment.resolve_settings(run_atari.ATARI, CR_DQN, _settings(
+  s = settings_lib.resolve_settings(run_atari.ATARI, CR_DQN, _settings(
       tmp_path, num_iterations=2, num_train_frames=400,
       replay_capacity=10**6))
-  assert settings_lib.replay_checkpoint_bytes(run_atari.ATARI, s) == 200 * 7072
+  assert experiment.replay_checkpoint_bytes(run_atari.ATARI, s) == 200 * 7072
 
 
 def test_results_dir_placeholder_puts_tensorboard_next_to_the_csv(tmp_path):
-  s = experiment.resolve_settings(run_atari.ATARI, QR_DQN, dict(
-      experiment.default_settings(run_atari.ATARI), environment_name='pong'))
+  s = settings_lib.resolve_settings(run_atari.ATARI, QR_DQN, dict(
+      settings_lib.default_settings(run_atari.ATARI), environment_name='pong'))
   assert s.tensorboard_dir == 'runs/qr_dqn/pong/seed_1/tensorboard'
-  s = experiment.resolve_settings(run_atari.ATARI, QR_DQN, dict(
-      experiment.default_settings(run_atari.ATARI), results_csv_path=''))
+  s = settings_lib.resolve_settings(run_atari.ATARI, QR_DQN, dict(
+      settings_lib.default_settings(run_atari.ATARI), results_csv_path=''))
   assert s.tensorboard_dir == ''  # No CSV: no default TensorBoard dir.
   config = s.checkpoint_config()
   for display in ('tensorboard_dir', 'tensorboard_loss_period',
@@ -287,9 +290,9 @@ def test_sigint_and_sigterm_stop_cleanly_at_any_moment_and_resume(tmp_path):
   saved = run_json.read(str(tmp_path))
   assert (saved['agent'], saved['suite']) == ('cr_dqn', 'atari')
   assert saved['settings']['num_train_frames'] == 400
-  assert set(saved['settings']) == set(experiment.SETTINGS) | {'agent',
+  assert set(saved['settings']) == set(settings_lib.SETTINGS) | {'agent',
                                                                'suite'}
-  scalars = tensorboard_writer.read_scalars(str(tmp_path / 'tensorboard'))
+  scalars = tb_events.read_scalars(str(tmp_path / 'tensorboard'))
   assert [s for s, _ in scalars['eval/episode_return']] == [0, 400]
   assert [s for s, _ in scalars['train/episode_return']] == [400]
   losses = [s for s, _ in scalars['train/loss']]
@@ -307,10 +310,10 @@ def test_run_seeds_hands_another_loop_every_seed(tmp_path):
   from zoo import run_minatar  # pylint: disable=g-import-not-at-top
   calls = []
 
-  def fake_loop(suite, preset, values, seeds, restart=False):
-    calls.append((suite.name, preset.name, values['loop'], list(seeds),
-                  restart))
-    return [[{'seed': seed}] for seed in seeds]
+  def fake_loop(suite, preset, runs):
+    calls.append((suite.name, preset.name, runs[0].loop,
+                  [s.seed for s in runs]))
+    return [[{'seed': s.seed}] for s in runs]
 
   suite = run_minatar.MINATAR._replace(loops={'jitted': fake_loop})
   preset = agents.presets()['CR-DQN']
@@ -318,7 +321,7 @@ def test_run_seeds_hands_another_loop_every_seed(tmp_path):
       tmp_path / '{agent}/seed_{seed}/results.csv'))
   rows = experiment.run_seeds(suite, preset, values, [1, 2], restart=True)
   assert rows == [[{'seed': 1}], [{'seed': 2}]]
-  assert calls == [('minatar', 'CR-DQN', 'jitted', [1, 2], True)]
+  assert calls == [('minatar', 'CR-DQN', 'jitted', [1, 2])]
   # experiment.run of one seed goes the same way.
   assert experiment.run(suite, preset, dict(values, seed=5)) == [{'seed': 5}]
   with pytest.raises(settings_lib.ConfigError, match='--loop=python'):

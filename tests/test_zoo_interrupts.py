@@ -4,6 +4,7 @@ The entry points' behaviour end to end (exit status, message, resume) is
 tested with real processes in tests/test_zoo_experiment.py.
 """
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -14,11 +15,24 @@ import pytest
 from zoo import interrupts
 
 
+@contextlib.contextmanager
+def installed_handlers():
+  """interrupts.install() for the block; then the handlers of before."""
+  saved = {signum: signal.getsignal(signum)
+           for signum in (signal.SIGINT, signal.SIGTERM)}
+  interrupts.install()
+  try:
+    yield
+  finally:
+    for signum, handler in saved.items():
+      signal.signal(signum, handler)
+    interrupts._pending = None  # pylint: disable=protected-access
+
+
 @pytest.fixture
 def installed():
-  interrupts.install()
-  yield
-  interrupts.uninstall()
+  with installed_handlers():
+    yield
 
 
 @pytest.mark.parametrize('signum,status', [(signal.SIGINT, 130),
@@ -33,15 +47,6 @@ def test_a_signal_is_recorded_and_execution_goes_on(installed, signum, status):
   assert error.exit_status == status
   assert error.message == 'where and how to resume'
   assert interrupts.signal_name(signum) in ('SIGINT', 'SIGTERM')
-
-
-def test_uninstall_restores_the_previous_handlers():
-  before = signal.getsignal(signal.SIGINT)
-  interrupts.install()
-  assert signal.getsignal(signal.SIGINT) is not before
-  interrupts.uninstall()
-  assert signal.getsignal(signal.SIGINT) is before
-  assert interrupts.pending() is None
 
 
 def test_a_second_signal_exits_at_once():

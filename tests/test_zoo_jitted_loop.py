@@ -17,8 +17,10 @@ import pytest
 import networks
 from tests import csv_check
 from tests import jax_bandit
+from tests import test_zoo_interrupts
 from cr_dqn import agent as cr_dqn_agent
 from zoo import agent as agent_lib
+from zoo import experiment
 from zoo import interrupts
 from zoo import jitted_loop
 from zoo import jitted_train
@@ -152,7 +154,7 @@ def test_update_equals_zoo_agent(name):
   cfg = _config()
   functions = jitted_train.make_train(cfg, jax_bandit.Bandit(), network,
                                      loss_fn, optimizer, 0.99, grad_scale)
-  seed_key = jitted_loop.seed_key(3)
+  seed_key = jax.random.PRNGKey(3)  # Both loops: build.learner_parts'.
   state = jax.jit(functions.init)(seed_key)
   filled, _ = _filled_replay(cfg, 40, 7)
   agent = agent_lib.QuantileAgent(
@@ -172,17 +174,20 @@ def test_update_equals_zoo_agent(name):
       replay=filled,
       params=jax.tree.map(lambda x: x * 1.1, state.params),
       target_params=jax.tree.map(lambda x: x * 0.9, state.params))
-  learn = jax.jit(functions.learn)
+  learn = jax.jit(jitted_train.make_learn(cfg, network, loss_fn, optimizer,
+                                          0.99, grad_scale))
   state, _ = learn(state)
   before = state
   after, loss_value = learn(before)
   # The batch that learn drew: its sampler with the same key.
-  key, batch = jax.jit(lambda r, k: functions.sample(r, k, cfg.batch_size))(
-      before.replay, before.rng_key)
+  key, batch = jax.jit(lambda r, k: packed_replay.sample(
+      r, k, cfg.batch_size, cfg.observation_shape))(before.replay,
+                                                   before.rng_key)
   host = jax.device_get(before)
   agent.set_state({'params': host.params, 'target_params': host.target_params,
                    'opt_state': host.opt_state, 'rng_key': key,
-                   'eval_rng_key': key, 'frame_t': 0, 'num_updates': 0})
+                   'eval_rng_key': key, 'frame_t': 0, 'num_updates': 0,
+                   'num_pending_updates': 0})
   stacks_first = batch._replace(s_tm1=jnp.moveaxis(batch.s_tm1, -1, 1),
                                 s_t=jnp.moveaxis(batch.s_t, -1, 1))
   agent_loss = agent.learn_from(stacks_first)
@@ -220,16 +225,11 @@ def test_loop_config_refuses_unfit_settings():
   assert cfg.replay_bytes_per_seed == 100_000 * (50 + 16) + 4
 
 
-def test_loop_is_a_stored_setting_that_old_checkpoints_imply():
-  """A Python-loop checkpoint (no 'loop' key) resumes only --loop=python."""
-  saved = _resolved().checkpoint_config()
-  del saved['loop']
-  python = dataclasses.replace(_resolved(), loop='python').checkpoint_config()
-  assert not resume.config_differences(saved, python, resume.EXTENDABLE,
-                                       resume.IMPLIED_SETTINGS)
+def test_loop_is_a_stored_setting():
+  """A Python-loop checkpoint resumes only --loop=python."""
+  saved = dataclasses.replace(_resolved(), loop='python').checkpoint_config()
   assert resume.config_differences(
-      saved, _resolved().checkpoint_config(), resume.EXTENDABLE,
-      resume.IMPLIED_SETTINGS) == [
+      saved, _resolved().checkpoint_config(), resume.EXTENDABLE) == [
           "--loop='python' in the checkpoint, 'jitted' now"]
   from zoo import run_atari  # pylint: disable=g-import-not-at-top
   atari = settings_lib.resolve_settings(
@@ -252,9 +252,9 @@ def _values(root, num_iterations=3):
 
 
 def _run(values, seeds, log=lambda *a: None, restart=False):
-  return jitted_loop.run(run_minatar.MINATAR, cr_dqn_agent.PRESETS[0], values,
-                         seeds, restart=restart, env=jax_bandit.Bandit(),
-                         log=log)
+  return experiment.run_seeds(run_minatar.MINATAR, cr_dqn_agent.PRESETS[0],
+                              values, seeds, restart=restart,
+                              env=jax_bandit.Bandit(), log=log)
 
 
 def test_csvs_learning_and_resume(tmp_path):
@@ -287,16 +287,13 @@ def test_csvs_learning_and_resume(tmp_path):
 
   # Interrupted after iteration 1's checkpoint, then resumed.
   values = _values(str(tmp_path / 'split'))
-  interrupts.install()
-  try:
+  with test_zoo_interrupts.installed_handlers():
     def log(message, *args):
       if message.startswith('Iteration %d/%d: eval') and args[0] == 1:
         signal.raise_signal(signal.SIGINT)
 
     with pytest.raises(interrupts.Interrupted, match='iteration 2'):
       _run(values, [1, 2], log=log)
-  finally:
-    interrupts.uninstall()
   path = tmp_path / 'split' / 'cr_dqn' / 'seed_2' / 'results.csv'
   assert len(csv_check.read_back_file(str(path))) == 2
   resumed = _run(values, [1, 2])

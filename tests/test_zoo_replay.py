@@ -95,6 +95,22 @@ def _valid_transitions(history, stream_capacity, num_stacked):
   return out
 
 
+def valid_indices(replay):
+  """Return (stream [V], logical [V]) of every transition the replay holds."""
+  # pylint: disable=protected-access
+  cap, num_added = replay._stream_capacity, replay._num_added
+  streams, logicals = [], []
+  for k in range(replay.num_streams):
+    held = int(min(num_added[k], cap))
+    logical = np.arange(num_added[k] - held, num_added[k])
+    step = replay._episode_steps[k, logical % cap]
+    valid = replay_lib.is_valid_transition(logical, step, num_added[k] - held,
+                                           replay._num_stacked)
+    streams.append(np.full(int(valid.sum()), k))
+    logicals.append(logical[valid])
+  return np.concatenate(streams), np.concatenate(logicals)
+
+
 def _keys(transitions):
   return [(transitions.s_tm1[i].tobytes(), int(transitions.a_tm1[i]),
            float(transitions.r_t[i]), float(transitions.discount_t[i]),
@@ -265,7 +281,7 @@ def test_frames_of_any_rank_unstacked_come_back_exactly():
 def test_valid_indices_gather_exactly_the_emitted_valid_transitions():
   replay = replay_lib.FrameReplay(120, 3, (H, W), S)
   history = _fill(replay, FakeStackingEnv(3, 'trailing', seed=4), 2 * 40 + 17)
-  stream, logical = replay.valid_indices()
+  stream, logical = valid_indices(replay)
   keys = _keys(replay.gather(stream, logical))
   assert len(keys) == len(set(keys))  # Each transition once.
   assert set(keys) == set(_valid_transitions(history, 40, S))

@@ -1,5 +1,8 @@
 """Tests for zoo.resume: the one checkpoint compatibility check."""
 
+import json
+import os
+
 import pytest
 
 from zoo import agents
@@ -13,7 +16,7 @@ def _settings(tmp_path, **values):
   return settings.resolve_settings(
       run_atari.ATARI, agents.default_preset('cr_dqn'),
       dict(dict(num_iterations=3, num_train_frames=400, replay_capacity=400,
-                min_replay_capacity_fraction=0.1,
+                min_replay_capacity_fraction=0.1, results_csv_path='',
                 checkpoint_dir=str(tmp_path)), **values))
 
 
@@ -21,21 +24,18 @@ def _save(s, config=None):
   config = s.checkpoint_config() if config is None else config
   checkpoint.save(s.checkpoint_dir, s.num_iterations,
                   {'iteration': s.num_iterations + 1, 'config': config,
-                   'rows': []}, {})
+                   'rows': [], 'checkpoint_dir': os.path.abspath(
+                       s.checkpoint_dir),
+                   'results_csv_path': (os.path.abspath(s.results_csv_path)
+                                        if s.results_csv_path else '')}, {})
 
 
 def test_config_differences_name_the_flags():
   diffs = resume.config_differences({'a': 1, 'b': 2}, {'a': 1, 'b': 3})
   assert diffs == ['--b=2 in the checkpoint, 3 now']
-  # A setting added later: a checkpoint without it holds the implied value.
-  assert resume.config_differences({'a': 1}, {'a': 1, 'u': 1},
-                                   implied={'u': 1}) == []
-  assert resume.config_differences({'a': 1}, {'a': 1, 'u': 4},
-                                   implied={'u': 1}) == [
-                                       '--u=1 in the checkpoint, 4 now']
-  assert resume.config_differences({'a': 1, 'u': 4}, {'a': 1, 'u': 1},
-                                   implied={'u': 1}) == [
-                                       '--u=4 in the checkpoint, 1 now']
+  # A setting the checkpoint lacks differs too: nothing is implied.
+  assert resume.config_differences({'a': 1}, {'a': 1, 'u': 1}) == [
+      '--u=None in the checkpoint, 1 now']
 
 
 def test_the_checkpoint_of_the_same_settings_resumes(tmp_path):
@@ -49,15 +49,18 @@ def test_the_checkpoint_of_the_same_settings_resumes(tmp_path):
   assert resume.check_resume(moved).path == found.path
 
 
-def test_an_older_checkpoint_without_later_settings_resumes(tmp_path):
+def test_a_checkpoint_of_another_format_is_refused_naming_the_fix(tmp_path):
   s = _settings(tmp_path)
-  config = {k: v for k, v in s.checkpoint_config().items()
-            if k not in resume.IMPLIED_SETTINGS}
-  _save(s, config)
-  assert resume.check_resume(s).meta['iteration'] == 4
-  with pytest.raises(settings.ConfigError,
-                     match='--num_fused_updates=1 in the checkpoint, 4 now'):
-    resume.check_resume(_settings(tmp_path, num_fused_updates=4))
+  _save(s)
+  path = checkpoint.latest(s.checkpoint_dir)
+  meta = checkpoint.load_meta(path)
+  del meta['format']  # As every checkpoint before formats were versioned.
+  with open(f'{path}/meta.json', 'w') as f:
+    json.dump(meta, f)
+  with pytest.raises(settings.ConfigError, match=(
+      f'^The checkpoint {path} has format 0; this code reads format '
+      f'{checkpoint.FORMAT} only. Add --restart to start the run over')):
+    resume.check_resume(s)
 
 
 def test_another_agent_or_setting_is_refused_naming_the_differences(tmp_path):
@@ -65,7 +68,8 @@ def test_another_agent_or_setting_is_refused_naming_the_differences(tmp_path):
   other = settings.resolve_settings(
       run_atari.ATARI, agents.presets()['QR-DQN-0'],
       dict(num_iterations=3, num_train_frames=400, replay_capacity=400,
-           min_replay_capacity_fraction=0.1, checkpoint_dir=str(tmp_path)))
+           min_replay_capacity_fraction=0.1, results_csv_path='',
+           checkpoint_dir=str(tmp_path)))
   with pytest.raises(settings.ConfigError) as error:
     resume.check_resume(other)
   message = str(error.value)

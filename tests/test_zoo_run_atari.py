@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 
 from zoo import agents
+from zoo import build
 from zoo import checkpoint
 from zoo import environment
 from zoo import experiment
 from zoo import results_csv
+from zoo import resume
 from zoo import run_atari
 from zoo import settings as settings_lib
 
@@ -33,8 +35,12 @@ TINY_FLAGS = [
 ]
 
 
+def _resolve(preset, values):
+  return settings_lib.resolve_settings(run_atari.ATARI, preset, values)
+
+
 def _settings(**overrides):
-  s = dict(experiment.default_settings(run_atari.ATARI), results_csv_path='',
+  s = dict(settings_lib.default_settings(run_atari.ATARI), results_csv_path='',
            checkpoint_dir='')
   s.update(overrides)
   return s
@@ -52,7 +58,7 @@ def _settings(**overrides):
     ({'num_fused_updates': 0}, '--num_fused_updates must be positive'),
 ])
 def test_bad_settings_are_refused_before_any_work(overrides, message):
-  with pytest.raises(experiment.ConfigError, match=message):
+  with pytest.raises(settings_lib.ConfigError, match=message):
     experiment.run(run_atari.ATARI, _preset('cr_dqn'), _settings(**overrides),
                   make_environment=_no_environment)
 
@@ -70,39 +76,40 @@ class _SmallDevice:
 
 
 def test_replay_on_device_must_fit_the_devices_memory(monkeypatch):
-  monkeypatch.setattr(settings_lib.jax, 'devices', lambda: [_SmallDevice()])
-  with pytest.raises(experiment.ConfigError,
+  monkeypatch.setattr(experiment.jax, 'devices', lambda: [_SmallDevice()])
+  with pytest.raises(settings_lib.ConfigError,
                      match=r'needs 7\.1 GB, more than 80% of the 4\.0 GB of '
                      r'cuda:0; lower --replay_capacity'):
     experiment.run(run_atari.ATARI, _preset('cr_dqn'), _settings(replay_on_device=True),
                    make_environment=_no_environment)
-  s = experiment.resolve_settings(run_atari.ATARI, _preset('cr_dqn'), _settings(
+  s = _resolve(_preset('cr_dqn'), _settings(
       replay_on_device=True, replay_capacity=300_000))
-  experiment.validate_settings(run_atari.ATARI, s)  # 2.1 GB fits.
+  experiment.check_resources(run_atari.ATARI, s)  # 2.1 GB fits.
 
 
 def test_unwritable_paths_are_refused(tmp_path):
   blocker = tmp_path / 'file'
   blocker.write_text('x')
-  with pytest.raises(experiment.ConfigError, match='results CSV'):
+  with pytest.raises(settings_lib.ConfigError, match='results CSV'):
     experiment.run(run_atari.ATARI, _preset('qr_dqn'), _settings(
         results_csv_path=str(blocker / 'run.csv')), _no_environment)
-  with pytest.raises(experiment.ConfigError, match='checkpoints'):
+  with pytest.raises(settings_lib.ConfigError, match='checkpoints'):
     experiment.run(run_atari.ATARI, _preset('qr_dqn'), _settings(checkpoint_dir=str(blocker / 'c')),
                   _no_environment)
 
 
 def test_checkpoint_of_another_agent_or_config_is_refused(tmp_path):
   directory = str(tmp_path)
-  s = experiment.resolve_settings(run_atari.ATARI, _preset('qr_dqn'), _settings(checkpoint_dir=directory))
-  checkpoint.save(directory, 0, {'iteration': 1, 'config': s.checkpoint_config()},
-                  {}, {})
-  assert experiment.check_resume(s).path.endswith('iteration_000000')
-  with pytest.raises(experiment.ConfigError,
+  s = _resolve(_preset('qr_dqn'), _settings(checkpoint_dir=directory))
+  checkpoint.save(directory, 0, {'iteration': 1, 'config': s.checkpoint_config(),
+                                 'results_csv_path': '',
+                                 'checkpoint_dir': directory}, {}, {})
+  assert resume.check_resume(s).path.endswith('iteration_000000')
+  with pytest.raises(settings_lib.ConfigError,
                      match=r"--agent='qr_dqn' in the checkpoint, 'cr_dqn' now"):
     experiment.run(run_atari.ATARI, _preset('cr_dqn'), _settings(checkpoint_dir=directory),
                   _no_environment)
-  with pytest.raises(experiment.ConfigError, match='--num_quantiles=201'):
+  with pytest.raises(settings_lib.ConfigError, match='--num_quantiles=201'):
     experiment.run(run_atari.ATARI, _preset('qr_dqn'), _settings(checkpoint_dir=directory,
                                       num_quantiles=51), _no_environment)
 
@@ -117,20 +124,20 @@ def test_agent_defaults_follow_spec_table():
       ('nc_qr_dqn', 'nc', 'qr', eps * 2 / 201,
        {'huber_param': 0.0, 'scale_grad': True}),
   ]:
-    s = experiment.resolve_settings(run_atari.ATARI, _preset(agent), _settings(**extra))
+    s = _resolve(_preset(agent), _settings(**extra))
     assert (s.head, s.loss) == (head, loss)
     assert math.isclose(s.optimizer_epsilon, expected_eps)
-  s = experiment.resolve_settings(run_atari.ATARI, _preset('cr_dqn'), _settings(optimizer_epsilon=1e-3))
+  s = _resolve(_preset('cr_dqn'), _settings(optimizer_epsilon=1e-3))
   assert s.optimizer_epsilon == 1e-3
 
 
 
 def test_default_is_the_reference_mode_and_more_streams_are_vectorized():
-  s = experiment.resolve_settings(run_atari.ATARI, _preset('cr_dqn'), _settings())
+  s = _resolve(_preset('cr_dqn'), _settings())
   assert (s.num_envs, s.environment_mode) == (1, 'reference')
-  s = experiment.resolve_settings(run_atari.ATARI, _preset('cr_dqn'), _settings(num_envs=16))
+  s = _resolve(_preset('cr_dqn'), _settings(num_envs=16))
   assert s.environment_mode == 'vector'
-  s = experiment.resolve_settings(run_atari.ATARI, _preset('cr_dqn'), _settings(
+  s = _resolve(_preset('cr_dqn'), _settings(
       num_envs=16, environment_mode='reference'))
   assert s.environment_mode == 'reference'
 
@@ -217,8 +224,8 @@ def test_vectorized_evaluation_counts_whole_pong_episodes(tmp_path):
                 num_eval_frames=4000, num_quantiles=11, hidden_size=16,
                 replay_capacity=400, min_replay_capacity_fraction=0.1,
                 batch_size=8, results_csv_path=path)
-  factory = experiment.make_environment_factory(
-      run_atari.ATARI, experiment.resolve_settings(run_atari.ATARI, _preset('cr_dqn'),
+  factory = build.make_environment_factory(
+      run_atari.ATARI, _resolve(_preset('cr_dqn'),
                                                    s))
   made = []
 
@@ -290,10 +297,12 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
 
 
 def test_default_paths_are_per_run_and_resumable():
-  s = experiment.resolve_settings(run_atari.ATARI, _preset('nc_cr_dqn'), dict(
-      experiment.default_settings(run_atari.ATARI), environment_name='pong', seed=3))
+  s = _resolve(_preset('nc_cr_dqn'), dict(
+      settings_lib.default_settings(run_atari.ATARI), environment_name='pong',
+      seed=3))
   assert s.results_csv_path == 'runs/nc_cr_dqn/pong/seed_3/results.csv'
   assert s.checkpoint_dir == 'runs/nc_cr_dqn/pong/seed_3/checkpoints'
-  s = experiment.resolve_settings(run_atari.ATARI, _preset('cr_dqn'), dict(
-      experiment.default_settings(run_atari.ATARI), checkpoint_dir='', results_csv_path=''))
+  s = _resolve(_preset('cr_dqn'), dict(
+      settings_lib.default_settings(run_atari.ATARI), checkpoint_dir='',
+      results_csv_path=''))
   assert (s.results_csv_path, s.checkpoint_dir) == ('', '')

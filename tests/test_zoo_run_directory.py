@@ -4,14 +4,18 @@ Unit tests of the checks, then fault tests through real MinAtar entry-point
 processes on real files: a damaged newest checkpoint (one file of each kind,
 each kind of damage once; zoo/checkpoint.py's tests cover every file x every
 damage in-process), none intact, SIGKILL and a full disk in the middle of a
-checkpoint write, deleted checkpoints, another run's checkpoint directory.
+checkpoint write, deleted checkpoints, another run's checkpoint directory;
+two processes on one run directory, for both loops.
 """
 
+import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -20,8 +24,10 @@ from zoo import agents
 from zoo import checkpoint
 from zoo import experiment
 from zoo import results_csv
+from zoo import resume
 from zoo import run_directory
 from zoo import run_minatar
+from zoo import settings as settings_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # One XLA thread: runs in different processes then compute bit-identical
@@ -81,7 +87,7 @@ CR_DQN = agents.default_preset('cr_dqn')
 
 
 def _settings(run_dir, **overrides):
-  s = dict(experiment.default_settings(run_minatar.MINATAR), **TINY)
+  s = dict(settings_lib.default_settings(run_minatar.MINATAR), **TINY)
   s.update(results_csv_path=str(run_dir / 'results.csv'), **overrides)
   return s
 
@@ -98,7 +104,6 @@ def test_a_checkpoint_belongs_to_its_results_csv_or_a_moved_copy(tmp_path):
   run_directory.check_owner(meta, '/a/run/checkpoints', '/a/run/results.csv')
   run_directory.check_owner(meta, '/b/moved/checkpoints',
                             '/b/moved/results.csv')
-  run_directory.check_owner({}, '/b/checkpoints', '/c/results.csv')  # Older.
   with pytest.raises(run_directory.Refused) as error:
     run_directory.check_owner(meta, '/a/run/checkpoints', '/b/results.csv')
   assert str(error.value) == (
@@ -136,13 +141,13 @@ def test_finished_rows_are_kept_unless_an_interrupted_save_explains_them(
 
 
 def test_one_run_one_directory_by_default(tmp_path):
-  s = experiment.resolve_settings(run_minatar.MINATAR, CR_DQN, dict(
-      experiment.default_settings(run_minatar.MINATAR),
+  s = settings_lib.resolve_settings(run_minatar.MINATAR, CR_DQN, dict(
+      settings_lib.default_settings(run_minatar.MINATAR),
       results_csv_path=str(tmp_path / 'y/results.csv')))
   assert s.checkpoint_dir == str(tmp_path / 'y/checkpoints')
   assert s.tensorboard_dir == str(tmp_path / 'y/tensorboard')
-  s = experiment.resolve_settings(run_minatar.MINATAR, CR_DQN, dict(
-      experiment.default_settings(run_minatar.MINATAR)))
+  s = settings_lib.resolve_settings(run_minatar.MINATAR, CR_DQN, dict(
+      settings_lib.default_settings(run_minatar.MINATAR)))
   assert s.checkpoint_dir == (
       'runs/minatar/cr_dqn/breakout/seed_1/checkpoints')
 
@@ -293,14 +298,112 @@ def test_deleted_checkpoints_never_drop_finished_rows_restart_moves_aside(
 
 
 def test_a_checkpoint_directory_of_another_run_is_refused(base, tmp_path):
-  with pytest.raises(experiment.ConfigError, match=(
+  with pytest.raises(settings_lib.ConfigError, match=(
       f'^The checkpoint directory {base}/checkpoints belongs to another run: '
       f'its results CSV is {base}/results.csv, not {tmp_path}/y/results.csv.')):
     experiment.run(run_minatar.MINATAR, CR_DQN, _settings(
         tmp_path / 'y', checkpoint_dir=str(base / 'checkpoints')),
         _no_environment)
+  assert not os.path.exists(tmp_path / 'y')  # Refused: nothing left behind.
   # A run directory moved as a whole is still its own.
   moved = _copy(base, tmp_path, 'moved')
-  s = experiment.resolve_settings(run_minatar.MINATAR, CR_DQN,
-                                  _settings(moved))
-  assert experiment.check_resume(s).meta['iteration'] == 3
+  s = settings_lib.resolve_settings(run_minatar.MINATAR, CR_DQN,
+                                    _settings(moved))
+  assert resume.check_resume(s).meta['iteration'] == 3
+
+
+# One process per run directory.
+
+def test_the_lock_names_its_holder_and_dies_with_it(tmp_path):
+  holder = subprocess.Popen(
+      [sys.executable, '-c', 'import sys, time; from zoo import run_directory;'
+       ' run_directory.lock(sys.argv[1]); print("held", flush=True); '
+       'time.sleep(120)', str(tmp_path)],
+      cwd=ROOT, env=ENV, stdout=subprocess.PIPE, text=True)
+  try:
+    assert holder.stdout.readline() == 'held\n'
+    assert run_directory.holder(str(tmp_path)).startswith(
+        f'PID {holder.pid} on ')
+    with pytest.raises(run_directory.Refused, match=(
+        f'^Another process is running in {tmp_path}: PID {holder.pid} on '
+        '.* since 20')):
+      run_directory.lock(str(tmp_path))
+  finally:
+    holder.kill()  # SIGKILL: the operating system releases the lock.
+    holder.wait()
+  assert run_directory.holder(str(tmp_path)) is None
+  fd = run_directory.lock(str(tmp_path))
+  run_directory.unlock(fd, str(tmp_path))
+  assert os.listdir(tmp_path) == []
+
+
+def test_a_refused_run_leaves_nothing_behind(tmp_path):
+  result = _run(tmp_path / 'run', '--num_quantiles=0')
+  assert result.returncode == 1
+  assert _last_line(result) == 'Error: --num_quantiles must be positive, got 0.'
+  assert os.listdir(tmp_path) == []
+
+
+def _start(run_dir, loop):
+  return subprocess.Popen(
+      _command(run_dir, f'--loop={loop}', '--num_iterations=8',
+               '--num_train_frames=400'),
+      cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+      text=True)
+
+
+def _refused_by(process, holder):
+  _, stderr = process.communicate(timeout=300)
+  assert process.returncode == 1, stderr[-3000:]
+  errors = [line for line in stderr.splitlines() if line.startswith('Error:')]
+  assert len(errors) == 1 and 'Traceback' not in stderr, stderr[-3000:]
+  assert errors[0].startswith(
+      'Error: Another process is running in '), errors[0]
+  assert f': PID {holder.pid} on ' in errors[0], errors[0]
+
+
+@pytest.mark.parametrize('loop', ['python', 'jitted'])
+def test_two_processes_on_one_run_directory_never_both_run(tmp_path, loop):
+  run_dir = tmp_path / 'run'
+  together = [_start(run_dir, loop), _start(run_dir, loop)]
+  try:
+    while all(p.poll() is None for p in together):
+      time.sleep(0.1)
+    loser = next(p for p in together if p.poll() is not None)
+    winner = next(p for p in together if p is not loser)
+    _refused_by(loser, winner)
+    assert winner.poll() is None, 'the run ended before the second started'
+    _refused_by(_start(run_dir, loop), winner)  # Started apart.
+    _, stderr = winner.communicate(timeout=600)
+    assert winner.returncode == 0, stderr[-3000:]
+  finally:
+    for p in together:
+      if p.poll() is None:
+        p.send_signal(signal.SIGKILL)
+  assert [int(r['iteration']) for r in results_csv.read_rows(
+      f'{run_dir}/results.csv')] == list(range(9))
+  assert not os.path.exists(run_dir / run_directory.LOCK_FILE)
+  expected = {'results.csv', 'run.json', 'checkpoints'}
+  assert set(os.listdir(run_dir)) == expected | (
+      {'tensorboard'} if loop == 'python' else set())
+
+
+def test_a_checkpoint_of_another_format_is_refused_before_any_work(
+    base, tmp_path):
+  run_dir = _copy(base, tmp_path)
+  for name in ('iteration_000001', 'iteration_000002'):
+    path = run_dir / 'checkpoints' / name / 'meta.json'
+    meta = json.loads(path.read_text())
+    del meta['format']  # As before formats were versioned.
+    path.write_text(json.dumps(meta))
+  result = _run(run_dir)
+  assert result.returncode == 1
+  assert _last_line(result) == (
+      f'Error: The checkpoint {run_dir}/{NEWEST} has format 0; this code '
+      f'reads format {checkpoint.FORMAT} only. Add --restart to start the '
+      "run over (moves the run's files aside), or resume it with the code "
+      'that wrote it.')
+  assert _csv(run_dir) == _csv(base)
+  result = _run(run_dir, '--restart')
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert _csv(run_dir) == _csv(base)

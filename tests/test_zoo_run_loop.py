@@ -1,6 +1,5 @@
 """Tests for zoo.run_loop: phase statistics, seeding, resume equivalence."""
 
-import json
 import math
 import os
 import shutil
@@ -324,17 +323,7 @@ def test_resume_with_streams_restarts_them_and_is_otherwise_exact(tmp_path):
   assert checkpoint.load_meta(latest)['train_streams'] == {
       'num_envs': 2, 'made_at_iteration': 1, 'episode_steps': [0, 0],
       'episode_returns': [0.0, 0.0]}
-  # A copy as a checkpoint older than training streams wrote it: no key.
   shutil.copytree(tmp_path / 'resumed', tmp_path / 'again')
-  again_meta = os.path.join(checkpoint.latest(str(tmp_path / 'again')),
-                            'meta.json')
-  with open(again_meta) as f:
-    meta = json.load(f)
-  del meta['train_streams']
-  for key in ('files', 'replay_files', 'meta_sha256'):  # Older: no checksums.
-    del meta[key]
-  with open(again_meta, 'w') as f:
-    json.dump(meta, f)
   rows, agent = _catch_run(2, str(tmp_path / 'resumed'), made=made, **two)
   # Uninterrupted: one training environment, made at iteration 1. Resumed:
   # a fresh one of iteration 2 (its episodes start at FIRST).
@@ -342,8 +331,7 @@ def test_resume_with_streams_restarts_them_and_is_otherwise_exact(tmp_path):
   assert train(full_made) == [1] and train(made) == [1, 2]
   # What came before the checkpoint is the uninterrupted run's.
   _assert_rows_equal(full_rows[:2], rows[:2])
-  # The resumed run is a deterministic function of its checkpoint, and a
-  # checkpoint without the streams' state resumes the same way.
+  # The resumed run is a deterministic function of its checkpoint.
   again_rows, again_agent = _catch_run(2, str(tmp_path / 'again'),
                                        made=again_made, **two)
   assert train(again_made) == [2]
@@ -356,36 +344,6 @@ def test_resume_with_streams_restarts_them_and_is_otherwise_exact(tmp_path):
                          for _, phase, env in envs if phase == 'train']
   assert counts(full_made) == [(1, 2 * 151)]
   assert counts(made) == [(1, 151), (1, 151)]
-
-
-def test_a_checkpoint_older_than_a_setting_and_a_state_key_resumes(tmp_path):
-  """A run checkpointed before fused updates existed resumes exactly."""
-  full_rows, full_agent = _catch_run(3, str(tmp_path / 'full'), **_ONE_STREAM)
-  _catch_run(1, str(tmp_path / 'older'), **_ONE_STREAM)
-  path = checkpoint.latest(str(tmp_path / 'older'))
-  # Make it as older code wrote it: no num_pending_updates leaf, no
-  # num_fused_updates setting.
-  with np.load(os.path.join(path, 'tree.npz')) as f:
-    leaves = {name: f[name] for name in f.files
-              if name != 'num_pending_updates'}
-  np.savez(os.path.join(path, 'tree.npz'), **leaves)
-  with open(os.path.join(path, 'meta.json')) as f:
-    meta = json.load(f)
-  meta['tree_paths'] = [p for p in meta['tree_paths']
-                        if p != ['num_pending_updates']]
-  for key in ('files', 'replay_files', 'meta_sha256'):  # Older: no checksums.
-    del meta[key]
-  del meta['config']['num_fused_updates']
-  with open(os.path.join(path, 'meta.json'), 'w') as f:
-    json.dump(meta, f)
-  with pytest.raises(resume.ConfigError,
-                     match='--num_fused_updates=1 in the checkpoint, 2 now'):
-    _catch_run(3, str(tmp_path / 'older'), num_fused_updates=2, **_ONE_STREAM)
-  rows, agent = _catch_run(3, str(tmp_path / 'older'), **_ONE_STREAM)
-  assert _deterministic(rows)[1:] == _deterministic(full_rows)[1:]
-  for x, y in zip(jax.tree.leaves(full_agent.get_state()),
-                  jax.tree.leaves(agent.get_state())):
-    np.testing.assert_array_equal(x, y)
 
 
 def test_checkpoint_of_another_configuration_is_refused(tmp_path):
@@ -443,45 +401,3 @@ def test_hooks_see_every_phase_in_order_and_may_stop_the_run(tmp_path):
   # The abandoned iteration left nothing: iteration 1's checkpoint is the
   # latest.
   assert checkpoint.latest(str(tmp_path)).endswith('iteration_000001')
-
-
-def test_checkpoints_of_the_previous_format_resume(tmp_path):
-  """Checkpoints that stored the replay's slots (before chunks) restore."""
-  _catch_run(2, str(tmp_path / 'new'))  # 300 steps per stream, 120 slots.
-  new_path = checkpoint.latest(str(tmp_path / 'new'))
-  agent, replay = test_zoo_agent._catch_agent(test_zoo_agent._settings(
-      'cr_dqn', num_envs=2, replay_capacity=240))
-  saved = checkpoint.load(new_path, agent.get_state())
-  # Written as the previous format had it: leaves arr_0... in flattening
-  # order, and the ring's slots 0..119 as one .npy per array.
-  legacy = tmp_path / 'legacy' / 'iteration_000002'
-  legacy.mkdir(parents=True)
-  leaves, treedef = jax.tree.flatten(saved.tree)
-  np.savez(legacy / 'tree.npz', *leaves)
-  for name in saved.replay_chunks[0][1]:
-    steps = np.concatenate([a[name] for _, a in saved.replay_chunks], axis=1)
-    # Steps 180..299 lie in slots 60..119, then 0..59.
-    np.save(legacy / f'{name}.npy', np.roll(steps[:, -120:], 300 % 120, 1))
-  meta = dict(saved.meta, tree_structure=str(treedef),
-              array_names=sorted(saved.replay_chunks[0][1]))
-  for key in ('tree_paths', 'replay_chunks', 'files', 'replay_files',
-              'meta_sha256'):
-    del meta[key]
-  (legacy / 'meta.json').write_text(json.dumps(meta))
-
-  next_iteration, rows, saved_until = run_loop._restore(
-      str(legacy), agent, replay)
-  assert (next_iteration, len(rows), saved_until) == (3, 3, 180)
-  other_agent, other_replay = test_zoo_agent._catch_agent(
-      test_zoo_agent._settings('cr_dqn', num_envs=2, replay_capacity=240))
-  assert run_loop._restore(new_path, other_agent, other_replay)[2] == 300
-  for x, y in zip(replay.sample(64), other_replay.sample(64)):
-    np.testing.assert_array_equal(x, y)
-  for x, y in zip(jax.tree.leaves(agent.get_state()),
-                  jax.tree.leaves(other_agent.get_state())):
-    np.testing.assert_array_equal(x, y)
-  # Its next checkpoint writes every held step, in the new format.
-  run_loop._save(str(tmp_path / 'legacy'), 3, {}, rows, agent, replay,
-                 saved_until)
-  assert os.listdir(tmp_path / 'legacy' / 'replay') == [
-      'steps_000000000180_000000000300']

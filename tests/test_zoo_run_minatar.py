@@ -14,6 +14,7 @@ from zoo import experiment
 from zoo import results_csv
 from zoo import run_atari
 from zoo import run_minatar
+from zoo import settings as settings_lib
 
 _preset = agents.default_preset
 
@@ -25,11 +26,12 @@ TINY = dict(replay_capacity=2000, min_replay_capacity_fraction=0.05,
 
 
 def _settings(**overrides):
-  return dict(experiment.default_settings(run_minatar.MINATAR), **overrides)
+  return dict(settings_lib.default_settings(run_minatar.MINATAR), **overrides)
 
 
 def test_defaults_are_young_and_tians_protocol_with_the_papers_agents():
-  s = experiment.resolve_settings(run_minatar.MINATAR, _preset('cr_dqn'), _settings())
+  s = settings_lib.resolve_settings(run_minatar.MINATAR, _preset('cr_dqn'),
+                                    _settings())
   assert s.replay_capacity == 100_000
   assert s.min_replay_size() == 5000
   assert s.target_network_update_period == 1000
@@ -45,7 +47,7 @@ def test_defaults_are_young_and_tians_protocol_with_the_papers_agents():
   # The agent's own choices stay the paper's.
   assert (s.head, s.loss, s.num_quantiles) == ('fc', 'cramer', 201)
   # Atari's defaults are untouched.
-  atari = experiment.default_settings(run_atari.ATARI)
+  atari = settings_lib.default_settings(run_atari.ATARI)
   assert atari['replay_capacity'] == 1_000_000 and atari['learn_period'] == 16
 
 
@@ -61,7 +63,7 @@ def test_defaults_are_young_and_tians_protocol_with_the_papers_agents():
 def test_bad_settings_are_refused_before_any_work(overrides, message):
   def no_environment(*unused):
     raise AssertionError('validation must come first')
-  with pytest.raises(experiment.ConfigError, match=message):
+  with pytest.raises(settings_lib.ConfigError, match=message):
     experiment.run(run_minatar.MINATAR, _preset('cr_dqn'), _settings(**overrides),
                    make_environment=no_environment)
 

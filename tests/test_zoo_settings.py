@@ -6,7 +6,6 @@ import dataclasses
 import pytest
 
 from zoo import agents
-from zoo import resume
 from zoo import run_atari
 from zoo import run_minatar
 from zoo import settings
@@ -60,11 +59,6 @@ def test_stored_settings_are_the_plain_dicts_of_before():
   assert set(config) == set(stored) - set(settings.PATH_FLAGS) - set(
       settings.DISPLAY_FLAGS)
   assert settings.Settings.from_dict(stored) == s
-  # An older checkpoint lacks later settings: they take the implied values.
-  older = {k: v for k, v in config.items() if k not in resume.IMPLIED_SETTINGS}
-  restored = settings.Settings.from_dict(older)
-  for name, value in resume.IMPLIED_SETTINGS.items():
-    assert getattr(restored, name) == value
   with pytest.raises(settings.ConfigError, match=r"Unknown settings \['x'\]"):
     settings.Settings.from_dict(dict(stored, x=1))
 

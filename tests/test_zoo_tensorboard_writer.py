@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 
+from tests import tb_events
 from zoo import results_csv
 from zoo import tensorboard_writer
 
@@ -47,7 +48,7 @@ def test_iteration_scalars_and_periodic_loss_are_read_back(tmp_path):
   _train(writer, agent, 1, 400, losses_from=160)  # No loss before learning.
   writer.end_iteration(1, _row(1, 400))
   writer.end_run()
-  scalars = tensorboard_writer.read_scalars(str(tmp_path))
+  scalars = tb_events.read_scalars(str(tmp_path))
   assert set(scalars) == set(tensorboard_writer.ITERATION_SCALARS.values()) | {
       tensorboard_writer.LOSS_TAG}
   assert scalars['eval/episode_return'] == [(0, 0.5), (400, 1.5)]
@@ -74,7 +75,7 @@ def test_a_resumed_run_hides_what_a_killed_process_wrote_after_its_checkpoint(
   _train(second, resumed_agent, 2, 400, losses_from=0)
   second.end_iteration(2, _row(2, 800))
   second.end_run()
-  scalars = tensorboard_writer.read_scalars(str(tmp_path))
+  scalars = tb_events.read_scalars(str(tmp_path))
   steps = [s for s, _ in scalars['train/loss']]
   # Steps 416, 480, 544, 608 were written by both processes: they show once.
   assert steps == list(range(16, 401, 64)) + list(range(416, 801, 64))

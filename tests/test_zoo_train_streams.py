@@ -6,6 +6,7 @@ the difference from a fresh environment per phase; a short real Pong run
 """
 
 import json
+import logging
 import math
 
 import numpy as np
@@ -202,7 +203,7 @@ def test_one_stream_is_dqn_zoo_a_fresh_environment_per_phase():
   assert results == [(19.0, 1, 100), (19.5, 2, 240), (9.0, 0, 40)]
 
 
-def test_state_is_json_and_resume_restarts_the_streams():
+def test_state_is_json_and_resume_restarts_the_streams(caplog):
   made = []
 
   def make(iteration):
@@ -219,13 +220,15 @@ def test_state_is_json_and_resume_restarts_the_streams():
   assert state == {'num_envs': 2, 'made_at_iteration': 1,
                    'episode_steps': [59, 59], 'episode_returns': [59.0, 59.0]}
   resumed = train_streams.TrainStreams(make)
-  resumed.set_state(state)
-  assert resumed.cut_on_resume == state
+  with caplog.at_level(logging.INFO, logger='absl'):
+    resumed.set_state(state)
+  assert 'the 2 episodes running at the checkpoint (at agent steps [59, 59]) ' \
+      'are cut' in caplog.text
   resumed.run_phase(3, actor, 2 * REPEATS * 30, REPEATS)
   assert [e.seed for e in made] == [1, 3]  # Fresh streams of iteration 3.
   assert made[1]._log[0] == ('reset', 3)
   assert resumed.get_state()['episode_steps'] == [29, 29]
-  # A checkpoint older than training streams (None) resumes the same way.
+  # A checkpoint of a run with no streams running (None) resumes alike.
   older = train_streams.TrainStreams(make)
   older.set_state(None)
   older.run_phase(3, actor, 8, REPEATS)

@@ -251,9 +251,6 @@ class AgentConfig(NamedTuple):
 class QuantileAgent:
   """ε-greedy quantile agent acting on K streams and learning from replay."""
 
-  # get_state() keys older checkpoints lack (zoo.checkpoint.load's optional).
-  STATE_KEYS_ADDED_LATER = ('num_pending_updates',)
-
   def __init__(
       self,
       network: hk.Transformed,
@@ -481,8 +478,7 @@ class QuantileAgent:
     self._eval_rng_key = jax.device_put(state['eval_rng_key'])
     self._frame_t = int(state['frame_t'])
     self._num_updates = int(state['num_updates'])
-    # Absent from checkpoints written before fused updates: none pending.
-    self._num_pending = int(state.get('num_pending_updates', 0))
+    self._num_pending = int(state['num_pending_updates'])
 
 
 def _on_stacks_first(network: hk.Transformed) -> hk.Transformed:

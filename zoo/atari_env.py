@@ -270,6 +270,7 @@ def make_atari_environment(
     max_episode_frames: int = 108_000,
     num_threads: int = 0,
     ale_factory: Optional[Callable[[str, int], object]] = None,
+    **reference_options,
 ) -> environment.BatchedEnvironment:
   """Return a batched Atari environment under the DQN Zoo protocol.
 
@@ -283,16 +284,16 @@ def make_atari_environment(
     num_threads: 'vector' mode only: emulator threads (0: one per stream, at
       most the CPU count).
     ale_factory: 'reference' mode only: fn(game, seed) -> ALE (tests).
+    **reference_options: 'reference' mode only: AtariEnvironment's
+      preprocessing (num_action_repeats, num_stacked_frames, height, width).
   """
   atari_data.check_game(game)
-  if num_envs < 1:
-    raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
   if mode == 'reference':
     envs = []
     for s in environment.stream_seeds(seed, num_envs):
       ale = None if ale_factory is None else ale_factory(game, int(s))
       envs.append(AtariEnvironment(game, int(s), max_episode_frames,
-                                   ale=ale))
+                                   ale=ale, **reference_options))
     return ReferenceBatchedEnvironment(envs)
   if mode == 'vector':
     from zoo import vector_env  # pylint: disable=g-import-not-at-top

@@ -19,8 +19,8 @@ writes only the steps added since the previous one (one chunk) plus the small
 state, the two newest checkpoints share their chunks, and older checkpoints
 and unused chunks are deleted. Disk use is therefore at most a full replay
 plus one iteration's steps plus the small state of two checkpoints.
-Checkpoints written before checksums existed have none: they are accepted
-unverified (their files still have to load).
+Each meta records the FORMAT that wrote it; a checkpoint of another format
+is refused (FormatError), never read by guesswork.
 """
 
 import errno
@@ -46,6 +46,9 @@ REPLAY_DIR = 'replay'
 # of the process, or OSError(ENOSPC) as from a full disk.
 FAULT_ENV = 'ZOO_CHECKPOINT_TEST_FAULT'
 _BLOCK = 1 << 22
+# The layout of a checkpoint (meta keys, tree, replay chunks, what a loop
+# keeps in its meta); raise it whenever a change makes older ones unreadable.
+FORMAT = 1
 
 Steps = Tuple[int, Dict[str, np.ndarray]]  # (first step, {name: [K, n, ...]})
 
@@ -54,7 +57,6 @@ class Checkpoint(NamedTuple):
   meta: Dict[str, Any]
   tree: Any
   replay_chunks: List[Steps]  # Memory-mapped, oldest first.
-  legacy_arrays: Dict[str, np.ndarray]  # Replay slots of older checkpoints.
 
 
 class Damage(NamedTuple):
@@ -73,6 +75,10 @@ class DamagedError(ValueError):
   def __init__(self, message: str, damages: Sequence[Damage]):
     super().__init__(message)
     self.damages = list(damages)
+
+
+class FormatError(ValueError):
+  """A checkpoint of another format than this code's (FORMAT)."""
 
 
 class WriteError(Exception):
@@ -318,8 +324,7 @@ def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
     for name in chunks:
       for file_name in sorted(os.listdir(os.path.join(replay_dir, name))):
         key = f'{name}/{file_name}'
-        replay_files[key] = previous_files.get(key) or _file_digest(
-            os.path.join(replay_dir, key))  # Written before checksums.
+        replay_files[key] = previous_files[key]
     if new_steps:
       new_chunk, digests = _write_chunk(directory, iteration, new_steps)
       chunks.append(new_chunk)
@@ -333,7 +338,7 @@ def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
                      for name, leaf in zip(names, leaves)})
       f.flush()
       os.fsync(f.fileno())
-    meta = dict(meta, tree_paths=paths, replay_chunks=chunks,
+    meta = dict(meta, format=FORMAT, tree_paths=paths, replay_chunks=chunks,
                 files={_TREE: _file_digest(os.path.join(temp, _TREE))},
                 replay_files=replay_files)
     meta['meta_sha256'] = _meta_digest(meta)
@@ -365,8 +370,16 @@ def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
 
 
 def load_meta(path: str) -> Dict[str, Any]:
+  """Return a checkpoint's meta; FormatError if another format wrote it."""
   with open(os.path.join(path, _META)) as f:
-    return json.load(f)
+    meta = json.load(f)
+  if meta.get('format') != FORMAT:
+    raise FormatError(
+        f'The checkpoint {path} has format {meta.get("format", 0)}; this code '
+        f'reads format {FORMAT} only. Add --restart to start the run over '
+        "(moves the run's files aside), or resume it with the code that "
+        'wrote it.')
+  return meta
 
 
 # Checkpoints verified in this process: path -> what their files looked like.
@@ -419,8 +432,8 @@ def verify(path: str) -> Optional[Damage]:
 
   Checks that meta.json parses and matches its own SHA-256, and that every
   file it lists (tree.npz, the replay chunks' arrays) has the size and
-  SHA-256 recorded when it was written. A checkpoint written before
-  checksums existed has none: it passes (unverified).
+  SHA-256 recorded when it was written. Another format is not damage:
+  it passes here, and load_meta refuses it.
   """
   meta_file = os.path.join(path, _META)
   try:
@@ -439,8 +452,8 @@ def verify(path: str) -> Optional[Damage]:
   except ValueError:  # UnicodeDecodeError and JSONDecodeError too.
     return Damage(path, meta_file, f'truncated or corrupted ({len(text):,} '
                   'bytes that are not a complete JSON object)')
-  if 'meta_sha256' not in meta and 'files' not in meta:
-    return None  # Written before checksums: accepted unverified.
+  if meta.get('format') != FORMAT:
+    return None
   if meta.get('meta_sha256') != _meta_digest(meta):
     return Damage(path, meta_file, 'corrupted (its content does not match '
                   'the SHA-256 recorded in it)')
@@ -521,53 +534,35 @@ def choose(checkpoint_dir: str, iteration: Optional[int] = None
   return path, damages
 
 
-def _holds_key(meta: Dict[str, Any], key: str) -> bool:
-  """Return whether a checkpoint's tree has the top-level dict key `key`."""
-  if 'tree_paths' in meta:
-    return any(tree_path[0] == key for tree_path in meta['tree_paths'])
-  return repr(key) + ':' in meta['tree_structure']  # PyTreeDef({'key': *..
-
-
 def _unreadable(path: str, error: Exception) -> DamagedError:
   damage = Damage(path, path, f'unreadable ({type(error).__name__}: {error})')
   return DamagedError(f'The checkpoint {damage}.', [damage])
 
 
 def _read(path: str, meta: Dict[str, Any], names: Optional[Sequence[str]]
-          ) -> Tuple[Dict[str, np.ndarray], List[Steps],
-                     Dict[str, np.ndarray]]:
+          ) -> Tuple[Dict[str, np.ndarray], List[Steps]]:
   """Read a checkpoint's tree arrays (those in `names`, None: all), chunks."""
   with np.load(os.path.join(path, _TREE), allow_pickle=False) as saved:
     arrays = {name: saved[name] for name in saved.files
               if names is None or name in names}
   directory = os.path.dirname(path)
   chunks = []
-  listed = meta.get('replay_files')
   for name in meta.get('replay_chunks', []):
     chunk_dir = os.path.join(directory, REPLAY_DIR, name)
-    files = (sorted(key.split('/')[1] for key in listed
-                    if key.startswith(name + '/')) if listed is not None
-             else sorted(os.listdir(chunk_dir)))
+    files = sorted(key.split('/')[1] for key in meta['replay_files']
+                   if key.startswith(name + '/'))
     chunks.append((_chunk_range(name)[0], {
         file[:-len('.npy')]: _load_array(os.path.join(chunk_dir, file))
         for file in files if file.endswith('.npy')}))
-  legacy = {name: _load_array(os.path.join(path, f'{name}.npy'))
-            for name in meta.get('array_names', [])}
-  return arrays, chunks, legacy
+  return arrays, chunks
 
 
-def load(path: str, template: Any, optional: Sequence[str] = ()) -> Checkpoint:
+def load(path: str, template: Any) -> Checkpoint:
   """Return the checkpoint at `path`, its tree shaped like `template`.
-
-  Args:
-    path: a checkpoint directory (iteration_NNNNNN).
-    template: the state's pytree (a dict at the top).
-    optional: top-level keys of `template` added to the state after older
-      checkpoints were written; a checkpoint without one loads without it
-      (the tree then lacks the key: its owner fills in the old behaviour).
 
   Raises:
     DamagedError: a file fails verification or cannot be read.
+    FormatError: another format wrote it.
     ValueError: the checkpoint holds a differently structured state.
   """
   damage = verify(path)
@@ -576,35 +571,29 @@ def load(path: str, template: Any, optional: Sequence[str] = ()) -> Checkpoint:
                        [damage])
   try:
     meta = load_meta(path)
-    arrays, chunks, legacy = _read(path, meta, None)
+  except (OSError, ValueError) as e:
+    if isinstance(e, FormatError):
+      raise
+    raise _unreadable(path, e) from e
+  try:
+    arrays, chunks = _read(path, meta, None)
   except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as e:
     raise _unreadable(path, e) from e
-  absent = [key for key in optional if not _holds_key(meta, key)]
-  if absent:
-    template = {k: v for k, v in template.items() if k not in absent}
   leaves, treedef = jax.tree.flatten(template)
-  if 'tree_paths' in meta:
-    _, names, _ = _named_leaves(template)
-    if sorted(names) != sorted(arrays):
-      raise ValueError(
-          f'Checkpoint {path} holds a differently structured state (another '
-          'network or optimizer?): leaves only in the checkpoint: '
-          f'{sorted(set(arrays) - set(names))[:5]}, only expected: '
-          f'{sorted(set(names) - set(arrays))[:5]}.')
-  else:  # Written before leaves were named: in flattening order.
-    if str(treedef) != meta['tree_structure']:
-      raise ValueError(f'Checkpoint {path} holds a differently structured '
-                       'state (another network or optimizer?).')
-    names = [f'arr_{i}' for i in range(len(leaves))]
-    if not set(names) <= set(arrays):
-      raise _unreadable(path, KeyError(sorted(set(names) - set(arrays))[:5]))
+  _, names, _ = _named_leaves(template)
+  if sorted(names) != sorted(arrays):
+    raise ValueError(
+        f'Checkpoint {path} holds a differently structured state (another '
+        'network or optimizer?): leaves only in the checkpoint: '
+        f'{sorted(set(arrays) - set(names))[:5]}, only expected: '
+        f'{sorted(set(names) - set(arrays))[:5]}.')
   loaded = [arrays[name] for name in names]
   for name, want, got in zip(names, leaves, loaded):
     if np.shape(want) != got.shape:
       raise ValueError(f'Checkpoint {path}: leaf {name} has shape '
                        f'{got.shape}, expected {np.shape(want)}.')
   tree = jax.tree.unflatten(treedef, loaded)
-  return Checkpoint(meta, tree, chunks, legacy)
+  return Checkpoint(meta, tree, chunks)
 
 
 def load_params(checkpoint_dir: str, iteration: Optional[int] = None,
@@ -627,19 +616,16 @@ def load_params(checkpoint_dir: str, iteration: Optional[int] = None,
     network.apply(params, None, observations)
 
   Raises:
-    ValueError: no checkpoint there (DamagedError: none intact), or one
-      written before leaves were named.
+    ValueError: no checkpoint there (DamagedError: none intact;
+      FormatError: another format).
   """
   if path is None:
     path, _ = choose(checkpoint_dir, iteration)
   meta = load_meta(path)
-  if 'tree_paths' not in meta:
-    raise ValueError(f'Checkpoint {path} predates named arrays; resume the run '
-                     'for one iteration to rewrite it.')
   names = {'/'.join(str(k) for k in p): p for p in meta['tree_paths']
            if p[0] == 'params'}
   try:
-    arrays, _, _ = _read(path, {}, list(names))
+    arrays, _ = _read(path, {}, list(names))
   except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as e:
     raise _unreadable(path, e) from e
   params: Dict[str, Any] = {}

@@ -8,8 +8,10 @@ iterations (zoo.run_loop) with progress, TensorBoard and interrupt hooks.
 """
 
 import os
+import shutil
 import sys
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import (Any, Callable, Dict, List, Mapping, Optional, Sequence,
+                    Tuple)
 
 from absl import logging
 import jax
@@ -17,46 +19,18 @@ import jax
 from zoo import agents
 from zoo import build
 from zoo import checkpoint
+from zoo import files
 from zoo import interrupts
 from zoo import progress
+from zoo import replay as replay_lib
 from zoo import resume
-from zoo import results_csv
+from zoo import run_directory
 from zoo import run_json
 from zoo import run_loop
 from zoo import settings as settings_lib
 from zoo import settings_flags
 from zoo import suites
 from zoo import tensorboard_writer
-
-# The names other modules knew here, now where each job lives.
-ConfigError = settings_lib.ConfigError
-Suite = suites.Suite
-suite_by_name = suites.suite_by_name
-SETTINGS = settings_lib.SETTINGS
-default_settings = settings_lib.default_settings
-resolve_settings = settings_lib.resolve_settings
-validate_settings = settings_lib.validate_settings
-set_flag_defaults = settings_flags.set_flag_defaults
-IMPLIED_SETTINGS = resume.IMPLIED_SETTINGS
-EXTENDABLE = resume.EXTENDABLE
-check_resume = resume.check_resume
-build_agent = build.build_agent
-make_environment_factory = build.make_environment_factory
-
-
-def _interrupted(signum: int, iteration: int, frame: int,
-                 resume_iteration: Optional[int]) -> interrupts.Interrupted:
-  """Return the exception whose message says where the run stopped."""
-  name = interrupts.signal_name(signum)
-  if resume_iteration is None:
-    how = 'without --checkpoint_dir, a rerun starts over from iteration 0'
-  else:
-    how = ('rerun the same command to resume from iteration '
-           f'{resume_iteration}')
-  return interrupts.Interrupted(
-      signum, f'Interrupted ({name}) at iteration {iteration}, frame {frame}; '
-      f'{how}.')
-
 
 class _InterruptCheck(run_loop.RunHooks):
   """Stop the run at a safe point once SIGINT or SIGTERM was recorded."""
@@ -79,8 +53,8 @@ class _InterruptCheck(run_loop.RunHooks):
   def on_step(self, frames: int) -> None:
     signum = interrupts.pending()
     if signum is not None:
-      raise _interrupted(signum, self._iteration, self._agent.frame_t,
-                         self._resume)
+      raise resume.interrupted(signum, self._iteration, self._agent.frame_t,
+                               self._resume)
 
   def end_iteration(self, iteration: int, row: Dict[str, Any]) -> None:
     if self._checkpointing:
@@ -94,22 +68,8 @@ def _check_set_up(meta: Optional[Dict[str, Any]], checkpointing: bool) -> None:
   if signum is not None:
     iteration = meta['iteration'] if meta else 0
     frame = meta['rows'][-1]['frame'] if meta and meta['rows'] else 0
-    raise _interrupted(signum, iteration, frame,
-                       iteration if checkpointing else None)
-
-
-def _finished(meta: Dict[str, Any], s: settings_lib.Settings
-              ) -> List[Dict[str, Any]]:
-  """Say that the run is complete and where its results are; return rows."""
-  rows = meta['rows'][:s.num_iterations + 1]
-  where = s.results_csv_path
-  if where and not os.path.exists(where):
-    results_csv.write_rows(where, rows)  # Deleted: rewrite it from the state.
-  print(f'Run complete: iterations 0..{s.num_iterations} are in '
-        f'{where or "the checkpoint (no --results_csv_path)"} (checkpoint '
-        f'{checkpoint.latest(s.checkpoint_dir)}); nothing to do. To train '
-        'longer, raise --num_iterations.', flush=True)
-  return rows
+    raise resume.interrupted(signum, iteration, frame,
+                             iteration if checkpointing else None)
 
 
 def run(suite: suites.Suite, preset: agents.AgentPreset,
@@ -123,25 +83,28 @@ def run(suite: suites.Suite, preset: agents.AgentPreset,
     values: flag values (zoo.settings.resolve_settings).
     make_environment: fn(iteration, phase) -> environment (default: the
       suite's).
-    restart: move the run's files aside first (zoo.resume.restart).
+    restart: move the run's files aside first (zoo.run_directory.restart).
 
   Raises:
     ConfigError: bad settings or checkpoint, before any long work.
     interrupts.Interrupted: a recorded SIGINT/SIGTERM (see zoo.interrupts),
       with a message saying where the run stopped and how to resume.
   """
-  s = resolve_settings(suite, preset, values)
-  validate_settings(suite, s)
-  if s.loop != 'python':  # Another loop module runs it (Suite.loops).
-    return suite.loops[s.loop](suite, preset, values, [s.seed],
-                               restart=restart)[0]
-  if restart:
-    resume.restart(suite, s)
-  found = check_resume(s)
+  seed = values.get('seed', settings_lib.Settings.seed)
+  options = {'make_environment': make_environment} if make_environment else {}
+  return run_seeds(suite, preset, values, [seed], restart, **options)[0]
+
+
+def _run_python(suite: suites.Suite, preset: agents.AgentPreset,
+                s: settings_lib.Settings,
+                make_environment: Optional[Callable] = None):
+  """Run (or resume) one held seed with the Python loop (zoo.run_loop)."""
+  found = resume.check_resume(s)
   meta = found.meta if found else None
   checkpointing = bool(s.checkpoint_dir)
   if meta is not None and meta['iteration'] > s.num_iterations:
-    return _finished(meta, s)
+    return resume.finished([s], [meta['rows']],
+                           lambda line: print(line, flush=True))[0]
   _check_set_up(meta, checkpointing)
   if s.results_csv_path:
     run_json.write(s.results_csv_path, s.agent, s.suite, s.as_dict())
@@ -174,21 +137,145 @@ def run(suite: suites.Suite, preset: agents.AgentPreset,
       resume_from=found.path if found else None, hooks=hooks)
 
 
+def _check_writable(directory: str, what: str) -> None:
+  try:
+    files.check_writable_directory(directory)
+  except OSError as e:
+    raise settings_lib.ConfigError(
+        f'Cannot write the {what} in {directory!r} ({e}); pass a writable '
+        'path.') from e
+
+
+def check_resources(suite: suites.Suite, s: settings_lib.Settings) -> None:
+  """Raise ConfigError if the run cannot write its files or hold its replay.
+
+  The runner's probes of the files, the disk and the device, after
+  zoo.settings.validate_settings checked the values; they make nothing.
+  """
+  if s.replay_on_device:
+    _check_replay_fits_on_device(suite, s)
+  if s.results_csv_path:
+    if os.path.isdir(s.results_csv_path):
+      raise settings_lib.ConfigError(
+          f'--results_csv_path={s.results_csv_path} is a directory; pass a '
+          f'file path, e.g. {os.path.join(s.results_csv_path, settings_lib.RESULTS_FILE)}.')
+    _check_writable(os.path.dirname(os.path.abspath(s.results_csv_path)),
+                    'results CSV')
+  for name, what in (('checkpoint_dir', 'checkpoints'),
+                     ('tensorboard_dir', 'TensorBoard events')):
+    path = getattr(s, name)
+    if path:
+      if os.path.isfile(path):
+        raise settings_lib.ConfigError(f'--{name}={path} is a file; pass a directory '
+                          f"(or --{name}='' for no {what}).")
+      _check_writable(path, what)
+  if s.checkpoint_dir:
+    check_checkpoint_disk(suite, s)
+
+
+def _frame_shape(suite, s: settings_lib.Settings) -> Tuple[int, ...]:
+  return tuple(suite.observation_shape(s))[:-1]
+
+
+def replay_checkpoint_bytes(suite, s: settings_lib.Settings) -> int:
+  """Return the most replay bytes a run's checkpoints hold on disk at once.
+
+  A full replay plus one iteration's new steps (written before the steps
+  they replace are deleted), or the whole run's steps if fewer.
+  """
+  steps_per_iteration = -(-s.num_train_frames // s.num_action_repeats)
+  transitions = min(s.replay_capacity + steps_per_iteration,
+                    s.num_iterations * steps_per_iteration)
+  return replay_lib.replay_bytes(transitions, _frame_shape(suite, s))
+
+
+def check_checkpoint_disk(suite, s: settings_lib.Settings) -> None:
+  """Raise ConfigError if the checkpoint disk cannot hold the run's replay."""
+  directory = s.checkpoint_dir
+  needed = replay_checkpoint_bytes(suite, s)
+  replay_dir = os.path.join(directory, checkpoint.REPLAY_DIR)
+  saved = 0  # A resumed run's chunks are on the disk already.
+  for root, _, names in os.walk(replay_dir):
+    saved += sum(os.path.getsize(os.path.join(root, n)) for n in names)
+  existing = os.path.abspath(directory)
+  while not os.path.isdir(existing):  # Made by the first save.
+    existing = os.path.dirname(existing)
+  free = shutil.disk_usage(existing).free
+  if needed - saved > free:
+    per_transition = replay_lib.replay_bytes(1, _frame_shape(suite, s))
+    raise settings_lib.ConfigError(
+        f'The disk of --checkpoint_dir={directory} has {free / 1e9:.2f} GB '
+        f'free; this run\'s checkpoints need {needed / 1e9:.2f} GB for the '
+        f'replay ({needed // per_transition:,} transitions of '
+        f'{per_transition:,} B: --replay_capacity plus one iteration\'s new '
+        f'steps), of which {saved / 1e9:.2f} GB are already saved. Free some '
+        'space, pass a --checkpoint_dir on a larger disk, lower '
+        "--replay_capacity, or pass --checkpoint_dir='' (no checkpoints: the "
+        'run cannot resume).')
+
+
+def _check_replay_fits_on_device(suite, s: settings_lib.Settings) -> None:
+  """Raise ConfigError if the device reports too little memory for the replay."""
+  stats = jax.devices()[0].memory_stats() or {}
+  limit = stats.get('bytes_limit')
+  if not limit:  # The CPU reports none.
+    return
+  needed = replay_lib.replay_bytes(s.replay_capacity, _frame_shape(suite, s))
+  if needed > 0.8 * limit:
+    raise settings_lib.ConfigError(
+        f'--replay_on_device: the replay needs {needed / 1e9:.1f} GB, more '
+        f'than 80% of the {limit / 1e9:.1f} GB of {jax.devices()[0]}; lower '
+        '--replay_capacity or drop --replay_on_device.')
+
+
+def resolve_runs(suite: suites.Suite, preset: agents.AgentPreset,
+                 values: Mapping[str, Any], seeds: Sequence[int]
+                 ) -> List[settings_lib.Settings]:
+  """Return each seed's settings, resolved and validated (the one check).
+
+  Raises:
+    ConfigError: a bad setting, or two seeds writing to one place.
+  """
+  runs = [settings_lib.resolve_settings(suite, preset, dict(values, seed=seed))
+          for seed in seeds]
+  paths = [p for s in runs for p in (s.results_csv_path, s.checkpoint_dir,
+                                     s.tensorboard_dir) if p]
+  if len(set(paths)) < len(paths):
+    raise settings_lib.ConfigError(
+        'Two seeds would write to the same place: keep {seed} in '
+        '--results_csv_path (and --checkpoint_dir, --tensorboard_dir where '
+        'given).')
+  for s in runs:  # Each seed's paths are checked (they differ by seed).
+    settings_lib.validate_settings(suite, s)
+    check_resources(suite, s)
+  return runs
+
+
 def run_seeds(suite: suites.Suite, preset: agents.AgentPreset,
               values: Mapping[str, Any], seeds: Sequence[int],
-              restart: bool = False) -> List[List[Dict[str, Any]]]:
+              restart: bool = False, **loop_options
+              ) -> List[List[Dict[str, Any]]]:
   """Run `seeds` with --loop's loop; return the rows of each seed.
 
-  The Python loop runs them one after another; another loop of the suite
-  (Suite.loops, e.g. zoo.jitted_loop) runs them as one group.
+  Resolves and checks every seed's settings (resolve_runs), holds their run
+  directories (zoo.resume.held), moves their files aside with `restart`
+  (zoo.run_directory.restart), then dispatches --loop, the one place where
+  it is: the Python loop runs the seeds one after another; another loop of
+  the suite (Suite.loops, e.g. zoo.jitted_loop.run) gets their settings as
+  one group. `loop_options` go to the loop (tests: the Python loop's
+  make_environment, the jitted loop's env and log).
   """
-  loop = values.get('loop', 'python')
-  if loop == 'python':
-    return [run(suite, preset, dict(values, seed=seed), restart=restart)
-            for seed in seeds]
-  validate_settings(suite, resolve_settings(suite, preset,
-                                            dict(values, seed=seeds[0])))
-  return suite.loops[loop](suite, preset, values, seeds, restart=restart)
+  runs = resolve_runs(suite, preset, values, seeds)
+  with resume.held(runs):
+    if restart:
+      for s in runs:
+        run_directory.restart(s.results_csv_path, s.checkpoint_dir,
+                              s.tensorboard_dir)
+        check_resources(suite, s)  # Its directories anew.
+    loop = runs[0].loop
+    if loop == 'python':
+      return [_run_python(suite, preset, s, **loop_options) for s in runs]
+    return suite.loops[loop](suite, preset, runs, **loop_options)
 
 
 def main(argv, suite: suites.Suite, presets: Sequence[agents.AgentPreset],
@@ -212,7 +299,8 @@ def main(argv, suite: suites.Suite, presets: Sequence[agents.AgentPreset],
     seeds = settings_flags.seeds_from_flags() or [values['seed']]
     run_seeds(suite, preset, values, seeds,
               restart=settings_flags.FLAGS.restart)
-  except (ConfigError, checkpoint.DamagedError, checkpoint.WriteError) as e:
+  except (settings_lib.ConfigError, checkpoint.DamagedError,
+          checkpoint.WriteError) as e:
     sys.exit(f'Error: {e}')
   except interrupts.Interrupted as e:
     print(e.message, file=sys.stderr, flush=True)

@@ -2,6 +2,7 @@
 
 import contextlib
 import csv
+import errno
 import io
 import os
 import tempfile
@@ -16,6 +17,21 @@ def make_writable_directory(directory: str) -> None:
   """
   os.makedirs(directory, exist_ok=True)
   with tempfile.NamedTemporaryFile(dir=directory, prefix='.write-probe-'):
+    pass
+
+
+def check_writable_directory(directory: str) -> None:
+  """Check that `directory` can be written (made if missing); make nothing.
+
+  Raises:
+    OSError: naming why not.
+  """
+  path = os.path.abspath(directory)
+  while not os.path.exists(path):  # Probe where it would be made.
+    path = os.path.dirname(path)
+  if not os.path.isdir(path):
+    raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
+  with tempfile.NamedTemporaryFile(dir=path, prefix='.write-probe-'):
     pass
 
 

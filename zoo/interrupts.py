@@ -19,7 +19,6 @@ from typing import Optional
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _pending: Optional[int] = None
-_previous = {}
 
 
 class Interrupted(Exception):
@@ -52,17 +51,7 @@ def _record(signum, frame) -> None:
 def install() -> None:
   """Record SIGINT and SIGTERM instead of acting on them (see module doc)."""
   for signum in _SIGNALS:
-    _previous.setdefault(signum, signal.getsignal(signum))
     signal.signal(signum, _record)
-
-
-def uninstall() -> None:
-  """Restore the handlers `install` replaced and forget a pending signal."""
-  global _pending
-  for signum, handler in _previous.items():
-    signal.signal(signum, handler)
-  _previous.clear()
-  _pending = None
 
 
 def pending() -> Optional[int]:

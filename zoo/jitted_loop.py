@@ -1,9 +1,9 @@
 """The jitted MinAtar loop (--loop=jitted): seeds vmapped in one process.
 
-`run` is the loop's runner (zoo.run_minatar's suite lists it in `loops`;
-zoo.experiment dispatches to it): it resolves and validates each seed's
-settings, checks each seed's checkpoint with zoo.resume (verification,
-fallback, ownership, finished rows, --restart), then `run_group` jits
+`run` is the loop (zoo.run_minatar's suite lists it in `loops`; the runner,
+zoo.experiment.run_seeds, hands it the seeds' checked settings with their
+run directories held): it checks each seed's checkpoint with zoo.resume
+(verification, fallback, ownership, finished rows), then `run_group` jits
 zoo.jitted_train's pure functions in one place and runs the iterations of
 zoo.run_loop (iteration 0 evaluates only; each later one trains
 num_train_frames, then evaluates num_eval_frames, each phase on fresh
@@ -13,17 +13,15 @@ own run directory: results CSV, run.json and checkpoints, as the Python loop.
 
 import dataclasses
 import math
-import os
 import time
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
 
 from absl import logging
-import haiku as hk
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from zoo import agent as agent_lib
+from zoo import build
 from zoo import checkpoint
 from zoo import interrupts
 from zoo import jitted_train
@@ -89,17 +87,6 @@ def chunk_sizes(num_blocks: int, target: int = TARGET_CHUNK_BLOCKS
   return [size] * (num_blocks // size)
 
 
-def seed_key(seed: int):
-  """Return the JAX key of `seed`, as zoo.build.build_agent draws it.
-
-  The first draw seeds the Python loop's replay; the second is the agent's
-  key, so a seed's initial parameters equal the Python loop's.
-  """
-  rng = np.random.RandomState(seed)
-  rng.randint(2**31 - 1)
-  return jax.random.PRNGKey(rng.randint(2**31 - 1))
-
-
 def phase_keys(seeds: Sequence[int], iteration: int, phase: str):
   """Return the environment keys [S, 2] of a phase (zoo.run_loop's seeds)."""
   return jnp.stack([jax.random.PRNGKey(
@@ -135,11 +122,7 @@ def save_checkpoints(runs: Sequence[settings_lib.Settings],
   for index, s in enumerate(runs):
     if not s.checkpoint_dir:
       continue
-    meta = {'iteration': iteration + 1, 'config': s.checkpoint_config(),
-            'rows': rows[index], 'frame_t': frame_t,
-            'results_csv_path': (os.path.abspath(s.results_csv_path)
-                                 if s.results_csv_path else ''),
-            'checkpoint_dir': os.path.abspath(s.checkpoint_dir)}
+    meta = resume.checkpoint_meta(s, iteration, rows[index], frame_t=frame_t)
     checkpoint.save(s.checkpoint_dir, iteration, meta,
                     _seed_slice(host, index)._asdict())
 
@@ -174,20 +157,12 @@ def _start(runs: Sequence[settings_lib.Settings]) -> Start:
                [list(f.meta['rows'][:f.meta['iteration']]) for f in found])
 
 
-def _interrupted(signum: int, iteration: int, checkpointing: bool
-                 ) -> interrupts.Interrupted:
-  name = interrupts.signal_name(signum)
-  how = (f'rerun the same command to resume from iteration {iteration}'
-         if checkpointing else
-         'without --checkpoint_dir, a rerun starts over from iteration 0')
-  return interrupts.Interrupted(
-      signum, f'Interrupted ({name}) in iteration {iteration}; {how}.')
-
-
-def _check_interrupt(iteration: int, checkpointing: bool) -> None:
+def _check_interrupt(iteration: int, frame_t: int,
+                     checkpointing: bool) -> None:
   signum = interrupts.pending()
   if signum is not None:
-    raise _interrupted(signum, iteration, checkpointing)
+    raise resume.interrupted(signum, iteration, frame_t,
+                             iteration if checkpointing else None)
 
 
 def _check_observations(streams: jitted_train.Streams) -> None:
@@ -200,6 +175,7 @@ def _check_observations(streams: jitted_train.Streams) -> None:
 def run_group(*, cfg: jitted_train.LoopConfig,
               functions: jitted_train.Functions,
               runs: Sequence[settings_lib.Settings], environment_name: str,
+              parts: Sequence[build.LearnerParts],
               start: Start, log: Callable[..., None] = logging.info
               ) -> List[List[Dict[str, Any]]]:
   """Run iterations start..num_iterations of every seed; return rows.
@@ -210,6 +186,8 @@ def run_group(*, cfg: jitted_train.LoopConfig,
     runs: each seed's settings (vmapped in this order; equal but for the
       seed and the paths).
     environment_name: the CSV's column ('minatar-breakout').
+    parts: each seed's learner parts (zoo.build.learner_parts): its key
+      and the ε schedule.
     start: `_start`'s (checkpoints accepted by zoo.resume, or none).
     log: where progress lines go.
 
@@ -219,16 +197,14 @@ def run_group(*, cfg: jitted_train.LoopConfig,
   s = runs[0]
   seeds = [r.seed for r in runs]
   checkpointing = all(r.checkpoint_dir for r in runs)
-  epsilon = agent_lib.LinearSchedule(
-      cfg.epsilon_begin, cfg.epsilon_end, cfg.epsilon_begin_frame,
-      cfg.epsilon_decay_frames)
+  epsilon = parts[0].epsilon
   # The one place where the pure functions are jitted.
   init = jax.jit(jax.vmap(functions.init))
   start_phase = jax.jit(jax.vmap(functions.start_phase))
   train_chunk = jax.jit(functions.train_chunk, static_argnums=3)
   eval_phase = jax.jit(functions.eval_phase)
 
-  states = init(jnp.stack([seed_key(seed) for seed in seeds]))
+  states = init(jnp.stack([p.agent_key for p in parts]))
   # A real copy: the target must not share the online parameters' buffers.
   states = states._replace(target_params=jax.tree.map(jnp.copy,
                                                       states.target_params))
@@ -240,7 +216,7 @@ def run_group(*, cfg: jitted_train.LoopConfig,
     for run, seed_rows in zip(runs, rows):
       if run.results_csv_path:
         results_csv.write_rows(run.results_csv_path, seed_rows)
-  _check_interrupt(start.iteration, checkpointing)
+  _check_interrupt(start.iteration, frame_t, checkpointing)
 
   num_blocks = cfg.num_train_frames // cfg.block_frames
   chunks = chunk_sizes(num_blocks)
@@ -267,7 +243,7 @@ def run_group(*, cfg: jitted_train.LoopConfig,
               iteration, s.num_iterations, done * size * cfg.block_frames,
               cfg.num_train_frames, rate, len(runs), rate * len(runs), left)
           last_line = now
-        _check_interrupt(iteration, checkpointing)
+        _check_interrupt(iteration, frame_t, checkpointing)
       streams = jax.device_get(streams)
       duration = time.perf_counter() - begin
       _check_observations(streams)
@@ -300,7 +276,7 @@ def run_group(*, cfg: jitted_train.LoopConfig,
         duration)
     if checkpointing:
       save_checkpoints(runs, states, iteration, frame_t, rows)
-    _check_interrupt(iteration + 1, checkpointing)
+    _check_interrupt(iteration + 1, frame_t, checkpointing)
   return rows
 
 
@@ -322,8 +298,8 @@ def make_environment(s: settings_lib.Settings):
 _FUNCTIONS: Dict[Any, jitted_train.Functions] = {}
 
 
-def _functions(suite, s: settings_lib.Settings, cfg, env
-               ) -> jitted_train.Functions:
+def _functions(suite, s: settings_lib.Settings, cfg, env,
+               parts: build.LearnerParts) -> jitted_train.Functions:
   """Return make_train's functions, reused for the same settings and env.
 
   Reuse keeps JAX's compilations (a resumed group in one process, tests).
@@ -332,44 +308,22 @@ def _functions(suite, s: settings_lib.Settings, cfg, env
       s, seed=0, results_csv_path='', checkpoint_dir='', tensorboard_dir='',
       progress_interval_seconds=0.0, tensorboard_loss_period=0))
   if key not in _FUNCTIONS:
-    network = hk.transform(suite.network_fn(s, env.num_actions))
     _FUNCTIONS[key] = jitted_train.make_train(
-        cfg, env, network, agent_lib.make_loss_fn(s.loss, s.huber_param),
-        agent_lib.make_optimizer(s.learning_rate, s.optimizer_epsilon,
-                                 s.max_global_grad_norm),
-        s.additional_discount,
-        2.0 / s.num_quantiles if s.scale_grad else 1.0)
+        cfg, env, parts.network, parts.loss_fn, parts.optimizer,
+        s.additional_discount, parts.grad_scale)
   return _FUNCTIONS[key]
 
 
-def _finished(runs: Sequence[settings_lib.Settings], start: Start,
-              log: Callable[..., None]) -> List[List[Dict[str, Any]]]:
-  """Say that the group is complete and where its results are; return rows."""
-  num_iterations = runs[0].num_iterations
-  rows = [r[:num_iterations + 1] for r in start.rows]
-  for s, seed_rows in zip(runs, rows):
-    if s.results_csv_path and not os.path.exists(s.results_csv_path):
-      results_csv.write_rows(s.results_csv_path, seed_rows)  # Rewrite it.
-  log('Run complete: iterations 0..%d of seeds %s are in %s; nothing to do. '
-      'To train longer, raise --num_iterations.', num_iterations,
-      [s.seed for s in runs],
-      ', '.join(s.results_csv_path or '(no CSV)' for s in runs))
-  return rows
-
-
-def run(suite, preset, values: Dict[str, Any], seeds: Sequence[int],
-        restart: bool = False, env=None,
+def run(suite, preset, runs: Sequence[settings_lib.Settings], env=None,
         log: Callable[..., None] = logging.info
         ) -> List[List[Dict[str, Any]]]:
-  """Validate, then train/evaluate (or resume) the seeds vmapped; return rows.
+  """Train/evaluate (or resume) the seeds vmapped; return rows.
 
   Args:
     suite: zoo.run_minatar.MINATAR.
     preset: the agent variant (a zoo.agents.AgentPreset).
-    values: flag values (zoo.settings.resolve_settings); the seed is each of
-      `seeds` in turn.
-    seeds: the group's seeds, one run directory each.
-    restart: move each seed's files aside first (zoo.resume.restart).
+    runs: each seed's settings, resolved and checked by the runner, which
+      holds their run directories (zoo.experiment.run_seeds).
     env: a JAX environment (tests); None: zoo.minatar_jax_env's game.
     log: where progress lines go.
 
@@ -377,39 +331,22 @@ def run(suite, preset, values: Dict[str, Any], seeds: Sequence[int],
     ConfigError: bad settings or checkpoints, before any long work.
     interrupts.Interrupted: a recorded SIGINT/SIGTERM.
   """
-  if not seeds or len(set(seeds)) != len(seeds):
-    raise ConfigError(f'--seeds={",".join(map(str, seeds))}: give distinct '
-                      'seeds, e.g. --seeds=1,2,3.')
-  runs = [settings_lib.resolve_settings(suite, preset, dict(values, seed=seed))
-          for seed in seeds]
-  paths = [p for s in runs for p in (s.results_csv_path, s.checkpoint_dir,
-                                     s.tensorboard_dir) if p]
-  if len(set(paths)) < len(paths):
-    raise ConfigError('Two seeds would write to the same place: keep {seed} '
-                      'in --results_csv_path (and --checkpoint_dir, '
-                      '--tensorboard_dir where given).')
-  for s in runs:  # Each seed's paths are checked (they differ by seed).
-    settings_lib.validate_settings(suite, s)
-  s = runs[0]
-  if s.loop != 'jitted':
-    raise ConfigError(f'--loop={s.loop}: zoo.jitted_loop runs --loop=jitted.')
+  s, seeds = runs[0], [r.seed for r in runs]
   if env is None:
     env = make_environment(s)
   cfg = loop_config(s, env.observation_shape)
-  if restart:
-    for r in runs:
-      resume.restart(suite, r)
   start = _start(runs)
   if start.iteration > s.num_iterations:
-    return _finished(runs, start, log)
+    return resume.finished(runs, start.rows, log)
   for r in runs:
     if r.results_csv_path:
       run_json.write(r.results_csv_path, r.agent, r.suite, r.as_dict())
-  functions = _functions(suite, s, cfg, env)
+  parts = [build.learner_parts(suite, r, env.num_actions) for r in runs]
+  functions = _functions(suite, s, cfg, env, parts[0])
   log('%s (%s) on %s (%s), jitted loop: seeds %s vmapped, K = %d streams '
       'each, replay %.1f MB per seed (frames bit-packed); JAX device: %s',
       preset.name, s.agent, s.suite, s.environment_name, list(seeds),
       cfg.num_streams, cfg.replay_bytes_per_seed / 1e6, jax.devices()[0])
   return run_group(cfg=cfg, functions=functions, runs=runs,
                    environment_name=suite.csv_prefix + s.environment_name,
-                   start=start, log=log)
+                   parts=parts, start=start, log=log)

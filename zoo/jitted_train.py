@@ -31,10 +31,11 @@ import numpy as np
 
 from zoo import agent as agent_lib
 from zoo import device_replay
+from zoo import environment
 from zoo import packed_replay
 from zoo import run_loop
 
-FIRST, MID, LAST = 0, 1, 2
+FIRST, LAST = environment.FIRST, environment.LAST
 
 
 class LoopConfig(NamedTuple):
@@ -105,8 +106,31 @@ class Functions(NamedTuple):
   start_phase: Callable    # (env key) -> Streams
   train_chunk: Callable    # (states, streams, frame_t, num_blocks) -> ...
   eval_phase: Callable     # (states, env keys) -> (states, streams)
-  learn: Callable          # (SeedState) -> (SeedState, loss): one block's.
-  sample: Callable         # (replay, key, batch) -> (key, Transitions)
+
+
+def make_learn(cfg: LoopConfig, network: hk.Transformed,
+               loss_fn: agent_lib.LossFn, optimizer, additional_discount: float,
+               grad_scale: float) -> Callable:
+  """Return learn(SeedState) -> (SeedState, loss): one block's updates.
+
+  Batches come from the seed's packed replay; the update is zoo.agent's.
+  """
+  update_fn = lambda *a: agent_lib.update(  # pylint: disable=g-long-lambda
+      network, optimizer, loss_fn, additional_discount, grad_scale, *a)
+  target_fn = lambda *a: agent_lib.td_target(  # pylint: disable=g-long-lambda
+      network, additional_discount, *a)
+  sampler = lambda replay, key, n: packed_replay.sample(  # pylint: disable=g-long-lambda
+      replay, key, n, cfg.observation_shape)
+
+  def learn(state: SeedState):
+    params, opt_state, rng_key, losses = agent_lib.sample_and_update(
+        update_fn, target_fn, sampler, cfg.updates_per_block, cfg.batch_size,
+        state.params, state.target_params, state.opt_state, state.replay,
+        state.rng_key)
+    return state._replace(params=params, opt_state=opt_state,
+                          rng_key=rng_key), losses[-1]
+
+  return learn
 
 
 def make_train(cfg: LoopConfig, env, network: hk.Transformed,
@@ -125,12 +149,8 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
     grad_scale: the gradient's factor (2/N with scale_grad, else 1).
   """
   k = cfg.num_streams
-  update_fn = lambda *a: agent_lib.update(  # pylint: disable=g-long-lambda
-      network, optimizer, loss_fn, additional_discount, grad_scale, *a)
-  target_fn = lambda *a: agent_lib.td_target(  # pylint: disable=g-long-lambda
-      network, additional_discount, *a)
-  sampler = lambda replay, key, n: packed_replay.sample(  # pylint: disable=g-long-lambda
-      replay, key, n, cfg.observation_shape)
+  learn = make_learn(cfg, network, loss_fn, optimizer, additional_discount,
+                     grad_scale)
 
   def init(key) -> SeedState:
     init_key, rng_key, eval_rng_key = jax.random.split(key, 3)
@@ -174,14 +194,6 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
         num_episodes=streams.num_episodes + jnp.sum(ended, dtype=jnp.int32),
         non_binary=streams.non_binary + jnp.any(
             timestep.observation > 1).astype(jnp.int32))
-
-  def learn(state: SeedState):
-    params, opt_state, rng_key, losses = agent_lib.sample_and_update(
-        update_fn, target_fn, sampler, cfg.updates_per_block, cfg.batch_size,
-        state.params, state.target_params, state.opt_state, state.replay,
-        state.rng_key)
-    return state._replace(params=params, opt_state=opt_state,
-                          rng_key=rng_key), losses[-1]
 
   def block(state: SeedState, streams: Streams, frame_t):
     """Act, store and step for one block, then learn when due (one seed)."""
@@ -268,8 +280,7 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
         states.params, states.eval_rng_key, env_keys)
     return states._replace(eval_rng_key=eval_rng_key), streams
 
-  return Functions(init, start_phase, train_chunk, eval_phase, learn,
-                   sampler)
+  return Functions(init, start_phase, train_chunk, eval_phase)
 
 
 def phase_stats(streams: Streams, seed_index: int, duration: float

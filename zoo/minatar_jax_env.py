@@ -25,12 +25,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from zoo import environment
 from zoo import minatar_env
 from zoo import run_loop
 
 GAMES: Tuple[str, ...] = minatar_env.GAMES
 
-FIRST, MID, LAST = 0, 1, 2
+FIRST, MID, LAST = environment.FIRST, environment.MID, environment.LAST
 
 # Games whose pgx-minatar port is not `minatar`'s game, with the reason; make()
 # refuses them. Empty: every game agrees (docs/minatar-jax-environment.md).

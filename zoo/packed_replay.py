@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from zoo import device_replay
+from zoo import environment
 
-FIRST = 0  # dm_env.StepType.FIRST
 
 
 def packed_size(observation_shape) -> int:
@@ -70,7 +70,7 @@ def store(replay: device_replay.DeviceArrays, episode_step: jnp.ndarray,
   chex.assert_rank(timestep.observation, 4)
   chex.assert_shape(actions, (num_streams,))
   chex.assert_axis_dimension(timestep.observation, 0, num_streams)
-  first = timestep.step_type == FIRST
+  first = timestep.step_type == environment.FIRST
   episode_step = jnp.where(first, 0, episode_step + 1)
   slot = replay.num_added % capacity
   streams = jnp.arange(num_streams)

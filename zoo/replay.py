@@ -197,7 +197,7 @@ class FrameReplay:
     """Return the transitions at (stream, logical index) pairs [B].
 
     A logical index counts a stream's steps since its first (slot = logical
-    mod stream capacity); `valid_indices` lists those that give transitions.
+    mod stream capacity).
     """
     cap = self._stream_capacity
     slot_t = logical % cap
@@ -269,19 +269,6 @@ class FrameReplay:
       count = min(end - begin, cap - begin % cap)
       yield begin, begin % cap, count
       begin += count
-  def valid_indices(self):
-    """Return (stream [V], logical [V]) of every transition held (O(capacity))."""
-    streams, logicals = [], []
-    for k in range(self._num_streams):
-      held = int(min(self._num_added[k], self._stream_capacity))
-      logical = np.arange(self._num_added[k] - held, self._num_added[k])
-      step = self._episode_steps[k, logical % self._stream_capacity]
-      valid = is_valid_transition(logical, step, self._num_added[k] - held,
-                                  self._num_stacked)
-      streams.append(np.full(int(valid.sum()), k))
-      logicals.append(logical[valid])
-    return np.concatenate(streams), np.concatenate(logicals)
-
   def get_state(self) -> Dict[str, Any]:
     """Return the counters and the RNG state (JSON-able; steps excluded)."""
     return {'num_added': self._num_added.tolist(),

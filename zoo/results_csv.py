@@ -3,6 +3,7 @@
 import csv
 import io
 import math
+import os
 from typing import Any, Dict, List, Sequence
 
 from zoo import files
@@ -64,3 +65,15 @@ def read_rows(path: str) -> List[Dict[str, str]]:
   """Return the rows of a run CSV as dicts of strings."""
   with open(path, newline='') as f:
     return list(csv.DictReader(f))
+
+
+def iterations(path: str) -> List[int]:
+  """Return the iterations a run CSV holds, in order ([]: no CSV).
+
+  Raises:
+    OSError, ValueError, KeyError, TypeError: a CSV that cannot be read.
+  """
+  if not path or not os.path.exists(path):
+    return []
+  return [int(float(row['iteration'])) for row in read_rows(path)
+          if row.get('iteration') not in (None, '')]

@@ -1,26 +1,30 @@
-"""The resume policy: which checkpoint a run may continue from.
+"""The resume policy, and what both loops share around it.
+
+Which checkpoint a run may continue from (check_resume); the run directory
+held while a run works (held); what a checkpoint's meta records
+(checkpoint_meta); the interrupt and finished-run messages.
 
 A checkpoint resumes with equal settings (`Settings.checkpoint_config`),
 except those in EXTENDABLE, which may change when the iterations already run
-would not have run differently. Settings added after checkpoints existed are
-in IMPLIED_SETTINGS with the value that reproduces the behaviour before them.
+would not have run differently. A checkpoint stores every setting (one
+format, zoo.checkpoint.FORMAT), so nothing is implied.
 """
 
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
+import contextlib
+import os
+from typing import (Any, Callable, Dict, Iterator, List, Mapping, NamedTuple,
+                    Optional, Sequence)
 
 import numpy as np
 
+from zoo import checkpoint
+from zoo import interrupts
+from zoo import results_csv
 from zoo import run_directory
 from zoo import settings as settings_lib
 
 ConfigError = settings_lib.ConfigError
 
-# Settings added after checkpoints were first written, with the value that
-# reproduces the behaviour before them: a checkpoint without one resumes when
-# the run keeps that value. A new setting that changes what a run computes
-# must be added here.
-IMPLIED_SETTINGS = {'suite': 'atari', 'num_fused_updates': 1,
-                    'replay_on_device': False, 'loop': 'python'}
 # Settings a finished or interrupted run may change when resumed, provided
 # the iterations already run would not have run differently.
 EXTENDABLE = ('num_iterations', 'exploration_epsilon_decay_frame_fraction')
@@ -32,16 +36,8 @@ class Resume(NamedTuple):
 
 
 def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any],
-                       ignore: Sequence[str] = (),
-                       implied: Optional[Mapping[str, Any]] = None
-                       ) -> List[str]:
-  """Return '--name=saved in the checkpoint, current now' per difference.
-
-  `implied`: settings added after older checkpoints were written, with the
-  value that reproduces the behaviour before them; a checkpoint without one
-  counts as holding that value.
-  """
-  saved = dict(implied or {}, **saved)
+                       ignore: Sequence[str] = ()) -> List[str]:
+  """Return '--name=saved in the checkpoint, current now' per difference."""
   out = []
   for name in sorted(set(saved) | set(current)):
     if name not in ignore and saved.get(name) != current.get(name):
@@ -50,18 +46,66 @@ def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any],
   return out
 
 
-def restart(suite, s: settings_lib.Settings) -> None:
-  """Move the run's files aside (--restart); make its checkpoint dir anew.
+def checkpoint_meta(s: settings_lib.Settings, iteration: int,
+                    rows: List[Dict[str, Any]], **parts) -> Dict[str, Any]:
+  """Return the meta of a run's checkpoint after `iteration` (both loops).
+
+  It records the run's results CSV and its own directory (absolute), so that
+  a checkpoint directory is never continued by another run
+  (zoo.run_directory); `parts`: the loop's own state, each under its key.
+  """
+  return dict(parts, iteration=iteration + 1, config=s.checkpoint_config(),
+              rows=rows, checkpoint_dir=os.path.abspath(s.checkpoint_dir),
+              results_csv_path=(os.path.abspath(s.results_csv_path)
+                                if s.results_csv_path else ''))
+
+
+def interrupted(signum: int, iteration: int, frame: int,
+                resume_iteration: Optional[int]) -> interrupts.Interrupted:
+  """Return the exception whose message says where the run stopped."""
+  if resume_iteration is not None:
+    how = f'rerun the same command to resume from iteration {resume_iteration}'
+  else:
+    how = 'without --checkpoint_dir, a rerun starts over from iteration 0'
+  return interrupts.Interrupted(
+      signum, f'Interrupted ({interrupts.signal_name(signum)}) at iteration '
+      f'{iteration}, frame {frame}; {how}.')
+
+
+def finished(runs: Sequence[settings_lib.Settings],
+             rows: Sequence[List[Dict[str, Any]]],
+             say: Callable[[str], None]) -> List[List[Dict[str, Any]]]:
+  """Say that the runs are complete and where their results are; return rows.
+
+  A deleted results CSV is written again from the checkpoint's rows.
+  """
+  out = []
+  for s, seed_rows in zip(runs, rows):
+    out.append(seed_rows[:s.num_iterations + 1])
+    where = s.results_csv_path
+    if where and not os.path.exists(where):
+      results_csv.write_rows(where, out[-1])
+    say(f'Run complete: iterations 0..{s.num_iterations} are in '
+        f'{where or "the checkpoint (no --results_csv_path)"} (checkpoint '
+        f'{checkpoint.latest(s.checkpoint_dir)}); nothing to do. To train '
+        'longer, raise --num_iterations.')
+  return out
+
+
+@contextlib.contextmanager
+def held(runs: Sequence[settings_lib.Settings]) -> Iterator[None]:
+  """Hold the runs' directories (zoo.run_directory.held) while they run.
 
   Raises:
-    ConfigError: the new checkpoint directory is not writable, or its disk
-      cannot hold the run's replay.
+    ConfigError: another process holds one, naming it.
   """
-  run_directory.restart(s.results_csv_path, s.checkpoint_dir,
-                        s.tensorboard_dir)
-  if s.checkpoint_dir:  # Moved aside: make it anew and check its disk.
-    settings_lib.check_writable(s.checkpoint_dir, 'checkpoints')
-    settings_lib.check_checkpoint_disk(suite, s)
+  directories = [run_directory.directory_of(
+      s.results_csv_path, s.checkpoint_dir, s.tensorboard_dir) for s in runs]
+  try:
+    with run_directory.held([d for d in directories if d]):
+      yield
+  except run_directory.Refused as e:
+    raise ConfigError(str(e)) from e
 
 
 def _fraction_keeping(decay_frames: int, s: settings_lib.Settings) -> float:
@@ -99,8 +143,7 @@ def check_resume(s: settings_lib.Settings) -> Optional[Resume]:
     return None
   saved = meta['config']
   config = s.checkpoint_config()
-  differences = config_differences(saved, config, EXTENDABLE,
-                                   IMPLIED_SETTINGS)
+  differences = config_differences(saved, config, EXTENDABLE)
   if differences:
     raise ConfigError(
         f'The checkpoint {path} was written by another agent or '

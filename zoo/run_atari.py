@@ -42,20 +42,14 @@ def _observation_shape(s: settings_lib.Settings):
 
 def _make_environment(s: settings_lib.Settings, seed: int
                       ) -> environment.BatchedEnvironment:
-  if s.environment_mode == 'vector':
-    return atari_env.make_atari_environment(
-        s.environment_name, seed, num_envs=s.num_envs, mode='vector',
-        max_episode_frames=s.max_frames_per_episode)
-  envs = [
-      atari_env.AtariEnvironment(
-          s.environment_name, int(stream_seed),
-          max_episode_frames=s.max_frames_per_episode,
-          num_action_repeats=s.num_action_repeats,
-          num_stacked_frames=s.num_stacked_frames,
-          height=s.environment_height, width=s.environment_width)
-      for stream_seed in environment.stream_seeds(seed, s.num_envs)
-  ]
-  return atari_env.ReferenceBatchedEnvironment(envs)
+  reference = s.environment_mode == 'reference'
+  return atari_env.make_atari_environment(
+      s.environment_name, seed, num_envs=s.num_envs, mode=s.environment_mode,
+      max_episode_frames=s.max_frames_per_episode,
+      **(dict(num_action_repeats=s.num_action_repeats,
+              num_stacked_frames=s.num_stacked_frames,
+              height=s.environment_height, width=s.environment_width)
+         if reference else {}))
 
 
 def _network_fn(s: settings_lib.Settings, num_actions: int):

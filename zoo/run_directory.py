@@ -13,17 +13,30 @@ events and run.json default to it (zoo.settings). Before any work,
 
 A damaged newest checkpoint is not refused: the run warns, naming the file,
 and resumes from the previous one (its later rows are run again).
+
+One process at a time works in a run directory: `lock` takes an exclusive
+lock on its LOCK_FILE (flock: the operating system releases it when the
+process dies, so a killed run never blocks its rerun) and refuses, naming the
+holder, while another process holds it.
 """
 
+import contextlib
+import fcntl
+import json
 import os
+import socket
 import sys
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from zoo import checkpoint
 from zoo import results_csv
 from zoo import run_json
 
+LOCK_FILE = 'run.lock'
+# The number of an open descriptor of LOCK_FILE, locked by the parent process
+# (scripts.experiments.sweep) and handed down: the run takes that lock over.
+LOCK_FD_ENV = 'ZOO_RUN_LOCK_FD'
 
 
 class Refused(ValueError):
@@ -43,17 +56,14 @@ def check_owner(meta: Dict[str, Any], checkpoint_dir: str,
                 results_csv_path: str) -> None:
   """Raise Refused if the checkpoint was written for another results CSV.
 
-  Checkpoints written before the record existed are accepted. A run
-  directory moved or copied as a whole keeps its CSV where its checkpoints
-  expect it (same relative path), and is accepted.
+  A run directory moved or copied as a whole keeps its CSV where its
+  checkpoints expect it (same relative path), and is accepted.
   """
-  if 'results_csv_path' not in meta:
-    return
   recorded = meta['results_csv_path']
   current = os.path.abspath(results_csv_path) if results_csv_path else ''
   if recorded == current:
     return
-  if recorded and current and 'checkpoint_dir' in meta and (
+  if recorded and current and (
       os.path.relpath(recorded, meta['checkpoint_dir']) ==
       os.path.relpath(current, os.path.abspath(checkpoint_dir))):
     return  # The run directory was moved.
@@ -68,10 +78,8 @@ def check_owner(meta: Dict[str, Any], checkpoint_dir: str,
 
 
 def _csv_iterations(path: str) -> List[int]:
-  if not path or not os.path.exists(path):
-    return []
   try:
-    return [int(float(row['iteration'])) for row in results_csv.read_rows(path)]
+    return results_csv.iterations(path)
   except (OSError, ValueError, KeyError, TypeError) as e:
     raise Refused(f'Cannot read the results CSV {path} ({e}); move it aside, '
                   'or add --restart (moves it aside for you).') from e
@@ -131,7 +139,10 @@ def resume_point(checkpoint_dir: str, results_csv_path: str,
   if path is None and damages:
     raise Refused(checkpoint.no_intact_message(checkpoint_dir, damages) + ' '
                   + _choices(checkpoint_dir, results_csv_path))
-  meta = checkpoint.load_meta(path) if path else None
+  try:
+    meta = checkpoint.load_meta(path) if path else None
+  except checkpoint.FormatError as e:
+    raise Refused(str(e)) from e
   if meta is not None:
     check_owner(meta, checkpoint_dir, results_csv_path)
   start = meta.get('iteration', 0) if meta else 0
@@ -167,3 +178,130 @@ def restart(results_csv_path: str, checkpoint_dir: str, tensorboard_dir: str,
       moved.append((path, _aside(path, stamp)))
       log(f'--restart: moved {path} to {moved[-1][1]}')
   return moved
+
+
+def _holder(fd: int) -> str:
+  """Return who holds the lock, as its holder wrote it."""
+  try:
+    found = json.loads(os.pread(fd, 4096, 0).decode() or '{}')
+    since = time.localtime(found['since'])
+    return (f'PID {found["pid"]} on {found["host"]}, since '
+            f'{time.strftime("%Y-%m-%d %H:%M:%S %Z", since)}')
+  except (OSError, ValueError, KeyError, TypeError):
+    return 'a process that is starting'
+
+
+def _same_file(fd: int, path: str) -> bool:
+  try:
+    return os.path.samestat(os.fstat(fd), os.stat(path))
+  except OSError:
+    return False
+
+
+def _inherited(path: str) -> Optional[int]:
+  """Return the handed-down descriptor of `path`'s lock (LOCK_FD_ENV)."""
+  try:
+    fd = int(os.environ.get(LOCK_FD_ENV, ''))
+  except ValueError:
+    return None
+  return fd if _same_file(fd, path) else None
+
+
+def lock(directory: str) -> int:
+  """Take the exclusive lock of a run directory (made if missing); return it.
+
+  Raises:
+    Refused: another process holds it; the message names that process.
+  """
+  path = os.path.join(directory, LOCK_FILE)
+  fd = _inherited(path)
+  while fd is None:
+    os.makedirs(directory, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      holder = _holder(fd)
+      os.close(fd)
+      raise Refused(
+          f'Another process is running in {directory}: {holder} (it holds '
+          f'{path}). Wait for it to end, or stop it; one process at a time '
+          'writes a run directory.') from None
+    if not _same_file(fd, path):  # Its holder removed it meanwhile: again.
+      os.close(fd)
+      fd = None
+  fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+  record_holder(fd, os.getpid())
+  return fd
+
+
+def record_holder(fd: int, pid: int) -> None:
+  """Write into the lock's file who holds it (what a refusal names)."""
+  os.ftruncate(fd, 0)
+  os.pwrite(fd, json.dumps({'pid': pid, 'host': socket.gethostname(),
+                            'since': time.time()}).encode(), 0)
+
+
+def unlock(fd: int, directory: str) -> None:
+  """Release `lock`'s lock (its file is removed unless it was handed down)."""
+  path = os.path.join(directory, LOCK_FILE)
+  if fd != _inherited(path) and _same_file(fd, path):
+    os.remove(path)
+  os.close(fd)
+
+
+def holder(directory: str) -> Optional[str]:
+  """Return who holds the run directory's lock (None: nobody)."""
+  try:
+    fd = os.open(os.path.join(directory, LOCK_FILE), os.O_RDONLY)
+  except OSError:
+    return None
+  try:
+    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    return None
+  except BlockingIOError:
+    return _holder(fd)
+  finally:
+    os.close(fd)
+
+
+def directory_of(results_csv_path: str, checkpoint_dir: str,
+                 tensorboard_dir: str) -> Optional[str]:
+  """Return the run directory: the CSV's, else where the others lie.
+
+  Without a CSV it is the parent of the checkpoint (or TensorBoard)
+  directory, which --restart may move aside.
+  """
+  path = results_csv_path or checkpoint_dir or tensorboard_dir
+  return os.path.dirname(os.path.abspath(path)) if path else None
+
+
+def _missing(path: str) -> List[str]:
+  """Return the directories, deepest first, that making `path` would create."""
+  out, path = [], os.path.abspath(path)
+  while not os.path.exists(path):
+    out.append(path)
+    path = os.path.dirname(path)
+  return out
+
+
+@contextlib.contextmanager
+def held(directories: List[str]) -> Iterator[None]:
+  """Hold the locks of run directories; remove what stayed empty after.
+
+  A run that stops before it wrote anything (refused, interrupted) leaves
+  no directory behind.
+  """
+  made = sorted({d for directory in directories for d in _missing(directory)},
+                key=len, reverse=True)
+  taken = []
+  try:
+    for directory in directories:
+      taken.append((lock(directory), directory))
+    yield
+  finally:
+    for fd, directory in taken:
+      unlock(fd, directory)
+    for directory in made:
+      with contextlib.suppress(OSError):
+        os.rmdir(directory)  # Only if empty.

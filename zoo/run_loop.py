@@ -10,7 +10,6 @@ atomically and a checkpoint is saved; a rerun with the same checkpoint
 directory resumes (exactly at K = 1; at K > 1 with fresh training streams).
 """
 
-import os
 import time
 from typing import (Any, Callable, Dict, List, NamedTuple, Optional,
                     Sequence, Tuple)
@@ -21,6 +20,7 @@ import numpy as np
 from zoo import checkpoint
 from zoo import environment
 from zoo import results_csv
+from zoo import resume
 from zoo import settings as settings_lib
 from zoo import train_streams as train_streams_lib
 
@@ -150,31 +150,19 @@ class RunHooks:
     pass
 
 
-def _save(checkpoint_dir: str, iteration: int, config, rows, agent, replay,
-          saved_until: int, results_csv_path: Optional[str] = None,
-          extra_meta: Optional[Dict[str, Any]] = None) -> int:
+def _save(s: settings_lib.Settings, iteration: int, rows, agent, replay,
+          saved_until: int, streams: train_streams_lib.TrainStreams) -> int:
   """Checkpoint the run after `iteration`; return the replay steps saved.
 
   Only the replay steps added since `saved_until` (the previous save's) are
-  written; the older ones are already on disk. The checkpoint records its
-  run's results CSV and its own directory (absolute), so that a checkpoint
-  directory is never continued by another run (zoo.run_directory).
-  `extra_meta`: the state of parts of the loop, each under its own key (e.g.
-  training streams).
+  written; the older ones are already on disk.
   """
   end = replay.num_steps
   keep_from = max(end - replay.capacity // replay.num_streams, 0)
-  meta = {
-      'iteration': iteration + 1,  # Next iteration to run.
-      'config': config,
-      'rows': rows,
-      'replay': replay.get_state(),
-      'results_csv_path': (os.path.abspath(results_csv_path)
-                           if results_csv_path else ''),
-      'checkpoint_dir': os.path.abspath(checkpoint_dir),
-  }
-  meta.update(extra_meta or {})
-  checkpoint.save(checkpoint_dir, iteration, meta, agent.get_state(),
+  meta = resume.checkpoint_meta(
+      s, iteration, rows, replay=replay.get_state(),
+      **{train_streams_lib.META_KEY: streams.get_state()})
+  checkpoint.save(s.checkpoint_dir, iteration, meta, agent.get_state(),
                   new_steps=replay.steps(max(saved_until, keep_from), end),
                   keep_steps_from=keep_from)
   return end
@@ -182,9 +170,7 @@ def _save(checkpoint_dir: str, iteration: int, config, rows, agent, replay,
 
 def _restore(path: str, agent, replay) -> Tuple[int, List[Dict], int]:
   """Restore agent and replay; return (next iteration, rows, steps saved)."""
-  # Keys the agent's state gained after older checkpoints were written.
-  optional = getattr(agent, 'STATE_KEYS_ADDED_LATER', ())
-  saved = checkpoint.load(path, agent.get_state(), optional)
+  saved = checkpoint.load(path, agent.get_state())
   agent.set_state(saved.tree)
   replay.set_state(saved.meta['replay'])
   held_from = max(replay.num_steps - replay.capacity // replay.num_streams, 0)
@@ -192,13 +178,7 @@ def _restore(path: str, agent, replay) -> Tuple[int, List[Dict], int]:
   for begin, arrays in saved.replay_chunks:
     replay.put_steps(begin, arrays)
     saved_until = begin + arrays['frames'].shape[1]
-  if saved.legacy_arrays:  # Older checkpoints: slots 0... of the ring.
-    arrays, end = saved.legacy_arrays, replay.num_steps
-    wrap = end % arrays['frames'].shape[1] if held_from else 0
-    replay.put_steps(held_from, {k: a[:, wrap:] for k, a in arrays.items()})
-    replay.put_steps(end - wrap, {k: a[:, :wrap] for k, a in arrays.items()})
-    saved_until = held_from  # Not in chunks yet: the next save writes them.
-  elif saved_until != replay.num_steps:
+  if saved_until != replay.num_steps:
     raise ValueError(f'Checkpoint {path} holds replay steps up to '
                      f'{saved_until}, its counters say {replay.num_steps}.')
   return saved.meta['iteration'], saved.meta['rows'], saved_until
@@ -285,7 +265,6 @@ def run_experiment(
   num_train_frames, num_eval_frames = s.num_train_frames, s.num_eval_frames
   results_csv_path = s.results_csv_path or None
   checkpoint_dir = s.checkpoint_dir or None
-  config = s.checkpoint_config()
   rows: List[Dict[str, Any]] = []
   start_iteration = 0
   saved_until = 0
@@ -293,9 +272,8 @@ def run_experiment(
       lambda iteration: make_environment(iteration, 'train'))
   if resume_from is not None:
     start_iteration, rows, saved_until = _restore(resume_from, agent, replay)
-    # Older checkpoints lack the key: fresh streams, as for newer ones.
-    streams.set_state(checkpoint.load_meta(resume_from).get(
-        train_streams_lib.META_KEY))
+    streams.set_state(checkpoint.load_meta(resume_from)[
+        train_streams_lib.META_KEY])
     rows = rows[:start_iteration]
     logging.info('Resumed from %s at iteration %d.', resume_from,
                  start_iteration)
@@ -329,10 +307,8 @@ def run_experiment(
       if results_csv_path:
         results_csv.write_rows(results_csv_path, rows)
       if checkpoint_dir:
-        saved_until = _save(
-            checkpoint_dir, iteration, config, rows, agent, replay,
-            saved_until, results_csv_path,
-            {train_streams_lib.META_KEY: streams.get_state()})
+        saved_until = _save(s, iteration, rows, agent, replay, saved_until,
+                            streams)
       for hook in hooks:
         hook.end_iteration(iteration, row)
   finally:

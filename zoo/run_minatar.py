@@ -60,6 +60,9 @@ def _validate(s: settings_lib.Settings) -> None:
     raise settings_lib.ConfigError(
         f'--environment_mode={s.environment_mode}: MinAtar streams are '
         'Python environments; use --environment_mode=reference (or auto).')
+  if s.loop == 'jitted':  # What the jitted loop cannot run, refused here.
+    jitted_loop.make_environment(s)
+    jitted_loop.loop_config(s, _observation_shape(s)[:-1])
 
 
 def _observation_shape(s: settings_lib.Settings):

@@ -13,15 +13,10 @@ own flags (sweeps) can import it.
 
 import dataclasses
 import os
-import shutil
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional
 
-import jax
 
 from zoo import agent as agent_lib
-from zoo import checkpoint
-from zoo import files
-from zoo import replay as replay_lib
 
 # The run directory: {root}/{RUN_DIR}/ holds RESULTS_FILE, run.json,
 # CHECKPOINT_DIR and TENSORBOARD_DIR.
@@ -165,12 +160,7 @@ class Settings:
 
   @classmethod
   def from_dict(cls, values: Mapping[str, Any]) -> 'Settings':
-    """Return settings from a stored dict; absent keys take the defaults.
-
-    The defaults of settings added after older checkpoints were written are
-    the values that reproduce the behaviour before them
-    (zoo.resume.IMPLIED_SETTINGS).
-    """
+    """Return settings from a stored dict; absent keys take the defaults."""
     unknown = set(values) - set(FIELDS)
     if unknown:
       raise ConfigError(f'Unknown settings {sorted(unknown)}.')
@@ -236,14 +226,6 @@ def resolve_settings(suite, preset, values: Mapping[str, Any]) -> Settings:
   return Settings(**s, agent=preset.package, suite=suite.name)
 
 
-def check_writable(directory: str, what: str) -> None:
-  try:
-    files.make_writable_directory(directory)
-  except OSError as e:
-    raise ConfigError(f'Cannot write the {what} in {directory!r} ({e}); pass '
-                      'a writable path.') from e
-
-
 _POSITIVE = (
     'environment_height', 'environment_width', 'replay_capacity',
     'batch_size', 'max_frames_per_episode', 'num_action_repeats',
@@ -289,75 +271,4 @@ def validate_settings(suite, s: Settings) -> None:
     raise ConfigError(
         f'--loop={s.loop}: the {suite.name} suite runs with --loop='
         + '|'.join(('python',) + tuple(suite.loops or {})) + '.')
-  if s.replay_on_device:
-    _check_replay_fits_on_device(suite, s)
   suite.validate(s)
-  if s.results_csv_path:
-    if os.path.isdir(s.results_csv_path):
-      raise ConfigError(
-          f'--results_csv_path={s.results_csv_path} is a directory; pass a '
-          f'file path, e.g. {os.path.join(s.results_csv_path, RESULTS_FILE)}.')
-    check_writable(os.path.dirname(os.path.abspath(s.results_csv_path)),
-                    'results CSV')
-  for name, what in (('checkpoint_dir', 'checkpoints'),
-                     ('tensorboard_dir', 'TensorBoard events')):
-    path = getattr(s, name)
-    if path:
-      if os.path.isfile(path):
-        raise ConfigError(f'--{name}={path} is a file; pass a directory '
-                          f"(or --{name}='' for no {what}).")
-      check_writable(path, what)
-  if s.checkpoint_dir:
-    check_checkpoint_disk(suite, s)
-
-
-def _frame_shape(suite, s: Settings) -> Tuple[int, ...]:
-  return tuple(suite.observation_shape(s))[:-1]
-
-
-def replay_checkpoint_bytes(suite, s: Settings) -> int:
-  """Return the most replay bytes a run's checkpoints hold on disk at once.
-
-  A full replay plus one iteration's new steps (written before the steps
-  they replace are deleted), or the whole run's steps if fewer.
-  """
-  steps_per_iteration = -(-s.num_train_frames // s.num_action_repeats)
-  transitions = min(s.replay_capacity + steps_per_iteration,
-                    s.num_iterations * steps_per_iteration)
-  return replay_lib.replay_bytes(transitions, _frame_shape(suite, s))
-
-
-def check_checkpoint_disk(suite, s: Settings) -> None:
-  """Raise ConfigError if the checkpoint disk cannot hold the run's replay."""
-  directory = s.checkpoint_dir
-  needed = replay_checkpoint_bytes(suite, s)
-  replay_dir = os.path.join(directory, checkpoint.REPLAY_DIR)
-  saved = 0  # A resumed run's chunks are on the disk already.
-  for root, _, names in os.walk(replay_dir):
-    saved += sum(os.path.getsize(os.path.join(root, n)) for n in names)
-  free = shutil.disk_usage(directory).free
-  if needed - saved > free:
-    per_transition = replay_lib.replay_bytes(1, _frame_shape(suite, s))
-    raise ConfigError(
-        f'The disk of --checkpoint_dir={directory} has {free / 1e9:.2f} GB '
-        f'free; this run\'s checkpoints need {needed / 1e9:.2f} GB for the '
-        f'replay ({needed // per_transition:,} transitions of '
-        f'{per_transition:,} B: --replay_capacity plus one iteration\'s new '
-        f'steps), of which {saved / 1e9:.2f} GB are already saved. Free some '
-        'space, pass a --checkpoint_dir on a larger disk, lower '
-        "--replay_capacity, or pass --checkpoint_dir='' (no checkpoints: the "
-        'run cannot resume).')
-
-
-def _check_replay_fits_on_device(suite, s: Settings) -> None:
-  """Raise ConfigError if the device reports too little memory for the replay."""
-  stats = jax.devices()[0].memory_stats() or {}
-  limit = stats.get('bytes_limit')
-  if not limit:  # The CPU reports none.
-    return
-  needed = replay_lib.replay_bytes(s.replay_capacity, _frame_shape(suite, s))
-  if needed > 0.8 * limit:
-    raise ConfigError(
-        f'--replay_on_device: the replay needs {needed / 1e9:.1f} GB, more '
-        f'than 80% of the {limit / 1e9:.1f} GB of {jax.devices()[0]}; lower '
-        '--replay_capacity or drop --replay_on_device.')

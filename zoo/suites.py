@@ -41,8 +41,10 @@ class Suite(NamedTuple):
       environment_mode='reference' (videos of scripts.analysis.evaluate); None where
       the suite cannot render.
     loops: the loops other than the Python loop (zoo.run_loop, every
-      suite's) that run the suite, by --loop name: fn(suite, preset, values,
-      seeds, restart) -> rows per seed (zoo.jitted_loop.run); None: none.
+      suite's) that run the suite, by --loop name: fn(suite, preset, runs,
+      restart) -> rows per seed, `runs` the seeds' settings resolved and
+      validated by zoo.experiment.run_seeds (zoo.jitted_loop.run); None:
+      none.
   """
   name: str
   csv_prefix: str

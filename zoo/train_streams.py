@@ -20,7 +20,7 @@ restore), so the resumed run makes a fresh environment of (seed, resumed
 iteration, 'train'), as a K = 1 phase would, and the K episodes running at
 the checkpoint are cut there. Everything else (agent, replay, rows) resumes
 exactly. `get_state()` records what was running (JSON-able, for the
-checkpoint's meta under META_KEY); checkpoints without it resume the same way.
+checkpoint's meta under META_KEY).
 """
 
 import time
@@ -60,7 +60,6 @@ class TrainStreams:
     self._actions = None        # [K] chosen for the last timestep, not run.
     self._returns = None        # [K] raw return of each running episode.
     self._episode_steps = None  # [K] agent steps since each stream's FIRST.
-    self.cut_on_resume: Optional[Dict[str, Any]] = None
 
   @property
   def env(self) -> Optional[environment.BatchedEnvironment]:
@@ -158,11 +157,9 @@ class TrainStreams:
     """Resume: the next phase starts fresh streams; log the episodes cut.
 
     Args:
-      state: a checkpoint's get_state() (None: nothing was running, or a
-        checkpoint older than training streams).
+      state: a checkpoint's get_state() (None: nothing was running).
     """
     self.close()
-    self.cut_on_resume = state
     if state:
       logging.info(
           'Resuming with fresh training streams: the %d episodes running at '

@@ -16,7 +16,9 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-DEFAULT_NUM_ITERATIONS = 200
+from zoo import settings as settings_lib
+
+DEFAULT_NUM_ITERATIONS = settings_lib.Settings.num_iterations  # Atari's.
 # Published runs report one evaluation per 1M training frames.
 FRAMES_PER_ITERATION = 1_000_000
 REFERENCE_FILES = {

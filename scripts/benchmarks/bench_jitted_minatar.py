@@ -17,6 +17,7 @@ target parameters, Adam's state). XLA runs single-threaded by default
 (--single_threaded), as each run of a study does.
 """
 
+import dataclasses
 import os
 import statistics
 import time
@@ -24,15 +25,14 @@ from typing import List
 
 from absl import app
 from absl import flags
-import haiku as hk
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from scripts.benchmarks import bench_minatar
 from scripts.experiments import minatar_study
-from zoo import agent as agent_lib
 from zoo import agents
+from zoo import build
 from zoo import jitted_loop
 from zoo import jitted_train
 from zoo import minatar_jax_env
@@ -70,17 +70,16 @@ class JittedBench:
                                max_episode_frames=s.max_frames_per_episode)
     cfg = jitted_loop.loop_config(s, env.observation_shape)
     self.cfg = cfg
-    network = hk.transform(run_minatar.MINATAR.network_fn(s, env.num_actions))
-    functions = jitted_train.make_train(
-        cfg, env, network, agent_lib.make_loss_fn(s.loss, s.huber_param),
-        agent_lib.make_optimizer(s.learning_rate, s.optimizer_epsilon,
-                                 s.max_global_grad_norm),
-        s.additional_discount,
-        2.0 / s.num_quantiles if s.scale_grad else 1.0)
-    self._chunk = jax.jit(functions.train_chunk, static_argnums=3)
     seeds = list(range(1, num_seeds + 1))
+    parts = [build.learner_parts(run_minatar.MINATAR,
+                                 dataclasses.replace(s, seed=x),
+                                 env.num_actions) for x in seeds]
+    functions = jitted_train.make_train(
+        cfg, env, parts[0].network, parts[0].loss_fn, parts[0].optimizer,
+        s.additional_discount, parts[0].grad_scale)
+    self._chunk = jax.jit(functions.train_chunk, static_argnums=3)
     self.states = jax.jit(jax.vmap(functions.init))(
-        jnp.stack([jitted_loop.seed_key(x) for x in seeds]))
+        jnp.stack([p.agent_key for p in parts]))
     self.streams = jax.jit(jax.vmap(functions.start_phase))(
         jitted_loop.phase_keys(seeds, 1, 'train'))
     self.num_blocks = num_steps // cfg.steps_per_block

@@ -9,14 +9,15 @@ r"""Run agents x games x seeds, locally in parallel or on a Ray cluster; resumab
       --ray_address=auto --cpus_per_run=4 --gpus_per_run=1
 
 Each run lives in --root_dir/<agent>/<game>/seed_<s>/: results.csv, checkpoints/,
-run.log (appended per attempt), run.pid (while running), exit.json (last exit
-status) and sweep.json (its command and num_iterations). It is executed as
+run.log (appended per attempt), run.lock (zoo.run_directory's lock, held while
+it runs), exit.json (last exit status) and sweep.json (its command and
+num_iterations). It is executed as
   python -m <agent>.run_atari --environment_name=<game> --seed=<s>
       --results_csv_path=.../results.csv --checkpoint_dir=.../checkpoints <--flags>
 (`<agent>.run_minatar` with --suite=minatar, whose games are MinAtar's five
 and whose complete runs have MinAtar's --num_iterations default). Relaunching
 the same sweep skips finished runs (CSV holds iterations 0..num_iterations),
-skips running ones (live run.pid), and restarts the others, which resume from
+skips running ones (a held run.lock), and restarts the others, which resume from
 their checkpoint directory. With --ray_address, each run is one
 Ray task declaring --cpus_per_run/--gpus_per_run, and --root_dir must be on a
 file system shared by every node. Ray is optional: pip install '.[sweep]'.
@@ -33,7 +34,6 @@ of JAX's in the sweep's own environment is passed on unchanged instead.
 """
 
 import concurrent.futures
-import csv
 import dataclasses
 import json
 import os
@@ -53,6 +53,8 @@ from absl import flags
 
 from zoo import agents as agents_lib
 from zoo import files
+from zoo import results_csv
+from zoo import run_directory
 from zoo import settings as settings_lib
 
 AGENTS = agents_lib.agent_packages()
@@ -66,7 +68,7 @@ SUITES = ('atari', 'minatar')
 RESULTS_FILE = settings_lib.RESULTS_FILE
 CHECKPOINT_DIR = settings_lib.CHECKPOINT_DIR
 LOG_FILE = 'run.log'
-PID_FILE, EXIT_FILE, SPEC_FILE = 'run.pid', 'exit.json', 'sweep.json'
+EXIT_FILE, SPEC_FILE = 'exit.json', 'sweep.json'
 DONE, RUNNING, FAILED, PENDING = 'done', 'running', 'failed', 'pending'
 # JAX's memory settings: one in the sweep's environment is left as it is.
 JAX_MEMORY_VARIABLES = ('XLA_PYTHON_CLIENT_MEM_FRACTION',
@@ -253,11 +255,10 @@ def csv_last_iteration(path: str) -> int:
 
 
 def csv_iterations(path: str) -> set:
+  """Return the iterations a results CSV holds (none if it is unreadable)."""
   try:
-    with open(path, newline='') as f:
-      return {int(float(row['iteration'])) for row in csv.DictReader(f)
-              if row.get('iteration') not in (None, '')}
-  except (OSError, KeyError, ValueError):
+    return set(results_csv.iterations(path))
+  except (OSError, KeyError, ValueError, TypeError):
     return set()
 
 
@@ -278,23 +279,6 @@ def _write_json(path: str, data: dict) -> None:
   files.write_atomically(path, json.dumps(data))
 
 
-def _pid_alive(lock: Optional[dict]) -> bool:
-  """Return whether a run.pid's process lives (unknowable on another host)."""
-  if not lock:
-    return False
-  if lock.get('host') != socket.gethostname():
-    return True  # Can't check another node's process: trust the lock.
-  try:
-    os.kill(int(lock['pid']), 0)
-  except ProcessLookupError:
-    return False
-  except PermissionError:
-    return True
-  except (KeyError, ValueError, TypeError):
-    return False
-  return True
-
-
 def run_status(run_dir: str, agent: str, game: str, seed: int,
                num_iterations: int) -> RunStatus:
   """Classify one run: done, running, failed or pending."""
@@ -302,18 +286,18 @@ def run_status(run_dir: str, agent: str, game: str, seed: int,
   spec = _read_json(os.path.join(run_dir, SPEC_FILE)) or {}
   num_iterations = spec.get('num_iterations', num_iterations)
   last = csv_last_iteration(csv_path)
-  lock = _read_json(os.path.join(run_dir, PID_FILE))
+  holder = run_directory.holder(run_dir)
   exit_status = _read_json(os.path.join(run_dir, EXIT_FILE))
   if is_finished(csv_path, num_iterations):
     state, detail = DONE, ''
-  elif _pid_alive(lock):
-    state, detail = RUNNING, f'pid {lock.get("pid")} on {lock.get("host")}'
+  elif holder:
+    state, detail = RUNNING, holder
   elif exit_status and exit_status.get('returncode') != 0:
     state, detail = FAILED, f'exit {exit_status.get("returncode")}, see {LOG_FILE}'
   elif exit_status:
     state, detail = FAILED, 'exit 0 but CSV incomplete'
-  elif lock:
-    state, detail = PENDING, 'interrupted (stale run.pid)'
+  elif os.path.exists(os.path.join(run_dir, run_directory.LOCK_FILE)):
+    state, detail = PENDING, 'interrupted (stale lock: its process died)'
   else:
     state, detail = PENDING, 'interrupted' if last >= 0 else ''
   return RunStatus(agent, game, seed, state, last, detail)
@@ -386,40 +370,21 @@ _children_lock = threading.Lock()
 _stopping = threading.Event()
 
 
-def _take_lock(spec: RunSpec) -> bool:
-  """Create run.pid atomically; False if a live process holds it."""
-  path = os.path.join(spec.run_dir, PID_FILE)
-  for _ in range(2):
-    try:
-      fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-      if _pid_alive(_read_json(path)):
-        return False
-      try:
-        os.remove(path)  # Stale: its process is gone.
-      except FileNotFoundError:
-        pass
-      continue
-    with os.fdopen(fd, 'w') as f:
-      json.dump({'pid': os.getpid(), 'host': socket.gethostname(),
-                 'started': time.time()}, f)
-    return True
-  return False
-
-
 def execute_run(spec: RunSpec) -> Optional[int]:
   """Run one spec to its end; return its exit code, or None if skipped.
 
-  Writes run.pid while it runs and exit.json when it ends (not when the sweep
-  was interrupted, so that the run shows as pending and resumes next time).
-  Used as is by the local pool and as the body of a Ray task.
+  Holds the run directory's lock (zoo.run_directory.lock) while it runs,
+  handed down to the run, and writes exit.json when it ends (not when the
+  sweep was interrupted, so that the run shows as pending and resumes next
+  time). Used as is by the local pool and as the body of a Ray task.
   """
-  os.makedirs(os.path.join(spec.run_dir, CHECKPOINT_DIR), exist_ok=True)
+  os.makedirs(spec.run_dir, exist_ok=True)
   if is_finished(spec.results_csv_path, spec.num_iterations):
     return None
-  if not _take_lock(spec):
-    return None
-  pid_path = os.path.join(spec.run_dir, PID_FILE)
+  try:
+    lock = run_directory.lock(spec.run_dir)
+  except run_directory.Refused:
+    return None  # Running already.
   try:
     _write_json(os.path.join(spec.run_dir, SPEC_FILE),
                 {'command': spec.command, 'num_iterations': spec.num_iterations})
@@ -439,14 +404,14 @@ def execute_run(spec: RunSpec) -> Optional[int]:
           return None
         # Own session: a terminal's Ctrl-C reaches the sweep only, which then
         # stops its children without recording them as failed.
-        child = subprocess.Popen(spec.command, stdout=log,
-                                 env=dict(os.environ, **dict(spec.env)),
-                                 stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL,
-                                 start_new_session=True)
+        child = subprocess.Popen(
+            spec.command, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+            pass_fds=(lock,),
+            env=dict(os.environ, **dict(spec.env),
+                     **{run_directory.LOCK_FD_ENV: str(lock)}))
         _children[child.pid] = child
-      _write_json(pid_path, {'pid': child.pid, 'host': socket.gethostname(),
-                             'started': time.time()})
+      run_directory.record_holder(lock, child.pid)
       returncode = child.wait()
       with _children_lock:
         _children.pop(child.pid, None)
@@ -456,10 +421,7 @@ def execute_run(spec: RunSpec) -> Optional[int]:
                    'host': socket.gethostname()})
     return returncode
   finally:
-    try:
-      os.remove(pid_path)
-    except FileNotFoundError:
-      pass
+    run_directory.unlock(lock, spec.run_dir)
 
 
 def _stop_children() -> None:
