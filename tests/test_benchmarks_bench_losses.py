@@ -16,7 +16,8 @@ def test_prints_a_row_per_variant_with_positive_times():
   for size in (8, 40):
     assert f'N = M = {size}' in out
   for variant in ('cramer_loss', 'cramer_loss_pairwise', 'qr_loss',
-                  'rlax_qr_loss', 'cramer_sort_autodiff'):
+                  'rlax_qr_loss', 'cramer_sort_autodiff', 'multiquadric_h0.1',
+                  'noisy_target_h0.1'):
     times = re.findall(rf'^{variant}\s+([0-9.]+)\s', out, re.MULTILINE)
     assert len(times) == 2, (variant, out)
     assert all(float(t) > 0 for t in times)

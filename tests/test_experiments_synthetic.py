@@ -98,12 +98,56 @@ def test_scaled_cramer_gradient_equals_qr_gradient_without_crossing():
   source = jnp.linspace(-0.9, 0.8, 12)[None]  # Sorted, no ties with targets.
   target = jnp.full((1, 12), 0.1)
   grads = {}
+  key = jax.random.PRNGKey(0)
   for name in ('fc_cramer', 'fc_qr_kappa0', 'fc_qr_kappa1'):
     loss = synthetic.make_loss(synthetic.CONFIGURATIONS_BY_NAME[name], 12)
-    grads[name] = jax.jit(jax.grad(lambda s: loss(s, target).sum()))(source)
+    grads[name] = jax.jit(jax.grad(lambda s: loss(key, s, target)[1].sum()))(
+        source)
   np.testing.assert_allclose(grads['fc_cramer'], grads['fc_qr_kappa0'],
                              rtol=1e-5, atol=1e-7)
   assert not np.allclose(grads['fc_qr_kappa1'], grads['fc_qr_kappa0'])
+
+
+@pytest.mark.parametrize('name', ['fc_multiquadric', 'fc_noisy',
+                                  'fc_multiquadric_relative',
+                                  'nc_softplus_noisy_relative'])
+def test_smoothed_losses_approach_the_scaled_cramer_gradient_as_h_shrinks(
+    name):
+  source = jnp.linspace(-0.9, 0.8, 12)[None]
+  target = jnp.full((1, 12), 0.1)
+  key = jax.random.PRNGKey(0)
+  cramer = synthetic.make_loss(synthetic.CONFIGURATIONS_BY_NAME['fc_cramer'],
+                               12)
+  want = jax.grad(lambda s: cramer(key, s, target)[1].sum())(source)
+  configuration = synthetic.CONFIGURATIONS_BY_NAME[name]
+  gaps = []
+  for width in (1e-1, 1e-4):
+    loss = synthetic.make_loss(configuration._replace(width=width), 12)
+    next_key, _ = loss(key, source, target)
+    assert next_key.shape == key.shape  # Takes and returns its key.
+    got = jax.grad(lambda s: loss(key, s, target)[1].sum())(source)
+    gaps.append(float(jnp.max(jnp.abs(got - want))))
+  assert gaps[1] < 1e-2 * float(jnp.max(jnp.abs(want))) and gaps[1] < gaps[0]
+
+
+def test_oscillation_is_the_mean_over_atoms_of_their_std_over_steps():
+  atoms = np.array([[0.0, 1.0], [0.2, 1.0], [0.4, 1.0], [0.2, 1.0]])
+  want = np.mean([np.std([0.0, 0.2, 0.4, 0.2]), 0.0])
+  np.testing.assert_allclose(synthetic.oscillation(atoms), want, rtol=1e-6)
+  assert synthetic.oscillation(np.stack([atoms, atoms])).shape == (2,)
+
+
+def test_widths_expand_only_the_smoothed_configurations():
+  names = ['fc_cramer', 'fc_multiquadric', 'nc_softplus_noisy_relative']
+  expanded = synthetic.expand_widths(synthetic.parse_configurations(names),
+                                     (0.01, 0.3))
+  assert [c.name for c in expanded] == [
+      'fc_cramer', 'fc_multiquadric_h0.01', 'fc_multiquadric_h0.3',
+      'nc_softplus_noisy_relative_h0.01', 'nc_softplus_noisy_relative_h0.3']
+  assert [c.width for c in expanded[1:]] == [0.01, 0.3, 0.01, 0.3]
+  assert expanded[1].label == 'FC, multiquadric, h=0.01'
+  assert expanded[4].label == 'NC-softplus, noisy target, h=0.3 × spread'
+  assert synthetic.expand_widths(expanded[:1], ()) == expanded[:1]
 
 
 # Inputs.
@@ -140,6 +184,8 @@ def test_bad_settings_fail_before_any_work(tmp_path):
       (dict(num_quantiles=3, dirac_probabilities=(0.5, 0.5)), 'not unique'),
       (dict(num_trials=0), 'num_trials'),
       (dict(learning_rate=-1.0), 'learning_rate'),
+      (dict(widths=(0.1, 0.0)), '--widths must be positive'),
+      (dict(oscillation_steps=0), 'oscillation_steps'),
       (dict(output_dir=str(tmp_path / 'f' / 'sub')), 'output_dir')):
     (tmp_path / 'f').write_text('a file, not a directory')
     with pytest.raises(ValueError, match=match):
@@ -185,6 +231,7 @@ def test_entry_point_flags_reach_the_experiment(tmp_path):
   flag_values(['synthetic', '--configurations=fc_w1,nc_cramer',
                '--num_trials=3', '--dirac_locations=0,2,5',
                '--dirac_probabilities=1/2,1/4,1/4', '--num_quantiles=4',
+               '--widths=0.01,0.3', '--oscillation_steps=7',
                f'--output_dir={tmp_path}'])
   settings = synthetic.settings_from_flags(flag_values)
   assert settings.configurations == ('fc_w1', 'nc_cramer')
@@ -192,6 +239,7 @@ def test_entry_point_flags_reach_the_experiment(tmp_path):
   assert settings.dirac_locations == (0.0, 2.0, 5.0)
   assert settings.dirac_probabilities == (0.5, 0.25, 0.25)
   assert settings.output_dir == str(tmp_path)
+  assert settings.widths == (0.01, 0.3) and settings.oscillation_steps == 7
   assert settings.num_iterations == synthetic.Settings().num_iterations
 
 

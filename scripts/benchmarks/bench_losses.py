@@ -26,6 +26,10 @@ Variants (the alternatives measured to choose cramer_loss's formulation):
   cramer_sort_autodiff      one multi-operand float sort, autodiff through it
                             (the first cut)
   cramer_loss_pairwise      O(N·M) energy identity, autodiff (test oracle)
+  multiquadric_h0.1         losses.multiquadric_cramer_loss, width 0.1: the
+                            smoothed kernel √(u²+h²) − h, pairwise, autodiff
+  noisy_target_h0.1         losses.noisy_target_cramer_loss, width 0.1: normal
+                            noise drawn on the target, then cramer_loss
   qr_loss                   losses.quantile_regression_loss, κ = 0
   rlax_qr_loss              rlax.quantile_regression_loss, vmapped
 """
@@ -115,6 +119,14 @@ def _cramer_binary_count(source, target):
     sorting._BLOCKED_COUNT_MAX_KEYS = saved  # pylint: disable=protected-access
 
 
+def _noisy_target(source, target):
+  # The key is derived from the data so that XLA cannot precompute the noise
+  # (a constant key would fold the random draw into a constant).
+  seed = jax.lax.bitcast_convert_type(target[..., 0, 0], jnp.uint32)
+  key = jax.random.fold_in(jax.random.PRNGKey(0), seed)
+  return losses.noisy_target_cramer_loss(key, source, target, 0.1)[1]
+
+
 def _rlax_qr_loss(source, target):
   n = source.shape[-1]
   tau = (jnp.arange(n, dtype=source.dtype) + 0.5) / n
@@ -132,6 +144,9 @@ VARIANTS = (
     ('cramer_float_sort_vjp', _cramer_float_sort_vjp, False),
     ('cramer_sort_autodiff', _cramer_sort_autodiff, False),
     ('cramer_loss_pairwise', losses.cramer_loss_pairwise, True),
+    ('multiquadric_h0.1', functools.partial(losses.multiquadric_cramer_loss,
+                                            width=0.1), True),
+    ('noisy_target_h0.1', _noisy_target, False),
     ('qr_loss', losses.quantile_regression_loss, True),
     ('rlax_qr_loss', _rlax_qr_loss, True),
 )

@@ -8,13 +8,18 @@ between its N learned atoms and the exact staircase projection of the mixture.
 
 The Cramér loss is multiplied by N/2 here, as in the published code: then its
 gradients equal the QR(kappa=0) ones while the quantiles do not cross, so Adam's
-epsilon acts alike on both.
+epsilon acts alike on both. The smoothed Cramér candidates (multiquadric kernel,
+noisy target; absolute or relative width h) carry the same factor; besides d1
+and the mean of atoms, each row reports the oscillation of the atoms over the
+last steps, and --widths sweeps h.
 
 Trials of one configuration run as one jitted program: `lax.scan` over the
 steps inside, `vmap` over the trials.
 
   python -m scripts.experiments.synthetic                 # writes runs/synthetic/
   python -m scripts.experiments.synthetic --output_dir=docs/synthetic   # the docs' copy
+  python -m scripts.experiments.synthetic --configurations=fc_multiquadric,fc_noisy \
+      --widths=0.01,0.03,0.1,0.3                            # a sweep over h
 """
 
 import csv
@@ -45,9 +50,28 @@ class Configuration(NamedTuple):
   name: str
   label: str
   head: str             # 'fc' or 'nc'
-  loss: str             # 'qr', 'cramer' or 'w1'
+  loss: str             # 'qr', 'cramer', 'w1', 'multiquadric' or 'noisy'
   huber_param: float = 0.0
   scale_activation: str = 'relu'
+  # The smoothed Cramér losses: width h, absolute or (relative_width) times
+  # the learned atoms' own spread E|X − X'| (losses.atom_spread).
+  width: float = 0.0
+  relative_width: bool = False
+
+  @property
+  def smoothed(self) -> bool:
+    return self.loss in SMOOTHED_LOSSES
+
+  def with_width(self, width: float) -> 'Configuration':
+    """Return this configuration at another width, named after it."""
+    unit = ' × spread' if self.relative_width else ''
+    base_label = self.label.rsplit(', h=', 1)[0]
+    return self._replace(name=f'{self.name}_h{width:g}',
+                         label=f'{base_label}, h={width:g}{unit}',
+                         width=width)
+
+
+SMOOTHED_LOSSES = ('multiquadric', 'noisy')
 
 
 CONFIGURATIONS = (
@@ -60,6 +84,21 @@ CONFIGURATIONS = (
     Configuration('fc_w1', 'FC, 1-Wasserstein', 'fc', 'w1'),
     Configuration('nc_softplus_cramer', 'NC-softplus, Cramér', 'nc', 'cramer',
                   scale_activation='softplus'),
+    # The smoothed Cramér candidates (docs: "A smoothed Cramér loss").
+    Configuration('fc_multiquadric', 'FC, multiquadric, h=0.1', 'fc',
+                  'multiquadric', width=0.1),
+    Configuration('nc_softplus_multiquadric', 'NC-softplus, multiquadric, h=0.1',
+                  'nc', 'multiquadric', scale_activation='softplus', width=0.1),
+    Configuration('fc_noisy', 'FC, noisy target, h=0.1', 'fc', 'noisy',
+                  width=0.1),
+    Configuration('nc_softplus_noisy', 'NC-softplus, noisy target, h=0.1', 'nc',
+                  'noisy', scale_activation='softplus', width=0.1),
+    Configuration('fc_multiquadric_relative',
+                  'FC, multiquadric, h=0.1 × spread', 'fc', 'multiquadric',
+                  width=0.1, relative_width=True),
+    Configuration('nc_softplus_noisy_relative',
+                  'NC-softplus, noisy target, h=0.1 × spread', 'nc', 'noisy',
+                  scale_activation='softplus', width=0.1, relative_width=True),
 )
 CONFIGURATIONS_BY_NAME = {c.name: c for c in CONFIGURATIONS}
 
@@ -83,6 +122,8 @@ class Settings(NamedTuple):
   collapse_tolerance: float = 0.1
   seed: int = 1
   output_dir: str = 'runs/synthetic'  # docs/synthetic is tracked: explicit.
+  oscillation_steps: int = 100
+  widths: Sequence[float] = ()  # Empty: each configuration's own width.
 
 
 def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
@@ -112,6 +153,17 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
       'point (max atom - min atom <= 2 x tolerance).', **fv)
   flags.DEFINE_integer('seed', d.seed, 'Seed; trial i uses fold_in(seed, i).',
                        **fv)
+  flags.DEFINE_integer(
+      'oscillation_steps', d.oscillation_steps,
+      'Oscillation = the std of each sorted atom over the last this many '
+      'steps (all steps if fewer), averaged over atoms (then over trials).',
+      **fv)
+  flags.DEFINE_list(
+      'widths', [],
+      'Sweep of the smoothing width h: each smoothed configuration named in '
+      '--configurations runs once per width (absolute, or times the atoms\' '
+      'spread for the _relative ones); the others run once. Empty: each '
+      'configuration\'s own width.', **fv)
   flags.DEFINE_string(
       'output_dir', d.output_dir,
       'Where synthetic.csv, synthetic.md and synthetic.png are written '
@@ -136,7 +188,8 @@ def settings_from_flags(f: flags.FlagValues = flags.FLAGS) -> Settings:
       dirac_probabilities=_parse_numbers('dirac_probabilities',
                                          f.dirac_probabilities),
       collapse_tolerance=f.collapse_tolerance, seed=f.seed,
-      output_dir=f.output_dir)
+      output_dir=f.output_dir, oscillation_steps=f.oscillation_steps,
+      widths=_parse_numbers('widths', f.widths))
 
 
 class Mixture(NamedTuple):
@@ -153,6 +206,7 @@ class TrialResults(NamedTuple):
   collapsed: np.ndarray    # [T] bool
   final_loss: np.ndarray   # [T] loss at the last step
   seconds: float
+  oscillation: np.ndarray  # [T] mean over atoms of their std over the last K
 
 
 def make_mixture(locations: Sequence[float],
@@ -228,23 +282,54 @@ def make_network(configuration: Configuration,
 
 
 def make_loss(configuration: Configuration, num_quantiles: int
-              ) -> Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]:
-  """Return loss(source [B, N], target [B, N]) -> [B] of a configuration."""
+              ) -> Callable[[jnp.ndarray, jnp.ndarray, jnp.ndarray],
+                            tuple[jnp.ndarray, jnp.ndarray]]:
+  """Return loss(rng_key, source [B, N], target [B, N]) -> (rng_key, [B]).
+
+  Only the noisy-target loss draws from the key; the others return it as is.
+  """
+  # The Cramér losses carry the published code's N/2 factor: the same
+  # gradient scale as QR, for Adam's eps.
+  half_n = num_quantiles / 2
   if configuration.loss == 'qr':
-    return lambda s, t: losses.quantile_regression_loss(
-        s, t, configuration.huber_param)
+    return lambda k, s, t: (k, losses.quantile_regression_loss(
+        s, t, configuration.huber_param))
   if configuration.loss == 'cramer':
-    # Published code's N/2 factor: same gradient scale as QR, for Adam's eps.
-    return lambda s, t: num_quantiles / 2 * losses.cramer_loss(s, t)
+    return lambda k, s, t: (k, half_n * losses.cramer_loss(s, t))
   if configuration.loss == 'w1':
-    return losses.wasserstein1
+    return lambda k, s, t: (k, losses.wasserstein1(s, t))
+
+  def width_of(source):
+    if configuration.relative_width:
+      return configuration.width * jax.lax.stop_gradient(
+          losses.atom_spread(source))
+    return configuration.width
+
+  if configuration.loss == 'multiquadric':
+    return lambda k, s, t: (k, half_n * losses.multiquadric_cramer_loss(
+        s, t, width_of(s)))
+  if configuration.loss == 'noisy':
+    def noisy(rng_key, source, target):
+      rng_key, value = losses.noisy_target_cramer_loss(
+          rng_key, source, target, width_of(source))
+      return rng_key, half_n * value
+    return noisy
   raise ValueError(f'Unknown loss {configuration.loss!r}.')
+
+
+def oscillation(atoms_over_steps):
+  """Return the std of each atom over steps, averaged over atoms.
+
+  Args:
+    atoms_over_steps: [..., K, N] sorted atoms at the last K steps.
+  """
+  return jnp.mean(jnp.std(atoms_over_steps, axis=-2), axis=-1)
 
 
 def make_train_trials(configuration: Configuration, mixture: Mixture,
                       num_quantiles: int, num_iterations: int,
                       learning_rate: float, batch_size: int,
-                      collapse_tolerance: float):
+                      collapse_tolerance: float, oscillation_steps: int = 100):
   """Return train_trials(keys [T]) -> TrialOutputs, a pure function.
 
   Each trial initialises the network from its key, then takes
@@ -269,7 +354,9 @@ def make_train_trials(configuration: Configuration, mixture: Mixture,
     which = jax.random.categorical(key, log_probabilities, shape=(batch_size,))
     target = jnp.broadcast_to(locations[which][:, None],
                               (batch_size, num_quantiles))
-    per_example = loss_fn(source, target)
+    # A key of its own for a randomised loss: the Diracs drawn stay those of
+    # the other configurations.
+    _, per_example = loss_fn(jax.random.fold_in(key, 1), source, target)
     chex.assert_shape(per_example, (batch_size,))
     return jnp.mean(per_example)
 
@@ -279,18 +366,20 @@ def make_train_trials(configuration: Configuration, mixture: Mixture,
     loss, grads = jax.value_and_grad(batch_loss)(params, batch_key)
     updates, opt_state = optimizer.update(grads, opt_state)
     params = optax.apply_updates(params, updates)
-    return (params, opt_state, key), loss
+    return (params, opt_state, key), (loss, jnp.sort(atoms_of(params)))
 
   def train_trial(key):
     init_key, key = jax.random.split(key)
     params = network.init(init_key, state)
     opt_state = optimizer.init(params)
-    (params, _, _), loss = jax.lax.scan(
+    (params, _, _), (loss, atoms_over_steps) = jax.lax.scan(
         train_step, (params, opt_state, key), None, length=num_iterations)
     atoms = jnp.sort(atoms_of(params))
     return TrialOutputs(atoms=atoms, d1=d1(atoms, target_staircase),
                         collapsed=collapsed(atoms, collapse_tolerance),
-                        final_loss=loss[-1])
+                        final_loss=loss[-1],
+                        oscillation=oscillation(
+                            atoms_over_steps[-oscillation_steps:]))
 
   return jax.vmap(train_trial)
 
@@ -300,6 +389,7 @@ class TrialOutputs(NamedTuple):
   d1: jnp.ndarray          # [T]
   collapsed: jnp.ndarray   # [T] bool
   final_loss: jnp.ndarray  # [T]
+  oscillation: jnp.ndarray  # [T]
 
 
 @functools.lru_cache(maxsize=None)
@@ -324,26 +414,28 @@ def count_params(configuration: Configuration, num_quantiles: int) -> int:
 def run_configuration(configuration: Configuration, mixture: Mixture, *,
                       num_trials: int, num_iterations: int, num_quantiles: int,
                       learning_rate: float, batch_size: int, seed: int,
-                      collapse_tolerance: float) -> TrialResults:
+                      collapse_tolerance: float,
+                      oscillation_steps: int = 100) -> TrialResults:
   """Train all trials of one configuration and measure them."""
   start = time.perf_counter()
   train_trials = _jitted_train_trials(
       configuration, tuple(mixture.locations), tuple(mixture.probabilities),
       num_quantiles, num_iterations, learning_rate, batch_size,
-      collapse_tolerance)
+      collapse_tolerance, oscillation_steps)
   outputs = jax.device_get(train_trials(trial_keys(seed, num_trials)))
   return TrialResults(
       configuration=configuration,
       num_params=count_params(configuration, num_quantiles),
       atoms=outputs.atoms, d1=outputs.d1, collapsed=outputs.collapsed,
-      final_loss=outputs.final_loss, seconds=time.perf_counter() - start)
+      final_loss=outputs.final_loss, seconds=time.perf_counter() - start,
+      oscillation=outputs.oscillation)
 
 
 # Results table.
 
 TABLE_COLUMNS = ('configuration', 'label', 'parameters', 'd1_mean', 'd1_std',
                  'collapsed', 'trials', 'd1_mean_not_collapsed',
-                 'mean_of_atoms')
+                 'mean_of_atoms', 'oscillation')
 
 
 def table_rows(results: Sequence[TrialResults]):
@@ -357,7 +449,8 @@ def table_rows(results: Sequence[TrialResults]):
         d1_std=float(np.std(r.d1)), collapsed=int(np.sum(r.collapsed)),
         trials=len(r.d1),
         d1_mean_not_collapsed=float(np.mean(kept)) if len(kept) else np.nan,
-        mean_of_atoms=float(np.mean(r.atoms))))
+        mean_of_atoms=float(np.mean(r.atoms)),
+        oscillation=float(np.mean(r.oscillation))))
   return rows
 
 
@@ -377,19 +470,20 @@ def _or_dash(value: float) -> str:
 
 
 def format_markdown(rows, mixture: Mixture, num_quantiles: int,
-                    collapse_tolerance: float) -> str:
+                    collapse_tolerance: float,
+                    oscillation_steps: int = 100) -> str:
   target = exact_staircase(mixture, num_quantiles)
   lines = [
       '| configuration | parameters | d1 mean | d1 std | collapsed | '
-      'd1 mean, not collapsed | mean of atoms |',
-      '|---|---:|---:|---:|---:|---:|---:|',
+      'd1 mean, not collapsed | mean of atoms | oscillation |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|',
   ]
   for row in rows:
     lines.append(
         f"| {row['label']} | {row['parameters']} | {row['d1_mean']:.4f} | "
         f"{row['d1_std']:.4f} | {row['collapsed']}/{row['trials']} | "
         f"{_or_dash(row['d1_mean_not_collapsed'])} | "
-        f"{row['mean_of_atoms']:+.4f} |")
+        f"{row['mean_of_atoms']:+.4f} | {row['oscillation']:.4f} |")
   mean = float(np.dot(mixture.locations, mixture.probabilities))
   lines += [
       '',
@@ -397,7 +491,10 @@ def format_markdown(rows, mixture: Mixture, num_quantiles: int,
       f'and the exact staircase {np.round(target, 6).tolist()} (mean and '
       f'population std over trials). Collapsed: all atoms within '
       f'{collapse_tolerance:g} of one point. Mean of atoms: averaged over '
-      f'trials (mixture mean {mean:+.4f}). The Cramér loss is multiplied by '
+      f'trials (mixture mean {mean:+.4f}). Oscillation: the std of each sorted '
+      f'atom over the last {oscillation_steps} steps (all if fewer), averaged '
+      f'over atoms and '
+      f'trials. The Cramér losses (plain and smoothed) are multiplied by '
       f'N/2, as in the published code.',
   ]
   return '\n'.join(lines) + '\n'
@@ -427,10 +524,29 @@ def _check_positive(**values) -> None:
       raise ValueError(f'--{name} must be positive, got {value!r}.')
 
 
+def expand_widths(configurations: Sequence[Configuration],
+                  widths: Sequence[float]) -> list[Configuration]:
+  """Return the configurations with each smoothed one once per width."""
+  if not widths:
+    return list(configurations)
+  expanded = []
+  for configuration in configurations:
+    if configuration.smoothed:
+      expanded += [configuration.with_width(w) for w in widths]
+    else:
+      expanded.append(configuration)
+  return expanded
+
+
 def check_settings(settings: Settings
                    ) -> tuple[list[Configuration], Mixture]:
   """Validate every setting before any work; raise ValueError naming the fix."""
   configurations = parse_configurations(settings.configurations)
+  for width in settings.widths:
+    if not width > 0:
+      raise ValueError(f'--widths must be positive, got {width!r}.')
+  configurations = expand_widths(configurations, settings.widths)
+  _check_positive(oscillation_steps=settings.oscillation_steps)
   _check_positive(num_trials=settings.num_trials,
                   num_iterations=settings.num_iterations,
                   num_quantiles=settings.num_quantiles,
@@ -455,7 +571,8 @@ def run_experiment(settings: Settings) -> list[dict]:
   print(f'Target: mixture of Diracs at {mixture.locations.tolist()} with '
         f'probabilities {np.round(mixture.probabilities, 6).tolist()}; exact '
         f'{num_quantiles}-atom staircase {target.tolist()}.')
-  print('The Cramér loss is multiplied by N/2, as in the published code.')
+  print('The Cramér losses (plain and smoothed) are multiplied by N/2, as in '
+        'the published code.')
   start = time.perf_counter()
   results = []
   for i, configuration in enumerate(configurations):
@@ -463,7 +580,8 @@ def run_experiment(settings: Settings) -> list[dict]:
         configuration, mixture, num_trials=settings.num_trials,
         num_iterations=settings.num_iterations, num_quantiles=num_quantiles,
         learning_rate=settings.learning_rate, batch_size=settings.batch_size,
-        seed=settings.seed, collapse_tolerance=settings.collapse_tolerance)
+        seed=settings.seed, collapse_tolerance=settings.collapse_tolerance,
+        oscillation_steps=settings.oscillation_steps)
     results.append(result)
     elapsed = time.perf_counter() - start
     eta = elapsed / (i + 1) * (len(configurations) - i - 1)
@@ -471,12 +589,14 @@ def run_experiment(settings: Settings) -> list[dict]:
     print(f'[{i + 1}/{len(configurations)}] {configuration.name:20s} '
           f'd1 {np.mean(result.d1):.4f} ± {np.std(result.d1):.4f}, '
           f'collapsed {int(result.collapsed.sum())}/{len(result.d1)}, '
+          f'oscillation {np.mean(result.oscillation):.4f}, '
           f'{result.seconds:.1f} s ({steps_per_s:,.0f} trial-steps/s, '
           f'compile included), ETA {eta:.0f} s', flush=True)
 
   rows = table_rows(results)
   markdown = format_markdown(rows, mixture, num_quantiles,
-                             settings.collapse_tolerance)
+                             settings.collapse_tolerance,
+                             settings.oscillation_steps)
   output_dir = settings.output_dir
   files.write_atomically(os.path.join(output_dir, 'synthetic.csv'),
                          format_csv(rows))

@@ -51,7 +51,8 @@ def figure_png(results, mixture, dpi: int = 80) -> bytes:
     ax.xaxis.set_major_locator(ticker.MaxNLocator(6, steps=[1, 5], prune='both'))
     ax.set_ylim(-0.03, 1.03)
     ax.set_title(f'{result.configuration.label}\n'
-                 f'mean d1 = {np.mean(result.d1):.3f} '
+                 f'd1 {np.mean(result.d1):.3f}, '
+                 f'osc. {np.mean(result.oscillation):.4f} '
                  f'({int(np.sum(result.collapsed))} collapsed)', fontsize=9)
     ax.grid(alpha=0.3)
   for ax in axes.flat[len(results):]:
