@@ -373,7 +373,14 @@ def test_two_processes_on_one_run_directory_never_both_run(tmp_path, loop):
     winner = next(p for p in together if p is not loser)
     _refused_by(loser, winner)
     assert winner.poll() is None, 'the run ended before the second started'
-    _refused_by(_start(run_dir, loop), winner)  # Started apart.
+    # Started apart: the holder is stopped (SIGSTOP) until the newcomer has
+    # been refused, so that however fast the holder runs, it still holds the
+    # directory when the newcomer reaches the lock.
+    winner.send_signal(signal.SIGSTOP)
+    try:
+      _refused_by(_start(run_dir, loop), winner)
+    finally:
+      winner.send_signal(signal.SIGCONT)
     _, stderr = winner.communicate(timeout=600)
     assert winner.returncode == 0, stderr[-3000:]
   finally:
