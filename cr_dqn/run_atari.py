@@ -1,6 +1,6 @@
 """CR-DQN on Atari: FC head, sort-based Cramér loss.
 
-Presets (--preset=NAME, cr_dqn/agent.py): CR-DQN.
+Presets (--preset=NAME, cr_dqn/agent.py): CR-DQN, CR-DQN-MQ.
 
 Usage: python -m cr_dqn.run_atari --environment_name=pong --seed=1
 writes runs/cr_dqn/pong/seed_1/ (results.csv, run.json, tensorboard/,

@@ -1,6 +1,6 @@
 """CR-DQN on MinAtar: FC head, sort-based Cramér loss.
 
-Presets (--preset=NAME, cr_dqn/agent.py): CR-DQN.
+Presets (--preset=NAME, cr_dqn/agent.py): CR-DQN, CR-DQN-MQ.
 
 Usage: python -m cr_dqn.run_minatar --environment_name=breakout --seed=1
 writes runs/minatar/cr_dqn/breakout/seed_1/ (results.csv, run.json, tensorboard/,

@@ -88,3 +88,13 @@ def random_atoms(rng, kind, n):
 
 
 KINDS = ('normal', 'grid', 'tiny', 'huge', 'offset', 'constant')
+
+
+def central_differences(fn, x, eps):
+  """Return the central finite-difference gradient of fn at x (1-D)."""
+  grad = np.zeros_like(x)
+  for i in range(x.size):
+    step = np.zeros_like(x)
+    step[i] = eps
+    grad[i] = (fn(x + step) - fn(x - step)) / (2 * eps)
+  return grad

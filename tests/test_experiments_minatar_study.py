@@ -63,6 +63,9 @@ def test_configs_are_presets_of_the_registry():
       '--preset=CR-DQN', '--num_envs=8')
   assert minatar_study.config_settings(minatar_study.K_STREAM_CONFIG) == {
       'num_envs': 8}
+  # The smoothed Cramér loss runs when named, not in the default plan.
+  assert [c.label for c in minatar_study.OPTIONAL_CONFIGS] == ['CR-DQN-MQ']
+  assert minatar_study.OPTIONAL_CONFIGS[0].agent == 'cr_dqn'
   with pytest.raises(ValueError, match='not a run setting'):
     minatar_study.config_settings(
         minatar_study.Config('X', 'CR-DQN', ('--nope=1',)))
@@ -71,18 +74,20 @@ def test_configs_are_presets_of_the_registry():
 def test_dry_run_prints_the_plan_and_the_estimate(tmp_path):
   result = subprocess.run(
       [sys.executable, '-m', 'scripts.experiments.minatar_study', f'--root_dir={tmp_path}',
-       '--games=breakout', '--seeds=1,2', '--configs=CR-DQN', '--dry_run'],
+       '--games=breakout', '--seeds=1,2', '--configs=CR-DQN,CR-DQN-MQ',
+       '--dry_run'],
       cwd=REPO, capture_output=True, text=True, timeout=60)
   assert result.returncode == 0, result.stderr
   out = result.stdout
-  assert '1 configurations x 1 games x 2 seeds + CR-DQN K=8 on breakout = 4 ' \
-         'runs of 500,000 training steps; 4 to run, 2 at a time.' in out
-  # Defaults: 2 waves of (5 x 100k x train ms + 6 x 25k x eval ms).
-  seconds = 2 * (5e5 * minatar_study.DEFAULT_TRAIN_STEP_MS +
+  assert '2 configurations x 1 games x 2 seeds + CR-DQN K=8 on breakout = 6 ' \
+         'runs of 500,000 training steps; 6 to run, 2 at a time.' in out
+  # Defaults: 3 waves of (5 x 100k x train ms + 6 x 25k x eval ms).
+  seconds = 3 * (5e5 * minatar_study.DEFAULT_TRAIN_STEP_MS +
                  1.5e5 * minatar_study.DEFAULT_EVAL_STEP_MS) / 1e3
   assert f'Estimated time: {seconds / 3600:.1f} h' in out
-  assert len(re.findall(r'^CR-DQN(-K8)?: .* -m cr_dqn\.run_minatar ', out,
-                        re.MULTILINE)) == 4
+  assert len(re.findall(r'^CR-DQN(-K8|-MQ)?: .* -m cr_dqn\.run_minatar ', out,
+                        re.MULTILINE)) == 6
+  assert '--preset=CR-DQN-MQ' in out
   assert not os.listdir(tmp_path)  # Nothing ran.
 
 

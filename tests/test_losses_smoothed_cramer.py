@@ -123,15 +123,6 @@ def test_multiquadric_scale_law():
       np.testing.assert_allclose(big, scale * small, rtol=1e-12)
 
 
-def _central_differences(fn, x, eps):
-  grad = np.zeros_like(x)
-  for i in range(x.size):
-    step = np.zeros_like(x)
-    step[i] = eps
-    grad[i] = (fn(x + step) - fn(x - step)) / (2 * eps)
-  return grad
-
-
 @pytest.mark.parametrize('n,m', [(1, 1), (5, 5), (7, 4)])
 @pytest.mark.parametrize('h', [0.01, 1.0])
 def test_multiquadric_gradients_match_finite_differences_and_smoothed_cdfs(
@@ -143,8 +134,8 @@ def test_multiquadric_gradients_match_finite_differences_and_smoothed_cdfs(
     value = lambda s, t: float(_multiquadric(jnp.asarray(s), jnp.asarray(t), h))
     grad_s, grad_t = jax.jit(jax.grad(sc.multiquadric_cramer_loss, (0, 1)))(
         jnp.asarray(source), jnp.asarray(target), h)
-    fd_s = _central_differences(lambda s: value(s, target), source, 1e-6)
-    fd_t = _central_differences(lambda t: value(source, t), target, 1e-6)
+    fd_s = oracles.central_differences(lambda s: value(s, target), source, 1e-6)
+    fd_t = oracles.central_differences(lambda t: value(source, t), target, 1e-6)
   np.testing.assert_allclose(grad_s, fd_s, rtol=1e-6, atol=1e-9)
   np.testing.assert_allclose(grad_t, fd_t, rtol=1e-6, atol=1e-9)
   # The derivation: ∂/∂source_i = 2 (G_t − G_s)(source_i) / N with G the CDFs
@@ -154,6 +145,35 @@ def test_multiquadric_gradients_match_finite_differences_and_smoothed_cdfs(
   expected = [2 * (smoothed_cdf(z, target) - smoothed_cdf(z, source)) / n
               for z in source]
   np.testing.assert_allclose(grad_s, expected, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize('h', [0.01, 1.0])
+def test_multiquadric_width_gradient_matches_finite_differences(h):
+  rng = np.random.default_rng(21)
+  source, target = rng.normal(size=6), rng.normal(size=4)
+  with jax.enable_x64(True):
+    value = lambda w: float(_multiquadric(jnp.asarray(source),
+                                          jnp.asarray(target), w[0]))
+    grad = jax.grad(sc.multiquadric_cramer_loss, 2)(
+        jnp.asarray(source), jnp.asarray(target), jnp.float64(h))
+    expected = oracles.central_differences(value, np.array([h]), 1e-6)
+  np.testing.assert_allclose(grad, expected[0], rtol=1e-6, atol=1e-10)
+
+
+def test_multiquadric_gradients_reduce_over_broadcast_dimensions():
+  rng = np.random.default_rng(22)
+  source = jnp.asarray(rng.normal(size=(3, 1, 5)))
+  target = jnp.asarray(rng.normal(size=(4, 6)))
+  total = lambda s, t: jnp.sum(sc.multiquadric_cramer_loss(s, t, 0.3))
+  grad_s, grad_t = jax.grad(total, (0, 1))(source, target)
+  assert grad_s.shape == source.shape and grad_t.shape == target.shape
+  # Summing the loss over the broadcast rows, row by row.
+  per_row = lambda s, t: sum(
+      sc.multiquadric_cramer_loss(s[i, 0], t[j], 0.3)
+      for i in range(3) for j in range(4))
+  expected_s, expected_t = jax.grad(per_row, (0, 1))(source, target)
+  np.testing.assert_allclose(grad_s, expected_s, rtol=1e-5, atol=1e-7)
+  np.testing.assert_allclose(grad_t, expected_t, rtol=1e-5, atol=1e-7)
 
 
 def test_multiquadric_width_zero_is_finite_and_equals_cramer():
@@ -293,8 +313,8 @@ def test_noisy_gradients_match_finite_differences_for_a_fixed_key(noise):
     value = lambda s, t: float(jax.jit(loss)(jnp.asarray(s), jnp.asarray(t)))
     grad_s, grad_t = jax.jit(jax.grad(loss, (0, 1)))(jnp.asarray(source),
                                                       jnp.asarray(target))
-    fd_s = _central_differences(lambda s: value(s, target), source, 1e-7)
-    fd_t = _central_differences(lambda t: value(source, t), target, 1e-7)
+    fd_s = oracles.central_differences(lambda s: value(s, target), source, 1e-7)
+    fd_t = oracles.central_differences(lambda t: value(source, t), target, 1e-7)
   np.testing.assert_allclose(grad_s, fd_s, rtol=1e-6, atol=1e-9)
   np.testing.assert_allclose(grad_t, fd_t, rtol=1e-6, atol=1e-9)
 

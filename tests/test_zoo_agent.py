@@ -56,7 +56,30 @@ def test_select_action_is_greedy_at_zero_and_uniform_at_one():
   assert counts.min() > 0.25 * counts.sum() / 3 * 2  # Roughly uniform.
 
 
-@pytest.mark.parametrize('loss', ['qr', 'cramer'])
+def test_multiquadric_loss_fn_takes_its_width_relative_to_the_source_spread():
+  rng = np.random.default_rng(4)
+  source, target = rng.normal(size=(2, 7)), rng.normal(size=(2, 7))
+  loss_fn = agent_lib.make_loss_fn('multiquadric_cramer', smoothing_width=0.5)
+  spread = np.mean(np.abs(source[:, :, None] - source[:, None, :]), (1, 2))
+  np.testing.assert_allclose(
+      loss_fn(source, target),
+      losses.multiquadric_cramer_loss(source, target, 0.5 * spread),
+      rtol=1e-5)
+  # Scale-free: scaling the atoms scales the loss, not what it smooths.
+  np.testing.assert_allclose(loss_fn(10 * source, 10 * target),
+                             10 * loss_fn(source, target), rtol=1e-4)
+  # The width is not a path for the gradient: as if h were a constant.
+  fixed = lambda s: jnp.sum(losses.multiquadric_cramer_loss(
+      s, target, 0.5 * jnp.asarray(spread, s.dtype)))
+  np.testing.assert_allclose(
+      jax.grad(lambda s: jnp.sum(loss_fn(s, target)))(jnp.asarray(source)),
+      jax.grad(fixed)(jnp.asarray(source)), rtol=1e-4, atol=1e-7)
+  assert agent_lib.default_optimizer_epsilon(
+      'multiquadric_cramer', 200, False) == agent_lib.default_optimizer_epsilon(
+          'cramer', 200, False)
+
+
+@pytest.mark.parametrize('loss', ['qr', 'cramer', 'multiquadric_cramer'])
 def test_td_loss_uses_target_network_greedy_atoms(loss):
   num_quantiles = 4
   network = _table_network(3, 2, num_quantiles)
@@ -66,7 +89,7 @@ def test_td_loss_uses_target_network_greedy_atoms(loss):
       s_tm1=jnp.array([0, 1, 2]), a_tm1=jnp.array([1, 0, 1]),
       r_t=jnp.array([0.5, -1.0, 0.0]), discount_t=jnp.array([1.0, 0.0, 1.0]),
       s_t=jnp.array([1, 2, 0]))
-  loss_fn = agent_lib.make_loss_fn(loss, huber_param=1.0)
+  loss_fn = agent_lib.make_loss_fn(loss, huber_param=1.0, smoothing_width=0.1)
   got = agent_lib.td_loss(network, loss_fn, 0.9, params, target_params,
                           transitions, jax.random.PRNGKey(3))
   online = np.asarray(params['~']['atoms'])
@@ -257,6 +280,7 @@ def _run_catch(agent_name, **overrides):
     ('qr_dqn', {}),
     ('qr_dqn', {'huber_param': 0.0}),
     ('cr_dqn', {}),
+    ('cr_dqn', {'loss': 'multiquadric_cramer', 'smoothing_width': 0.003}),
     ('cr_dqn', {'num_envs': 8}),  # Vectorized: same frames, same result.
     ('cr_dqn', {'num_envs': 2, 'num_fused_updates': 4,
                 'replay_on_device': True}),

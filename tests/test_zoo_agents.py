@@ -27,6 +27,10 @@ def test_the_packages_define_the_papers_variants():
   assert got['NC-CR-DQN'][:3] == ('nc_cr_dqn', 'nc', 'cramer')
   assert got['NC-QR-DQN-1'] == ('nc_qr_dqn', 'nc', 'qr', 1.0, False)
   assert got['NC-QR-DQN-0'] == ('nc_qr_dqn', 'nc', 'qr', 0.0, True)
+  # The smoothed Cramér loss, at the width the synthetic experiment chose.
+  assert got['CR-DQN-MQ'][:3] == ('cr_dqn', 'fc', 'multiquadric_cramer')
+  assert presets['CR-DQN-MQ'].smoothing_width == 0.003
+  assert presets['CR-DQN'].smoothing_width == 0.0
   assert [agents.default_preset(p).name for p in agents.agent_packages()] == [
       'CR-DQN', 'NC-CR-DQN', 'NC-QR-DQN-1', 'QR-DQN-1']
 
@@ -44,6 +48,10 @@ def test_inconsistent_presets_are_refused():
   good = agents.AgentPreset('A', 'a', 'fc', 'qr', 1.0, False, 'x')
   with pytest.raises(ValueError, match="loss 'iqn' is not one of"):
     agents.AgentPreset('A', 'a', 'fc', 'iqn', 1.0, False, 'x')
+  with pytest.raises(ValueError, match='smoothing_width must be > 0 with'):
+    agents.AgentPreset('A', 'a', 'fc', 'multiquadric_cramer', 1.0, False, 'x')
+  with pytest.raises(ValueError, match='smoothing_width must be 0 without'):
+    agents.AgentPreset('A', 'a', 'fc', 'cramer', 1.0, False, 'x', 0.01)
   with pytest.raises(ValueError, match="names package 'a'; it must be 'b'"):
     agents.check_package('b', (good,), 'A')
   with pytest.raises(ValueError, match="DEFAULT_PRESET 'B' is not one"):

@@ -14,7 +14,7 @@ _preset = agents.default_preset
 
 
 def test_the_settings_are_the_flags_plus_agent_and_suite():
-  assert len(settings.SETTINGS) == 42
+  assert len(settings.SETTINGS) == 43
   assert settings.FIELDS == settings.SETTINGS + ('agent', 'suite')
   for name in settings.SETTINGS:
     help_text = settings.Settings.__dataclass_fields__[name].metadata['help']
@@ -36,6 +36,11 @@ def test_the_preset_fills_what_the_flags_leave_unset():
                                 {'huber_param': 0.0})
   assert s == settings.resolve_settings(
       run_atari.ATARI, agents.presets()['QR-DQN-0'], {})
+  smoothed = settings.resolve_settings(
+      run_atari.ATARI, agents.presets()['CR-DQN-MQ'], {})
+  assert (smoothed.loss, smoothed.smoothing_width) == ('multiquadric_cramer',
+                                                      0.003)
+  assert smoothed.optimizer_epsilon == pytest.approx(0.01 / 32 * 2 / 201)
   with pytest.raises(dataclasses.FrozenInstanceError):
     s.seed = 2
 
@@ -66,6 +71,9 @@ def test_stored_settings_are_the_plain_dicts_of_before():
 @pytest.mark.parametrize('values,message', [
     ({'num_iterations': -1}, '--num_iterations must be >= 0, got -1.'),
     ({'huber_param': -1.0}, '--huber_param must be >= 0'),
+    ({'smoothing_width': -0.1}, '--smoothing_width must be >= 0'),
+    ({'smoothing_width': 0.1}, r'--smoothing_width=0.1 with --loss=cramer'),
+    ({'loss': 'multiquadric_cramer'}, 'that loss needs one > 0'),
     ({'learning_rate': 0.0}, '--learning_rate must be positive'),
     ({'eval_exploration_epsilon': 2.0}, '--eval_exploration_epsilon must lie'),
     ({'replay_capacity': 8, 'num_envs': 4, 'min_replay_capacity_fraction': 1,

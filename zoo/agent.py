@@ -75,20 +75,33 @@ def linear_schedule(t, begin_value: float, end_value: float, begin_t: int,
   return (1 - frac) * begin_value + frac * end_value
 
 
-def make_loss_fn(loss: str, huber_param: float = 1.0) -> LossFn:
-  """Return the per-transition loss between source and target atoms."""
+def make_loss_fn(loss: str, huber_param: float = 1.0,
+                 smoothing_width: float = 0.0) -> LossFn:
+  """Return the per-transition loss between source and target atoms.
+
+  smoothing_width: the multiquadric Cramér loss's width relative to the
+  source atoms' spread (h = c · E|X − X'|, gradient stopped), so that the
+  smoothing does not depend on the scale of the returns.
+  """
   if loss == 'cramer':
     return losses.cramer_loss
+  if loss == 'multiquadric_cramer':
+    def multiquadric_cramer(source, target):
+      spread = jax.lax.stop_gradient(losses.atom_spread(source))
+      return losses.multiquadric_cramer_loss(source, target,
+                                             smoothing_width * spread)
+    return multiquadric_cramer
   if loss == 'qr':
     return functools.partial(losses.quantile_regression_loss,
                              huber_param=huber_param)
-  raise ValueError(f"loss must be 'cramer' or 'qr', got {loss!r}.")
+  raise ValueError(f"loss must be 'qr', 'cramer' or 'multiquadric_cramer', "
+                   f'got {loss!r}.')
 
 
 def default_optimizer_epsilon(loss: str, num_quantiles: int,
                               scale_grad: bool) -> float:
-  """Return Adam's ε: 0.01/32, times 2/N for Cramér or scale_grad."""
-  if loss == 'cramer' or scale_grad:
+  """Return Adam's ε: 0.01/32, times 2/N for the Cramér losses or scale_grad."""
+  if loss != 'qr' or scale_grad:
     return BASE_OPTIMIZER_EPSILON * 2 / num_quantiles
   return BASE_OPTIMIZER_EPSILON
 

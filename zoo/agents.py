@@ -17,7 +17,7 @@ import pkgutil
 from typing import Dict, Iterable, Optional, Sequence, Tuple
 
 HEADS = ('fc', 'nc')
-LOSSES = ('qr', 'cramer')
+LOSSES = ('qr', 'cramer', 'multiquadric_cramer')
 AGENT_MODULE = 'agent'
 # zoo/agent.py is the shared QuantileAgent, not an agent package's presets.
 _NOT_AGENT_PACKAGES = ('zoo',)
@@ -29,10 +29,13 @@ class AgentPreset:
   name: str           # The paper's name: 'CR-DQN', 'QR-DQN-1', ...
   package: str        # The package whose entry points run it: 'cr_dqn'.
   head: str           # 'fc' | 'nc'.
-  loss: str           # 'qr' | 'cramer'.
-  huber_param: float  # QR's κ (ignored by the Cramér loss).
+  loss: str           # One of LOSSES.
+  huber_param: float  # QR's κ (ignored by the Cramér losses).
   scale_grad: bool    # Gradient × 2/N.
   summary: str        # One line for the agents table and --help.
+  # The multiquadric Cramér loss's width relative to the source atoms'
+  # spread (losses.atom_spread); 0 for the other losses.
+  smoothing_width: float = 0.0
 
   def __post_init__(self):
     if self.head not in HEADS:
@@ -43,6 +46,11 @@ class AgentPreset:
                        f'of {LOSSES}.')
     if self.huber_param < 0:
       raise ValueError(f'Preset {self.name}: huber_param must be >= 0.')
+    smoothed = self.loss == 'multiquadric_cramer'
+    if (self.smoothing_width > 0) != smoothed or self.smoothing_width < 0:
+      raise ValueError(f'Preset {self.name}: smoothing_width must be '
+                       + ('> 0 with' if smoothed else '0 without')
+                       + ' the multiquadric_cramer loss.')
 
 
 def check_package(package: str, package_presets: Sequence[AgentPreset],
@@ -135,7 +143,11 @@ def markdown_table(all_presets: Iterable[AgentPreset]) -> str:
            '|---|---|---|---|---|---|---|']
   for p in all_presets:
     kappa = f'{p.huber_param:g}' if p.loss == 'qr' else '–'
+    loss = {'qr': 'QR', 'cramer': 'Cramér',
+            'multiquadric_cramer': 'Cramér, multiquadric '
+                                   f'(h = {p.smoothing_width:g} × spread)'
+            }[p.loss]
     lines.append(f'| {p.name} | `{p.package}` | {p.head.upper()} | '
-                 f'{"QR" if p.loss == "qr" else "Cramér"} | {kappa} | '
+                 f'{loss} | {kappa} | '
                  f'{"yes" if p.scale_grad else "no"} | {p.summary} |')
   return '\n'.join(lines) + '\n'

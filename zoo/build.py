@@ -57,7 +57,8 @@ def learner_parts(suite, s: settings_lib.Settings, num_actions: int,
   agent_key = jax.random.PRNGKey(rng.randint(2**31 - 1))
   return LearnerParts(
       network=hk.transform(network_fn),
-      loss_fn=agent_lib.make_loss_fn(s.loss, s.huber_param),
+      loss_fn=agent_lib.make_loss_fn(s.loss, s.huber_param,
+                                      s.smoothing_width),
       optimizer=agent_lib.make_optimizer(s.learning_rate, s.optimizer_epsilon,
                                          s.max_global_grad_norm),
       grad_scale=2.0 / s.num_quantiles if s.scale_grad else 1.0,

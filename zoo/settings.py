@@ -17,6 +17,7 @@ from typing import Any, Dict, Mapping, Optional
 
 
 from zoo import agent as agent_lib
+from zoo import agents as agents_lib
 
 # The run directory: {root}/{RUN_DIR}/ holds RESULTS_FILE, run.json,
 # CHECKPOINT_DIR and TENSORBOARD_DIR.
@@ -104,7 +105,11 @@ class Settings:
   head: Optional[str] = _flag(None, "Network head; unset: the preset's.",
                               'enum', enum_values=['fc', 'nc'])
   loss: Optional[str] = _flag(None, "Loss; unset: the preset's.", 'enum',
-                              enum_values=['qr', 'cramer'])
+                              enum_values=list(agents_lib.LOSSES))
+  smoothing_width: Optional[float] = _flag(
+      None, "Multiquadric Cramér loss: the kernel's width relative to the "
+      "source atoms' spread, h = c × E|X − X'|; unset: the preset's.",
+      'float')
   scale_grad: Optional[bool] = _flag(
       None, "Multiply the gradient by 2/N; unset: the preset's.", 'bool')
   nc_scale_activation: str = _flag(
@@ -216,7 +221,7 @@ def resolve_settings(suite, preset, values: Mapping[str, Any]) -> Settings:
     s[name] = value.format(**fields)
     if name == 'results_csv_path' and s[name]:
       fields['results_dir'] = os.path.dirname(s[name]) or '.'
-  for name in ('head', 'loss', 'huber_param', 'scale_grad'):
+  for name in ('head', 'loss', 'huber_param', 'scale_grad', 'smoothing_width'):
     if s[name] is None:
       s[name] = getattr(preset, name)
   if s['optimizer_epsilon'] is None and s['num_quantiles'] > 0:
@@ -236,7 +241,7 @@ _POSITIVE = (
 _UNIT_INTERVAL = ('exploration_epsilon_begin_value',
                   'exploration_epsilon_end_value', 'eval_exploration_epsilon',
                   'additional_discount')
-_NON_NEGATIVE = ('num_iterations', 'huber_param',
+_NON_NEGATIVE = ('num_iterations', 'huber_param', 'smoothing_width',
                  'exploration_epsilon_decay_frame_fraction')
 
 
@@ -259,6 +264,11 @@ def validate_settings(suite, s: Settings) -> None:
     if not 0 <= getattr(s, name) <= 1:
       raise ConfigError(f'--{name} must lie in [0, 1], got '
                         f'{getattr(s, name)}.')
+  if (s.smoothing_width > 0) != (s.loss == 'multiquadric_cramer'):
+    raise ConfigError(
+        f'--smoothing_width={s.smoothing_width:g} with --loss={s.loss}: the '
+        'width smooths the multiquadric_cramer loss only, and that loss needs '
+        'one > 0 (e.g. --preset=CR-DQN-MQ; 0 is --loss=cramer).')
   if s.batch_size > s.min_replay_size():
     raise ConfigError(
         f'--batch_size={s.batch_size} exceeds the minimum replay size '

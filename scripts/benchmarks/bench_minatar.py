@@ -170,7 +170,7 @@ class ConfigBench:
 
 def _configs(labels) -> List[minatar_study.Config]:
   known = {c.label: c for c in minatar_study.CONFIGS +
-           (minatar_study.K_STREAM_CONFIG,)}
+           minatar_study.OPTIONAL_CONFIGS + (minatar_study.K_STREAM_CONFIG,)}
   unknown = [label for label in labels if label not in known]
   if unknown or not labels:
     raise app.UsageError(f'Unknown --configs {unknown}; choose from '

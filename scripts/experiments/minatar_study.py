@@ -71,6 +71,9 @@ class Config(NamedTuple):
 STUDY_PRESETS = ('QR-DQN-1', 'QR-DQN-0', 'CR-DQN', 'NC-CR-DQN', 'NC-QR-DQN-0')
 CONFIGS = tuple(Config(name, name) for name in STUDY_PRESETS)
 K_STREAM_CONFIG = Config('CR-DQN-K8', 'CR-DQN', ('--num_envs=8',))
+# Run when named in --configs, not by default: the smoothed Cramér loss
+# (docs: A smoothed Cramér loss), compared with CR-DQN and QR-DQN-1.
+OPTIONAL_CONFIGS = (Config('CR-DQN-MQ', 'CR-DQN-MQ'),)
 
 
 def config_settings(config: Config) -> Dict[str, Any]:
@@ -338,7 +341,7 @@ def estimate_seconds(num_runs: int, parallel: int, num_iterations: int,
 
 
 def _validate() -> Tuple[List[Config], List[str], List[int]]:
-  labels = {c.label: c for c in CONFIGS}
+  labels = {c.label: c for c in CONFIGS + OPTIONAL_CONFIGS}
   unknown = [c for c in FLAGS.configs if c not in labels]
   if unknown:
     raise app.UsageError(f'Unknown --configs {unknown}; choose from '
