@@ -100,7 +100,7 @@ def make_loss_fn(loss: str, huber_param: float = 1.0,
 
 def default_optimizer_epsilon(loss: str, num_quantiles: int,
                               scale_grad: bool) -> float:
-  """Return Adam's ε: 0.01/32, times 2/N for the Cramér losses or scale_grad."""
+  """Return Adam's ε: 0.01/32, × 2/N for the Cramér losses or scale_grad."""
   if loss != 'qr' or scale_grad:
     return BASE_OPTIMIZER_EPSILON * 2 / num_quantiles
   return BASE_OPTIMIZER_EPSILON
