@@ -175,17 +175,11 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
                    jnp.int32(0), jnp.int32(0))
 
   def start_train(state: SeedState, env_key) -> SeedState:
-    """Return the state with its training phase's streams.
-
-    K = 1: fresh streams of `env_key` every phase (DQN Zoo). K > 1: the
-    streams go on (episodes running carry their returns) as zoo.train_streams.
-    """
-    if k == 1:
-      return state._replace(train_streams=start_phase(env_key))
+    """Return the state at a training phase's start: its streams fresh at
+    K = 1 (DQN Zoo), going on at K > 1 (as zoo.train_streams')."""
     streams = state.train_streams
-    return state._replace(train_streams=phase_start(
-        streams.env_state, streams.timestep, streams.env_key,
-        streams.tally.running))
+    return state._replace(train_streams=start_phase(env_key) if k == 1 else
+                          phase_start(*streams[:3], streams.tally.running))
 
   def env_step(streams: Streams, actions) -> Streams:
     """Step the K streams (the adapter cuts episodes at the frame cap)."""

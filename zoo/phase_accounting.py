@@ -1,23 +1,12 @@
-"""One phase's accounting of K streams, in numpy or jax.numpy (`xp`).
+"""One phase's accounting of K streams, numpy or jax.numpy (`xp`), both loops.
 
-Both loops count their phases here: zoo.run_loop and zoo.train_streams on
-host arrays (`run_steps`), zoo.jitted_train on device arrays inside jit,
-vmap and scan (`count`, `is_over`). Every timestep a stream spends in a
-counted episode counts `num_action_repeats` frames (its FIRST one too, as
-DQN Zoo counts), summed over the streams; returns are of raw rewards. A
-phase starts with every stream's episode counted (an episode carried over
-from the previous phase too), and a stream's next episode counts only if
-it starts while fewer than the budget's frames are spent. Two stop rules:
-
-- Budget (training at any K; evaluation at K = 1, DQN Zoo's rule): stop once
-  the frames are spent; every timestep counted, the running episodes cut.
-  Training streams at K > 1 go on in the next phase (zoo.train_streams).
-- Whole episodes (evaluation at K > 1): stop once the frames are spent and
-  every counted episode has ended (docs/environments.md).
-
-The phase's return (`phase_stats`) is the mean over the counted episodes
-that ended in it, wherever they started; if none ended, the running (cut)
-episode's partial return at K = 1 (DQN Zoo), NaN at K > 1.
+Each timestep a stream spends in a counted episode counts `num_action_repeats`
+frames. A phase starts with every stream's episode counted (one carried over
+too); a later episode counts if it starts before the frames are spent. The
+phase ends once they are (budget: training, and evaluation at K = 1, DQN Zoo)
+and, for whole episodes (evaluation at K > 1), every counted episode ended.
+Its return: the mean over the counted episodes that ended; if none did, the
+partial return at K = 1 (DQN Zoo), NaN at K > 1 (docs/training-streams.md).
 """
 
 import math
@@ -100,11 +89,7 @@ def run_steps(timestep: environment.BatchedTimeStep,
               whole_episodes: bool,
               on_step: Optional[Callable[[int], None]] = None
               ) -> Tuple[np.ndarray, Tally]:
-  """Act on and count host timesteps until the phase is over.
-
-  Returns:
-    (the actions chosen for the last timestep, not run; the totals).
-  """
+  """Act and count until the phase is over; return (last actions, tally)."""
   while True:
     actions = act(timestep)
     tally = count(tally, timestep.step_type, timestep.reward, num_frames,

@@ -41,17 +41,9 @@ def run_phase(env: environment.BatchedEnvironment,
               ) -> phase_accounting.PhaseStats:
   """Run `act` on every stream of a fresh environment for one phase.
 
-  Counted by zoo.phase_accounting, which holds the rules: budget
-  (`whole_episodes=False`; evaluation with K = 1, DQN Zoo's rule) or whole
-  episodes (`whole_episodes=True`; evaluation with K > 1): a stream starts
-  a new episode only while fewer than `num_frames` frames are spent (summed
-  over the streams), and every episode started runs to its end, so
-  num_episodes >= K. Whether an episode starts depends only on the past, so
-  by Wald's identity E[sum of returns] = E[episodes] x E[return]: the mean
-  is a ratio estimator of E[return], with a bias of order 1 / episodes
-  (tests/test_zoo_run_loop.py measures it). Frames of streams waiting for
-  the others are not counted; the phase counts at most
-  num_frames + K x (longest episode) frames.
+  Counted by zoo.phase_accounting: the budget rule (evaluation at K = 1,
+  DQN Zoo's) or whole episodes (evaluation at K > 1; a ratio estimator of
+  the mean return, docs/environments.md).
 
   Args:
     env: the phase's (fresh) environment.
@@ -143,13 +135,10 @@ def _restore(path: str, agent, replay) -> Tuple[int, List[Dict], int]:
   return saved.meta['iteration'], saved.meta['rows'], saved_until
 
 
-def _run_fresh_phase(make_environment, iteration: int, phase: str, step_fn,
-                     num_frames: int, num_action_repeats: int,
-                     hooks: Sequence[RunHooks]) -> phase_accounting.PhaseStats:
-  """Run a phase on a fresh environment of (iteration, phase); close it.
-
-  Evaluation with K > 1 streams counts whole episodes (run_phase).
-  """
+def _hooked_phase(hooks: Sequence[RunHooks], iteration: int, phase: str,
+                  run: Callable[[Any], phase_accounting.PhaseStats]
+                  ) -> phase_accounting.PhaseStats:
+  """Return run(on_step)'s phase, telling the hooks of it."""
   for hook in hooks:
     hook.begin_phase(iteration, phase)
 
@@ -157,35 +146,20 @@ def _run_fresh_phase(make_environment, iteration: int, phase: str, step_fn,
     for hook in hooks:
       hook.on_step(frames)
 
-  env = make_environment(iteration, phase)
-  try:
-    stats = run_phase(env, step_fn, num_frames, num_action_repeats,
-                      whole_episodes=phase == 'eval' and env.num_envs > 1,
-                      on_step=on_step if hooks else None)
-  finally:
-    env.close()
+  stats = run(on_step if hooks else None)
   for hook in hooks:
     hook.end_phase(iteration, phase, stats)
   return stats
 
 
-def _run_train_phase(streams: train_streams_lib.TrainStreams, iteration: int,
-                     step_fn, num_frames: int, num_action_repeats: int,
-                     hooks: Sequence[RunHooks]) -> phase_accounting.PhaseStats:
-  """Run a training phase on the run's training streams."""
-  for hook in hooks:
-    hook.begin_phase(iteration, 'train')
-
-  def on_step(frames):
-    for hook in hooks:
-      hook.on_step(frames)
-
-  stats = streams.run_phase(iteration, step_fn, num_frames,
-                            num_action_repeats,
-                            on_step=on_step if hooks else None)
-  for hook in hooks:
-    hook.end_phase(iteration, 'train', stats)
-  return stats
+def _evaluate(env: environment.BatchedEnvironment, act, num_frames: int,
+              num_action_repeats: int, on_step) -> phase_accounting.PhaseStats:
+  """Evaluate on a fresh environment, whole episodes at K > 1; close it."""
+  try:
+    return run_phase(env, act, num_frames, num_action_repeats,
+                     whole_episodes=env.num_envs > 1, on_step=on_step)
+  finally:
+    env.close()
 
 
 def run_experiment(
@@ -245,12 +219,14 @@ def run_experiment(
       train_stats = None
       if iteration > 0:
         agent.reset_statistics()
-        train_stats = _run_train_phase(streams, iteration, agent.step,
-                                       num_train_frames, num_action_repeats,
-                                       hooks)
-      eval_stats = _run_fresh_phase(make_environment, iteration, 'eval',
-                                    agent.eval_step, num_eval_frames,
-                                    num_action_repeats, hooks)
+        train_stats = _hooked_phase(
+            hooks, iteration, 'train', lambda on_step: streams.run_phase(
+                iteration, agent.step, num_train_frames, num_action_repeats,
+                on_step))
+      eval_stats = _hooked_phase(
+          hooks, iteration, 'eval', lambda on_step: _evaluate(
+              make_environment(iteration, 'eval'), agent.eval_step,
+              num_eval_frames, num_action_repeats, on_step))
 
       row = results_csv.make_row(
           agent=s.agent, environment_name=environment_name, seed=s.seed,

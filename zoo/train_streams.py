@@ -1,28 +1,15 @@
 """The training environment of a run: K streams that go on across phases.
 
-One rule per K (docs/training-streams.md; counted by zoo.phase_accounting,
-and the jitted loop, zoo.jitted_train, runs the same streams):
-
-- K = 1 (DQN Zoo, exactly): every training phase runs on a fresh environment
-  of (seed, iteration, 'train'); the episode running when the phase's frames
-  are spent is cut. The phase's return is the mean over the episodes that
-  completed in it, else the cut episode's partial return.
-- K > 1: the environment is made once, at the first training phase, and its
-  streams go on across phases: an episode running when a phase ends goes on
-  in the next training phase (evaluation has its own environments). The
-  training steps of all phases form one unbroken sequence per stream, as if
-  the evaluations between them did not happen. A phase's return is the mean
-  over the episodes that ended in it, wherever they started; NaN if none
-  ended (never a partial return).
-
-Resume with K > 1 restarts the streams: the emulators' states are not in the
-checkpoint (ale_py's AtariVectorEnv exposes no per-emulator state to save or
-restore), so the resumed run makes a fresh environment of (seed, resumed
-iteration, 'train'), as a K = 1 phase would, and the K episodes running at
-the checkpoint are cut there. Everything else (agent, replay, rows) resumes
-exactly. (The jitted loop's streams are arrays, checkpointed: its resume at
-K > 1 is exact.) `get_state()` records what was running (JSON-able, for the
-checkpoint's meta under META_KEY).
+K = 1 (DQN Zoo, exactly): every training phase runs on a fresh environment of
+(seed, iteration, 'train'), cut when its frames are spent. K > 1: the
+environment is made at the first training phase and its streams go on across
+phases, as if the evaluations between them did not happen. Counted by
+zoo.phase_accounting; the jitted loop (zoo.jitted_train) runs the same
+streams. Resume at K > 1 restarts the streams from a fresh environment of
+(seed, resumed iteration, 'train'), cutting the K running episodes: ale_py's
+AtariVectorEnv cannot save or restore an emulator (docs/training-streams.md).
+`get_state()` records what was running (JSON, the checkpoint's meta under
+META_KEY).
 """
 
 import time
@@ -56,11 +43,6 @@ class TrainStreams:
     self._actions = None        # [K] chosen for the last timestep, not run.
     self._returns = None        # [K] raw return of each running episode.
     self._episode_steps = None  # [K] agent steps since each stream's FIRST.
-
-  @property
-  def env(self) -> Optional[environment.BatchedEnvironment]:
-    """Return the environment kept for the next phase (None: a fresh one)."""
-    return self._env
 
   def run_phase(self, iteration: int,
                 act: Callable[[environment.BatchedTimeStep], np.ndarray],
