@@ -155,7 +155,7 @@ def test_update_equals_zoo_agent(name):
   functions = jitted_train.make_train(cfg, jax_bandit.Bandit(), network,
                                      loss_fn, optimizer, 0.99, grad_scale)
   seed_key = jax.random.PRNGKey(3)  # Both loops: build.learner_parts'.
-  state = jax.jit(functions.init)(seed_key)
+  state = jax.jit(functions.init)(seed_key, jax.random.PRNGKey(0))
   filled, _ = _filled_replay(cfg, 40, 7)
   agent = agent_lib.QuantileAgent(
       network=network, loss_fn=loss_fn, optimizer=optimizer,
@@ -317,3 +317,32 @@ def test_csvs_learning_and_resume(tmp_path):
   rows = _run(values, [1, 2], restart=True)  # Compiled already: reused.
   assert [len(r) for r in rows] == [4, 4]
   assert any(p.name.startswith('checkpoints.') for p in seed_2.parent.iterdir())
+
+
+def test_training_streams_go_on_and_resume_exactly_at_k2(tmp_path):
+  """K = 2: episodes outlast a phase; the resumed run equals the whole one."""
+  # 400 steps per stream per phase, episodes of 600: none ends in
+  # iteration 1, each stream's first ends in iteration 2.
+  env = jax_bandit.Bandit(episode_length=600)
+
+  def run(root, log=lambda *a: None):
+    values = dict(_values(str(root), num_iterations=2), num_envs=2)
+    return experiment.run_seeds(run_minatar.MINATAR, cr_dqn_agent.PRESETS[0],
+                                values, [1], env=env, log=log)[0]
+
+  whole = run(tmp_path / 'whole')
+  assert [r['train_num_episodes'] for r in whole[1:]] == [0, 2]
+  assert np.isnan(whole[1]['train_episode_return'])  # Never a partial one.
+  # Each episode's return spans both phases: at most 599 rewarded steps.
+  assert 200 < whole[2]['train_episode_return'] <= 599
+  with test_zoo_interrupts.installed_handlers():
+    def log(message, *args):
+      if message.startswith('Iteration %d/%d: eval') and args[0] == 1:
+        signal.raise_signal(signal.SIGINT)
+
+    with pytest.raises(interrupts.Interrupted, match='iteration 2'):
+      run(tmp_path / 'split', log=log)
+  resumed = run(tmp_path / 'split')
+  for got, want in zip(resumed, whole):
+    for column in results_csv.DETERMINISTIC_COLUMNS:
+      np.testing.assert_equal(got[column], want[column], err_msg=column)

@@ -4,7 +4,7 @@ import io
 import math
 
 from zoo import progress
-from zoo import run_loop
+from zoo import phase_accounting
 
 
 class _Clock:
@@ -27,7 +27,7 @@ _ROW = {'frame': 0, 'eval_episode_return': 1.5, 'eval_num_episodes': 2,
 
 
 def _stats(frames, seconds):
-  return run_loop.PhaseStats(0.0, 1, frames, frames / seconds, seconds)
+  return phase_accounting.PhaseStats(0.0, 1, frames, frames / seconds, seconds)
 
 
 def _progress(clock, lines, **kwargs):

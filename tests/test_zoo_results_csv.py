@@ -5,12 +5,13 @@ import os
 
 from tests import csv_check
 from zoo import results_csv
-from zoo import run_loop
+from zoo import phase_accounting
 
 
 def _row(iteration, trained, agent='cr_dqn'):
-  stats = run_loop.PhaseStats(episode_return=3.0, num_episodes=2,
-                              num_frames=100, frame_rate=50.0, duration=2.0)
+  stats = phase_accounting.PhaseStats(episode_return=3.0, num_episodes=2,
+                                      num_frames=100, frame_rate=50.0,
+                                      duration=2.0)
   return results_csv.make_row(
       agent=agent, environment_name='pong', seed=1, iteration=iteration,
       frame=iteration * 100, eval_stats=stats,

@@ -58,12 +58,15 @@ def test_phase_return_is_mean_of_complete_episodes_of_raw_rewards():
   assert stats.episode_return == (2 + 8) / 2  # Unclipped; partial ignored.
 
 
-def test_phase_return_is_partial_when_no_episode_completes():
+def test_phase_return_when_no_episode_completes():
   script = [[(F, 0), (F, 0)], [(M, 5), (M, 1)], [(M, 2), (M, 1)]]
   stats = run_loop.run_phase(_ScriptedEnv(script), _act, num_frames=24,
                              num_action_repeats=4)
   assert stats.num_episodes == 0 and stats.num_frames == 24
-  assert stats.episode_return == (7 + 2) / 2  # Mean over streams.
+  assert math.isnan(stats.episode_return)  # K > 1: never a partial return.
+  one = run_loop.run_phase(_ScriptedEnv([s[:1] for s in script]), _act,
+                           num_frames=12, num_action_repeats=4)
+  assert (one.num_episodes, one.episode_return) == (0, 7.0)  # DQN Zoo's.
 
 
 class _EpisodeEnv(environment.BatchedEnvironment):

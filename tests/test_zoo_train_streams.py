@@ -116,8 +116,7 @@ def test_fresh_environment_per_phase_never_completes_an_episode():
     stats = run_loop.run_phase(_LongEpisodes(K, LENGTH, iteration), actor,
                                FRAMES, REPEATS)
     assert stats.num_episodes == 0
-    # A partial return: 29 rewarded steps of each stream's episode.
-    assert stats.episode_return == STEPS_PER_PHASE - 1
+    assert math.isnan(stats.episode_return)  # K > 1: no partial return.
   episode_steps = replay.steps(0, replay.num_steps)[0][1]['episode_steps']
   assert episode_steps.max() == STEPS_PER_PHASE - 1
 
@@ -135,7 +134,7 @@ def test_streams_go_on_and_complete_whole_episodes():
   results = [streams.run_phase(i, actor, FRAMES, REPEATS)
              for i in range(1, PHASES + 1)]
   assert [env.seed for env in made] == [1]  # Made once, never closed.
-  assert not made[0].closed and streams.env is made[0]
+  assert not made[0].closed and streams.get_state()
   assert all(r.num_frames == FRAMES for r in results)
   # Episodes of stream k last 100 + k + e steps and return one less.
   ended = {}
@@ -189,7 +188,7 @@ def test_one_stream_is_dqn_zoo_a_fresh_environment_per_phase():
         frames, REPEATS)
     assert (result.episode_return, result.num_episodes, result.num_frames) == (
         expected.episode_return, expected.num_episodes, expected.num_frames)
-    assert made[-1].closed and streams.env is None
+    assert made[-1].closed
     assert streams.get_state() is None
   assert [e.seed for e in made] == [1, 2, 3]
   assert len(logs['streams']) == len(logs['run_phase'])
@@ -250,7 +249,7 @@ def test_an_abandoned_phase_closes_the_streams():
   actor = _Actor(_replay(2, 200))
   with pytest.raises(KeyError):
     streams.run_phase(1, actor, 80, REPEATS, on_step=stop)
-  assert made[0].closed and streams.env is None
+  assert made[0].closed and streams.get_state() is None
   streams.run_phase(2, actor, 80, REPEATS)
   assert [e.seed for e in made] == [1, 2]
   with pytest.raises(ValueError, match='positive frame budget'):

@@ -6,9 +6,11 @@ run directories held): it checks each seed's checkpoint with zoo.resume
 (verification, fallback, ownership, finished rows), then `run_group` jits
 zoo.jitted_train's pure functions in one place and runs the iterations of
 zoo.run_loop (iteration 0 evaluates only; each later one trains
-num_train_frames, then evaluates num_eval_frames, each phase on fresh
-environments seeded from (seed, iteration, phase)). Every seed writes its
-own run directory: results CSV, run.json and checkpoints, as the Python loop.
+num_train_frames, then evaluates num_eval_frames; environments seeded from
+(seed, iteration, phase): evaluation fresh every phase, training as
+zoo.train_streams, fresh every phase at K = 1, made at iteration 1 and
+going on at K > 1). Every seed writes its own run directory: results CSV,
+run.json and checkpoints (the training streams in them), as the Python loop.
 """
 
 import dataclasses
@@ -27,6 +29,7 @@ from zoo import interrupts
 from zoo import jitted_train
 from zoo import minatar_env
 from zoo import minatar_jax_env
+from zoo import phase_accounting
 from zoo import results_csv
 from zoo import resume
 from zoo import run_json
@@ -200,11 +203,12 @@ def run_group(*, cfg: jitted_train.LoopConfig,
   epsilon = parts[0].epsilon
   # The one place where the pure functions are jitted.
   init = jax.jit(jax.vmap(functions.init))
-  start_phase = jax.jit(jax.vmap(functions.start_phase))
-  train_chunk = jax.jit(functions.train_chunk, static_argnums=3)
+  start_train = jax.jit(jax.vmap(functions.start_train))
+  train_chunk = jax.jit(functions.train_chunk, static_argnums=2)
   eval_phase = jax.jit(functions.eval_phase)
 
-  states = init(jnp.stack([p.agent_key for p in parts]))
+  states = init(jnp.stack([p.agent_key for p in parts]),
+                phase_keys(seeds, 1, 'train'))
   # A real copy: the target must not share the online parameters' buffers.
   states = states._replace(target_params=jax.tree.map(jnp.copy,
                                                       states.target_params))
@@ -220,16 +224,14 @@ def run_group(*, cfg: jitted_train.LoopConfig,
 
   num_blocks = cfg.num_train_frames // cfg.block_frames
   chunks = chunk_sizes(num_blocks)
-  streams = None
   for iteration in range(start.iteration, s.num_iterations + 1):
     train_stats = [None] * len(runs)
     if iteration > 0:
       begin = time.perf_counter()
-      streams = start_phase(phase_keys(seeds, iteration, 'train'))
+      states = start_train(states, phase_keys(seeds, iteration, 'train'))
       last_line = begin
       for done, size in enumerate(chunks, 1):
-        states, streams, t = train_chunk(states, streams, jnp.int32(frame_t),
-                                         size)
+        states, t = train_chunk(states, jnp.int32(frame_t), size)
         frame_t += size * cfg.block_frames
         t.block_until_ready()
         now = time.perf_counter()
@@ -244,11 +246,11 @@ def run_group(*, cfg: jitted_train.LoopConfig,
               cfg.num_train_frames, rate, len(runs), rate * len(runs), left)
           last_line = now
         _check_interrupt(iteration, frame_t, checkpointing)
-      streams = jax.device_get(streams)
+      streams = jax.device_get(states.train_streams)
       duration = time.perf_counter() - begin
       _check_observations(streams)
-      train_stats = [jitted_train.phase_stats(streams, i, duration)
-                     for i in range(len(runs))]
+      train_stats = [phase_accounting.phase_stats(
+          _seed_slice(streams.tally, i), duration) for i in range(len(runs))]
     begin = time.perf_counter()
     states, eval_streams = eval_phase(
         states, phase_keys(seeds, iteration, 'eval'))
@@ -256,7 +258,8 @@ def run_group(*, cfg: jitted_train.LoopConfig,
     duration = time.perf_counter() - begin
     _check_observations(eval_streams)
     for index, run in enumerate(runs):
-      eval_stats = jitted_train.phase_stats(eval_streams, index, duration)
+      eval_stats = phase_accounting.phase_stats(
+          _seed_slice(eval_streams.tally, index), duration)
       value = (float(streams.value_sum[index]) /
                max(int(streams.value_count[index]), 1)
                if iteration > 0 else math.nan)

@@ -18,24 +18,22 @@ minimum, then the target copy when a multiple of the target period was
 crossed: the reference agent's order and counts (zoo.agent.QuantileAgent,
 K x frames per step). The frame counter is shared by the seeds (they run
 in lockstep), so those conditions are real branches, not selects.
-Phases count frames and episodes as zoo.run_loop.run_phase does.
+Phases are counted by zoo.phase_accounting, the Python loop's code. The
+training streams are part of the seed's state: at K = 1 fresh every phase
+(DQN Zoo), at K > 1 they go on across iterations, as zoo.train_streams's,
+and are checkpointed with the seed (an exact resume).
 """
 
-import math
 from typing import Any, Callable, NamedTuple
 
 import haiku as hk
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from zoo import agent as agent_lib
 from zoo import device_replay
-from zoo import environment
 from zoo import packed_replay
-from zoo import run_loop
-
-FIRST, LAST = environment.FIRST, environment.LAST
+from zoo import phase_accounting
 
 
 class LoopConfig(NamedTuple):
@@ -74,6 +72,17 @@ class LoopConfig(NamedTuple):
                                 self.observation_shape)
 
 
+class Streams(NamedTuple):
+  """One seed's K environment streams and its phase's statistics."""
+  env_state: Any
+  timestep: Any                 # The adapter's TimeStep, fields [K, ...].
+  env_key: jnp.ndarray
+  tally: phase_accounting.Tally  # The phase's frames, episodes, returns.
+  value_sum: jnp.ndarray        # float32, max-Q of the states acted on.
+  value_count: jnp.ndarray      # int32.
+  non_binary: jnp.ndarray       # int32, observations with a value > 1.
+
+
 class SeedState(NamedTuple):
   """What one seed carries across iterations (checkpointed)."""
   params: Any
@@ -83,28 +92,15 @@ class SeedState(NamedTuple):
   episode_step: jnp.ndarray           # [K] int32, the replay's per stream.
   rng_key: jnp.ndarray                # Acting (train) and learning.
   eval_rng_key: jnp.ndarray
-
-
-class Streams(NamedTuple):
-  """One seed's K environment streams within a phase, and its statistics."""
-  env_state: Any
-  timestep: Any                 # The adapter's TimeStep, fields [K, ...].
-  env_key: jnp.ndarray
-  running: jnp.ndarray          # [K] float32 return of the current episode.
-  counted: jnp.ndarray          # [K] bool: in an episode that counts.
-  frames: jnp.ndarray           # int32, frames counted (run_phase's).
-  return_sum: jnp.ndarray       # float32, of the completed counted episodes.
-  num_episodes: jnp.ndarray     # int32.
-  value_sum: jnp.ndarray        # float32, max-Q of the states acted on.
-  value_count: jnp.ndarray      # int32.
-  non_binary: jnp.ndarray       # int32, observations with a value > 1.
+  # The training streams; their timestep is the next to act on.
+  train_streams: Streams
 
 
 class Functions(NamedTuple):
   """The pure functions of a group (make_train); run_group jits them."""
-  init: Callable           # (seed key) -> SeedState
-  start_phase: Callable    # (env key) -> Streams
-  train_chunk: Callable    # (states, streams, frame_t, num_blocks) -> ...
+  init: Callable           # (seed key, first train env key) -> SeedState
+  start_train: Callable    # (state, env key) -> the phase's SeedState
+  train_chunk: Callable    # (states, frame_t, num_blocks) -> ...
   eval_phase: Callable     # (states, env keys) -> (states, streams)
 
 
@@ -152,7 +148,8 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
   learn = make_learn(cfg, network, loss_fn, optimizer, additional_discount,
                      grad_scale)
 
-  def init(key) -> SeedState:
+  def init(key, env_key) -> SeedState:
+    """Return a seed's state; its streams: the first training phase's."""
     init_key, rng_key, eval_rng_key = jax.random.split(key, 3)
     sample_observation = jnp.zeros((1,) + cfg.observation_shape + (1,),
                                    jnp.uint8)
@@ -161,15 +158,28 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
                      optimizer.init(params),
                      packed_replay.empty(k, cfg.stream_capacity,
                                          cfg.observation_shape),
-                     jnp.zeros(k, jnp.int32), rng_key, eval_rng_key)
+                     jnp.zeros(k, jnp.int32), rng_key, eval_rng_key,
+                     start_phase(env_key))
 
   def start_phase(env_key) -> Streams:
+    """Return fresh streams of `env_key` at a phase's start."""
     env_key, *reset_keys = jax.random.split(env_key, k + 1)
     env_state, timestep = jax.vmap(env.reset)(jnp.stack(reset_keys))
-    zero_f, zero_i = jnp.float32(0), jnp.int32(0)
-    return Streams(env_state, timestep, env_key, jnp.zeros(k, jnp.float32),
-                   jnp.zeros(k, bool), zero_i, zero_f, zero_i, zero_f, zero_i,
-                   zero_i)
+    return phase_start(env_state, timestep, env_key,
+                       jnp.zeros(k, jnp.float32))
+
+  def phase_start(env_state, timestep, env_key, running) -> Streams:
+    """Return streams at a phase's start: zero statistics."""
+    return Streams(env_state, timestep, env_key,
+                   phase_accounting.start(running, xp=jnp), jnp.float32(0),
+                   jnp.int32(0), jnp.int32(0))
+
+  def start_train(state: SeedState, env_key) -> SeedState:
+    """Return the state at a training phase's start: its streams fresh at
+    K = 1 (DQN Zoo), going on at K > 1 (as zoo.train_streams')."""
+    streams = state.train_streams
+    return state._replace(train_streams=start_phase(env_key) if k == 1 else
+                          phase_start(*streams[:3], streams.tally.running))
 
   def env_step(streams: Streams, actions) -> Streams:
     """Step the K streams (the adapter cuts episodes at the frame cap)."""
@@ -180,23 +190,17 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
                             env_key=env_key)
 
   def account(streams: Streams, budget: int) -> Streams:
-    """Count the current timestep as zoo.run_loop.run_phase does."""
+    """Count the current timestep (zoo.phase_accounting; frames = steps)."""
     timestep = streams.timestep
-    first = timestep.step_type == FIRST
-    counted = jnp.where(first, streams.frames < budget, streams.counted)
-    frames = streams.frames + jnp.sum(counted, dtype=jnp.int32)
-    running = jnp.where(first, 0.0, streams.running + timestep.reward)
-    last = timestep.step_type == LAST
-    ended = last & counted
     return streams._replace(
-        counted=counted & ~last, frames=frames, running=running,
-        return_sum=streams.return_sum + jnp.sum(jnp.where(ended, running, 0)),
-        num_episodes=streams.num_episodes + jnp.sum(ended, dtype=jnp.int32),
+        tally=phase_accounting.count(streams.tally, timestep.step_type,
+                                     timestep.reward, budget, 1, xp=jnp),
         non_binary=streams.non_binary + jnp.any(
             timestep.observation > 1).astype(jnp.int32))
 
-  def block(state: SeedState, streams: Streams, frame_t):
+  def block(state: SeedState, frame_t):
     """Act, store and step for one block, then learn when due (one seed)."""
+    streams = state.train_streams
     for i in range(cfg.steps_per_block):
       epsilon = agent_lib.linear_schedule(
           frame_t + i * k, cfg.epsilon_begin, cfg.epsilon_end,
@@ -236,23 +240,21 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
                        frame_t // cfg.target_period)
     target_params = jax.lax.cond(copy, lambda p, t: p, lambda p, t: t,
                                  params, state.target_params)
-    state = state._replace(params=params, opt_state=opt_state,
-                           rng_key=rng_key, target_params=target_params)
-    return state, streams
+    return state._replace(params=params, opt_state=opt_state,
+                          rng_key=rng_key, target_params=target_params,
+                          train_streams=streams)
 
-  def train_chunk(states: SeedState, streams: Streams, frame_t,
-                  num_blocks: int):
-    """Run `num_blocks` blocks of every seed; return (states, streams, t)."""
+  def train_chunk(states: SeedState, frame_t, num_blocks: int):
+    """Run `num_blocks` blocks of every seed; return (states, frame_t)."""
 
     def body(carry, _):
-      states, streams, frame_t = carry
-      states, streams = jax.vmap(block, in_axes=(0, 0, None))(
-          states, streams, frame_t)
-      return (states, streams, frame_t + cfg.block_frames), None
+      states, frame_t = carry
+      states = jax.vmap(block, in_axes=(0, None))(states, frame_t)
+      return (states, frame_t + cfg.block_frames), None
 
-    (states, streams, frame_t), _ = jax.lax.scan(
-        body, (states, streams, frame_t), None, length=num_blocks)
-    return states, streams, frame_t
+    (states, frame_t), _ = jax.lax.scan(body, (states, frame_t), None,
+                                        length=num_blocks)
+    return states, frame_t
 
   def eval_seed(params, eval_rng_key, env_key):
     """Evaluate one seed; only the key and the streams are carried."""
@@ -265,9 +267,8 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
       eval_rng_key, actions, _ = agent_lib.select_action(
           network, params, eval_rng_key, observation, cfg.eval_epsilon)
       streams = account(streams, cfg.num_eval_frames)
-      done = streams.frames >= cfg.num_eval_frames
-      if whole_episodes:
-        done &= ~jnp.any(streams.counted)
+      done = phase_accounting.is_over(streams.tally, cfg.num_eval_frames,
+                                      whole_episodes, xp=jnp)
       return eval_rng_key, env_step(streams, actions), done
 
     eval_rng_key, streams, _ = jax.lax.while_loop(
@@ -280,19 +281,5 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
         states.params, states.eval_rng_key, env_keys)
     return states._replace(eval_rng_key=eval_rng_key), streams
 
-  return Functions(init, start_phase, train_chunk, eval_phase)
+  return Functions(init, start_train, train_chunk, eval_phase)
 
-
-def phase_stats(streams: Streams, seed_index: int, duration: float
-                ) -> run_loop.PhaseStats:
-  """Return zoo.run_loop's PhaseStats of one seed's (host) streams."""
-  num_episodes = int(streams.num_episodes[seed_index])
-  if num_episodes:
-    episode_return = float(streams.return_sum[seed_index]) / num_episodes
-  else:  # The budget rule's partial returns.
-    episode_return = float(np.mean(np.asarray(streams.running[seed_index],
-                                              np.float64)))
-  frames = int(streams.frames[seed_index])
-  return run_loop.PhaseStats(episode_return, num_episodes, frames,
-                             frames / duration if duration else math.nan,
-                             duration)

@@ -27,7 +27,7 @@ import numpy as np
 
 from zoo import environment
 from zoo import minatar_env
-from zoo import run_loop
+from zoo import phase_accounting
 
 GAMES: Tuple[str, ...] = minatar_env.GAMES
 
@@ -233,7 +233,7 @@ def random_policy_episodes(env: JaxMinAtar, rng_key, num_episodes: int):
 
 
 def random_policy_phase(game: str, seed: int,
-                        num_steps: int) -> run_loop.PhaseStats:
+                        num_steps: int) -> phase_accounting.PhaseStats:
   """Return a random policy's evaluation phase of `num_steps` on one stream.
 
   zoo.run_loop.run_phase's budget rule with K = 1: the mean return over the
@@ -252,5 +252,6 @@ def random_policy_phase(game: str, seed: int,
   completed = sums[episode[step_type == LAST]]
   episode_return = float(completed.mean()) if completed.size else float(
       sums[-1])
-  return run_loop.PhaseStats(episode_return, int(completed.size), num_steps,
-                             num_steps / duration, duration)
+  return phase_accounting.PhaseStats(episode_return, int(completed.size),
+                                     num_steps, num_steps / duration,
+                                     duration)

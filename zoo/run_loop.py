@@ -11,28 +11,20 @@ directory resumes (exactly at K = 1; at K > 1 with fresh training streams).
 """
 
 import time
-from typing import (Any, Callable, Dict, List, NamedTuple, Optional,
-                    Sequence, Tuple)
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from absl import logging
 import numpy as np
 
 from zoo import checkpoint
 from zoo import environment
+from zoo import phase_accounting
 from zoo import results_csv
 from zoo import resume
 from zoo import settings as settings_lib
 from zoo import train_streams as train_streams_lib
 
 PHASES = ('train', 'eval')
-
-
-class PhaseStats(NamedTuple):
-  episode_return: float  # Mean over complete episodes (see run_phase).
-  num_episodes: int      # Complete episodes.
-  num_frames: int        # Frames counted in the phase (all streams).
-  frame_rate: float      # num_frames / duration.
-  duration: float        # Seconds.
 
 
 def environment_seed(seed: int, iteration: int, phase: str) -> int:
@@ -45,32 +37,13 @@ def run_phase(env: environment.BatchedEnvironment,
               act: Callable[[environment.BatchedTimeStep], np.ndarray],
               num_frames: int, num_action_repeats: int, *,
               whole_episodes: bool = False,
-              on_step: Optional[Callable[[int], None]] = None) -> PhaseStats:
-  """Run `act` on every stream for a phase of `num_frames` frames.
+              on_step: Optional[Callable[[int], None]] = None
+              ) -> phase_accounting.PhaseStats:
+  """Run `act` on every stream of a fresh environment for one phase.
 
-  Every timestep a stream spends in a counted episode counts
-  `num_action_repeats` frames (its FIRST one too, as DQN Zoo counts), summed
-  over the streams. Returns are of raw (unclipped) rewards. Two rules:
-
-  - Budget (`whole_episodes=False`; evaluation with K = 1, DQN Zoo's rule
-    exactly; a run's training phases use zoo.train_streams, which keeps this
-    rule at K = 1): every stream steps until `num_frames` frames
-    are spent. The episode return is the mean over the episodes that
-    completed; if none did, the running (partial) return averaged over the
-    streams. With K streams each gets num_frames / K frames, so at K > 1 the
-    completed episodes are biased towards short ones and episodes are cut.
-  - Whole episodes (`whole_episodes=True`; evaluation with K > 1): a stream
-    starts a new episode only while fewer than `num_frames` frames are spent
-    (summed over the streams), and every episode started runs to its end
-    (the environment's frame cap ends it). The return is the mean over these
-    complete episodes, never a partial one, and every stream completes at
-    least one (all start at frame 0), so num_episodes >= K. Whether an
-    episode starts depends only on the past, so by Wald's identity
-    E[sum of returns] = E[episodes] x E[return]: the mean is a ratio
-    estimator of E[return], with a bias of order 1 / episodes
-    (tests/test_zoo_run_loop.py measures it). Frames of streams waiting for
-    the others are not counted; the phase counts at most
-    num_frames + K x (longest episode) frames.
+  Counted by zoo.phase_accounting: the budget rule (evaluation at K = 1,
+  DQN Zoo's) or whole episodes (evaluation at K > 1; a ratio estimator of
+  the mean return, docs/environments.md).
 
   Args:
     env: the phase's (fresh) environment.
@@ -86,35 +59,12 @@ def run_phase(env: environment.BatchedEnvironment,
   """
   if num_frames <= 0:
     raise ValueError(f'A phase needs a positive frame budget, got {num_frames}.')
-  num_streams = env.num_envs
-  running = np.zeros(num_streams, np.float64)
-  counted = np.zeros(num_streams, bool)  # In an episode that counts.
-  completed: List[float] = []
-  frames = 0
   start = time.perf_counter()
-  timestep = env.reset()
-  while True:
-    first = timestep.step_type == environment.FIRST
-    counted = np.where(first, frames < num_frames, counted)
-    actions = act(timestep)
-    frames += num_action_repeats * int(counted.sum())
-    running = np.where(first, 0.0, running + timestep.reward)
-    last = timestep.step_type == environment.LAST
-    if (last & counted).any():
-      completed.extend(running[last & counted].tolist())
-    counted &= ~last
-    if on_step is not None:
-      on_step(frames)
-    if frames >= num_frames and not (whole_episodes and counted.any()):
-      break
-    timestep = env.step(actions)
-  duration = time.perf_counter() - start
-  if completed:
-    episode_return = float(np.mean(completed))
-  else:  # Only under the budget rule.
-    episode_return = float(np.mean(running))
-  return PhaseStats(episode_return, len(completed), frames,
-                    frames / duration if frames else float('nan'), duration)
+  _, tally = phase_accounting.run_steps(
+      env.reset(), env.step, act,
+      phase_accounting.start(np.zeros(env.num_envs, np.float64)), num_frames,
+      num_action_repeats, whole_episodes, on_step)
+  return phase_accounting.phase_stats(tally, time.perf_counter() - start)
 
 
 class RunHooks:
@@ -140,7 +90,8 @@ class RunHooks:
   def on_step(self, frames: int) -> None:
     """`frames` counted so far in the phase; keep it cheap."""
 
-  def end_phase(self, iteration: int, phase: str, stats: PhaseStats) -> None:
+  def end_phase(self, iteration: int, phase: str,
+                stats: phase_accounting.PhaseStats) -> None:
     pass
 
   def end_iteration(self, iteration: int, row: Dict[str, Any]) -> None:
@@ -184,13 +135,10 @@ def _restore(path: str, agent, replay) -> Tuple[int, List[Dict], int]:
   return saved.meta['iteration'], saved.meta['rows'], saved_until
 
 
-def _run_fresh_phase(make_environment, iteration: int, phase: str, step_fn,
-                     num_frames: int, num_action_repeats: int,
-                     hooks: Sequence[RunHooks]) -> PhaseStats:
-  """Run a phase on a fresh environment of (iteration, phase); close it.
-
-  Evaluation with K > 1 streams counts whole episodes (run_phase).
-  """
+def _hooked_phase(hooks: Sequence[RunHooks], iteration: int, phase: str,
+                  run: Callable[[Any], phase_accounting.PhaseStats]
+                  ) -> phase_accounting.PhaseStats:
+  """Return run(on_step)'s phase, telling the hooks of it."""
   for hook in hooks:
     hook.begin_phase(iteration, phase)
 
@@ -198,38 +146,20 @@ def _run_fresh_phase(make_environment, iteration: int, phase: str, step_fn,
     for hook in hooks:
       hook.on_step(frames)
 
-  env = make_environment(iteration, phase)
-  try:
-    stats = run_phase(env, step_fn, num_frames, num_action_repeats,
-                      whole_episodes=phase == 'eval' and env.num_envs > 1,
-                      on_step=on_step if hooks else None)
-  finally:
-    env.close()
+  stats = run(on_step if hooks else None)
   for hook in hooks:
     hook.end_phase(iteration, phase, stats)
   return stats
 
 
-def _run_train_phase(streams: train_streams_lib.TrainStreams, iteration: int,
-                     step_fn, num_frames: int, num_action_repeats: int,
-                     hooks: Sequence[RunHooks]) -> PhaseStats:
-  """Run a training phase on the run's training streams."""
-  for hook in hooks:
-    hook.begin_phase(iteration, 'train')
-
-  def on_step(frames):
-    for hook in hooks:
-      hook.on_step(frames)
-
-  result = streams.run_phase(iteration, step_fn, num_frames,
-                             num_action_repeats,
-                             on_step=on_step if hooks else None)
-  stats = PhaseStats(result.episode_return, result.num_episodes,
-                     result.num_frames,
-                     result.num_frames / result.duration, result.duration)
-  for hook in hooks:
-    hook.end_phase(iteration, 'train', stats)
-  return stats
+def _evaluate(env: environment.BatchedEnvironment, act, num_frames: int,
+              num_action_repeats: int, on_step) -> phase_accounting.PhaseStats:
+  """Evaluate on a fresh environment, whole episodes at K > 1; close it."""
+  try:
+    return run_phase(env, act, num_frames, num_action_repeats,
+                     whole_episodes=env.num_envs > 1, on_step=on_step)
+  finally:
+    env.close()
 
 
 def run_experiment(
@@ -289,12 +219,14 @@ def run_experiment(
       train_stats = None
       if iteration > 0:
         agent.reset_statistics()
-        train_stats = _run_train_phase(streams, iteration, agent.step,
-                                       num_train_frames, num_action_repeats,
-                                       hooks)
-      eval_stats = _run_fresh_phase(make_environment, iteration, 'eval',
-                                    agent.eval_step, num_eval_frames,
-                                    num_action_repeats, hooks)
+        train_stats = _hooked_phase(
+            hooks, iteration, 'train', lambda on_step: streams.run_phase(
+                iteration, agent.step, num_train_frames, num_action_repeats,
+                on_step))
+      eval_stats = _hooked_phase(
+          hooks, iteration, 'eval', lambda on_step: _evaluate(
+              make_environment(iteration, 'eval'), agent.eval_step,
+              num_eval_frames, num_action_repeats, on_step))
 
       row = results_csv.make_row(
           agent=s.agent, environment_name=environment_name, seed=s.seed,

@@ -1,45 +1,28 @@
 """The training environment of a run: K streams that go on across phases.
 
-One rule per K (docs/training-streams.md):
-
-- K = 1 (DQN Zoo, exactly): every training phase runs on a fresh environment
-  of (seed, iteration, 'train'); the episode running when the phase's frames
-  are spent is cut. The phase's return is the mean over the episodes that
-  completed in it, else the cut episode's partial return.
-- K > 1: the environment is made once, at the first training phase, and its
-  streams go on across phases: an episode running when a phase ends goes on
-  in the next training phase (evaluation has its own environments). The
-  training steps of all phases form one unbroken sequence per stream, as if
-  the evaluations between them did not happen. A phase's return is the mean
-  over the episodes that ended in it, wherever they started; NaN if none
-  ended (never a partial return).
-
-Resume with K > 1 restarts the streams: the emulators' states are not in the
-checkpoint (ale_py's AtariVectorEnv exposes no per-emulator state to save or
-restore), so the resumed run makes a fresh environment of (seed, resumed
-iteration, 'train'), as a K = 1 phase would, and the K episodes running at
-the checkpoint are cut there. Everything else (agent, replay, rows) resumes
-exactly. `get_state()` records what was running (JSON-able, for the
-checkpoint's meta under META_KEY).
+K = 1 (DQN Zoo, exactly): every training phase runs on a fresh environment of
+(seed, iteration, 'train'), cut when its frames are spent. K > 1: the
+environment is made at the first training phase and its streams go on across
+phases, as if the evaluations between them did not happen. Counted by
+zoo.phase_accounting; the jitted loop (zoo.jitted_train) runs the same
+streams. Resume at K > 1 restarts the streams from a fresh environment of
+(seed, resumed iteration, 'train'), cutting the K running episodes: ale_py's
+AtariVectorEnv cannot save or restore an emulator (docs/training-streams.md).
+`get_state()` records what was running (JSON, the checkpoint's meta under
+META_KEY).
 """
 
 import time
-from typing import Any, Callable, Dict, NamedTuple, Optional
+from typing import Any, Callable, Dict, Optional
 
 from absl import logging
 import numpy as np
 
 from zoo import environment
+from zoo import phase_accounting
 
 # The key of get_state() in a checkpoint's meta.
 META_KEY = 'train_streams'
-
-
-class PhaseResult(NamedTuple):
-  episode_return: float  # Mean over the episodes that ended in the phase.
-  num_episodes: int      # Episodes that ended in the phase.
-  num_frames: int        # Frames counted (all streams).
-  duration: float        # Seconds, stepping and acting.
 
 
 class TrainStreams:
@@ -61,20 +44,15 @@ class TrainStreams:
     self._returns = None        # [K] raw return of each running episode.
     self._episode_steps = None  # [K] agent steps since each stream's FIRST.
 
-  @property
-  def env(self) -> Optional[environment.BatchedEnvironment]:
-    """Return the environment kept for the next phase (None: a fresh one)."""
-    return self._env
-
   def run_phase(self, iteration: int,
                 act: Callable[[environment.BatchedTimeStep], np.ndarray],
                 num_frames: int, num_action_repeats: int,
                 on_step: Optional[Callable[[int], None]] = None
-                ) -> PhaseResult:
+                ) -> phase_accounting.PhaseStats:
     """Train on every stream until `num_frames` frames are spent.
 
-    Every timestep of every stream counts `num_action_repeats` frames (as
-    zoo.run_loop.run_phase's budget rule); returns are of raw rewards.
+    Counted by zoo.phase_accounting (budget rule; returns of the episodes
+    that ended in the phase, wherever they started).
 
     Args:
       iteration: the iteration (seeds the environment when one is made).
@@ -98,45 +76,31 @@ class TrainStreams:
         # Timed from here, as zoo.run_loop.run_phase (environment made).
         start = time.perf_counter()
         timestep = self._env.reset()
-        k = self._env.num_envs
-        returns, steps = np.zeros(k, np.float64), np.zeros(k, np.int64)
+        self._returns = np.zeros(self._env.num_envs, np.float64)
+        self._episode_steps = np.zeros(self._env.num_envs, np.int64)
       else:  # The actions chosen at the end of the previous phase run now.
         start = time.perf_counter()
         timestep = self._env.step(self._actions)
-        returns, steps = self._returns, self._episode_steps
-      num_streams = self._env.num_envs
-      ended = []
-      frames = 0
-      while True:
-        first = timestep.step_type == environment.FIRST
-        actions = act(timestep)
-        frames += num_action_repeats * num_streams
-        returns = np.where(first, 0.0, returns + timestep.reward)
-        steps = np.where(first, 0, steps + 1)
-        last = timestep.step_type == environment.LAST
-        if last.any():
-          ended.extend(returns[last].tolist())
-        if on_step is not None:
-          on_step(frames)
-        if frames >= num_frames:
-          break
-        timestep = self._env.step(actions)
+
+      def act_and_track(timestep):
+        self._episode_steps = np.where(
+            timestep.step_type == environment.FIRST, 0,
+            self._episode_steps + 1)
+        return act(timestep)
+
+      self._actions, tally = phase_accounting.run_steps(
+          timestep, self._env.step, act_and_track,
+          phase_accounting.start(self._returns), num_frames,
+          num_action_repeats, whole_episodes=False, on_step=on_step)
     except BaseException:
       self.close()
       raise
-    duration = time.perf_counter() - start
-    if ended:
-      episode_return = float(np.mean(ended))
-    elif num_streams == 1:  # DQN Zoo: the cut episode's partial return.
-      episode_return = float(returns[0])
-    else:
-      episode_return = float('nan')
-    if num_streams == 1:  # DQN Zoo: the next phase has a fresh environment.
+    stats = phase_accounting.phase_stats(tally,
+                                         time.perf_counter() - start)
+    self._returns = tally.running
+    if self._env.num_envs == 1:  # DQN Zoo: a fresh environment every phase.
       self.close()
-    else:
-      self._actions, self._returns, self._episode_steps = (actions, returns,
-                                                           steps)
-    return PhaseResult(episode_return, len(ended), frames, duration)
+    return stats
 
   def get_state(self) -> Optional[Dict[str, Any]]:
     """Return what the streams are running (JSON-able), or None if none.

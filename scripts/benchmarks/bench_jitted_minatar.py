@@ -77,10 +77,9 @@ class JittedBench:
     functions = jitted_train.make_train(
         cfg, env, parts[0].network, parts[0].loss_fn, parts[0].optimizer,
         s.additional_discount, parts[0].grad_scale)
-    self._chunk = jax.jit(functions.train_chunk, static_argnums=3)
+    self._chunk = jax.jit(functions.train_chunk, static_argnums=2)
     self.states = jax.jit(jax.vmap(functions.init))(
-        jnp.stack([p.agent_key for p in parts]))
-    self.streams = jax.jit(jax.vmap(functions.start_phase))(
+        jnp.stack([p.agent_key for p in parts]),
         jitted_loop.phase_keys(seeds, 1, 'train'))
     self.num_blocks = num_steps // cfg.steps_per_block
     self.frame_t = 0
@@ -95,8 +94,8 @@ class JittedBench:
 
   def _run(self) -> float:
     start = time.perf_counter()
-    self.states, self.streams, t = self._chunk(
-        self.states, self.streams, jnp.int32(self.frame_t), self.num_blocks)
+    self.states, t = self._chunk(self.states, jnp.int32(self.frame_t),
+                                 self.num_blocks)
     t.block_until_ready()
     self.frame_t += self.num_blocks * self.cfg.block_frames
     return time.perf_counter() - start

@@ -28,6 +28,7 @@ import numpy as np
 from scripts.analysis import minatar_report
 from zoo import files
 from zoo import minatar_env
+from zoo import phase_accounting
 from zoo import run_loop
 
 FLAGS = flags.FLAGS
@@ -49,7 +50,7 @@ def define_flags() -> None:
 
 def random_policy_return(game: str, seed: int,
                          num_steps: int = DEFAULT_NUM_STEPS
-                         ) -> run_loop.PhaseStats:
+                         ) -> phase_accounting.PhaseStats:
   """Return the phase statistics of a uniformly random policy on one seed."""
   env = minatar_env.MinAtarEnvironment(game, seed)
   rng = np.random.default_rng(seed)

@@ -1,0 +1,132 @@
+"""Tests for zoo.phase_accounting: one count for both loops.
+
+Scripted timesteps go through the host path (numpy, `run_steps`, as
+zoo.run_loop and zoo.train_streams) and the device path (jax.numpy inside
+jit, as zoo.jitted_train); both give the same CSV numbers under each rule.
+"""
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from zoo import environment
+from zoo import phase_accounting
+
+F, M, L = environment.FIRST, environment.MID, environment.LAST
+REPEATS = 4
+
+
+def _host(script, running, num_frames, whole_episodes):
+  """Run the script through run_steps; return (timesteps used, tally)."""
+  step_types, rewards = (np.asarray(a) for a in zip(*script))
+  used = []
+
+  def timestep(t):
+    used.append(t)
+    return environment.BatchedTimeStep(
+        step_types[t].astype(np.int8), rewards[t].astype(np.float32),
+        np.ones(step_types.shape[1], np.float32), None)
+
+  actions, tally = phase_accounting.run_steps(
+      timestep(0), lambda actions: timestep(len(used)),
+      lambda ts: np.zeros(ts.step_type.shape, np.int32),
+      phase_accounting.start(np.asarray(running, np.float64)), num_frames,
+      REPEATS, whole_episodes)
+  assert actions.shape == (step_types.shape[1],)
+  return len(used), tally
+
+
+@functools.partial(jax.jit, static_argnums=(2, 3))
+def _device(step_types, rewards, num_frames, whole_episodes, running):
+  """The same on device: count and is_over in a while_loop."""
+
+  def body(carry):
+    t, tally, _ = carry
+    tally = phase_accounting.count(tally, step_types[t], rewards[t],
+                                   num_frames, REPEATS, xp=jnp)
+    return t + 1, tally, phase_accounting.is_over(tally, num_frames,
+                                                  whole_episodes, xp=jnp)
+
+  tally = phase_accounting.start(running, xp=jnp)
+  t, tally, _ = jax.lax.while_loop(lambda c: ~c[2], body,
+                                   (0, tally, jnp.bool_(False)))
+  return t, tally
+
+
+def _both(script, running, num_frames, whole_episodes=False):
+  """Return the PhaseStats (timings aside) of both paths, checked equal."""
+  used, tally = _host(script, running, num_frames, whole_episodes)
+  step_types, rewards = (np.asarray(a) for a in zip(*script))
+  t, on_device = _device(jnp.asarray(step_types, jnp.int8),
+                         jnp.asarray(rewards, jnp.float32), num_frames,
+                         whole_episodes, jnp.asarray(running, jnp.float32))
+  assert int(t) == used
+  host = phase_accounting.phase_stats(tally, 1.0)
+  device = phase_accounting.phase_stats(jax.device_get(on_device), 1.0)
+  np.testing.assert_equal(host[:3], device[:3])
+  np.testing.assert_allclose(tally.running, on_device.running)
+  assert host.frame_rate == host.num_frames
+  return host, tally.running
+
+
+def _steps(*columns):
+  """Return the rows ([K] step types, [K] rewards) of per-stream columns."""
+  return [tuple(zip(*row)) for row in zip(*columns)]
+
+
+def test_one_stream_budget_cuts_and_reports_the_partial_return():
+  # Episodes F, M(5), L(-3) then F, M(7), M(1): 6 steps of the budget.
+  stream = [(F, 0), (M, 5), (L, -3), (F, 0), (M, 7), (M, 1), (L, 9)]
+  stats, running = _both(_steps(stream), [0.0], 6 * REPEATS)
+  assert stats[:3] == (2.0, 1, 24)  # Unclipped return of the ended one.
+  assert running.tolist() == [8.0]
+  cut, _ = _both(_steps(stream[3:]), [0.0], 2 * REPEATS)
+  assert cut[:3] == (7.0, 0, 8)  # None ended: DQN Zoo's partial return.
+
+
+def test_training_streams_carry_their_returns_across_phases():
+  # K = 2 streams carried from the previous phase with returns 10 and 1.
+  a = [(M, 1), (L, 2), (F, 0), (M, 4)]
+  b = [(M, 1), (M, 1), (M, 1), (M, 1)]
+  stats, running = _both(_steps(a, b), [10.0, 1.0], 4 * 2 * REPEATS)
+  # Stream a's episode ended here: its whole return counts.
+  assert stats[:3] == (13.0, 1, 32)
+  assert running.tolist() == [4.0, 5.0]
+  # The next phase, no episode ends: NaN, never a partial return at K > 1.
+  none, running = _both(_steps(b[:2], b[:2]), running, 2 * 2 * REPEATS)
+  assert math.isnan(none.episode_return) and none[1:3] == (0, 16)
+  assert running.tolist() == [6.0, 7.0]
+
+
+def test_whole_episodes_count_the_episodes_started_within_the_budget():
+  # K = 2, budget 3 steps of both streams: stream a's second episode
+  # starts within it (counted), stream b's second one after (not counted,
+  # its frames not either); the phase waits for a's to end.
+  a = [(F, 0), (L, 1), (F, 0), (M, 2), (M, 2), (L, 2)]
+  b = [(F, 0), (M, 5), (L, 5), (F, 0), (M, 9), (M, 9)]
+  stats, _ = _both(_steps(a, b), [0.0, 0.0], 6 * REPEATS, whole_episodes=True)
+  assert stats[:3] == ((1 + 10 + 6) / 3, 3, (6 + 3) * REPEATS)
+  # The budget rule stops at the budget: the episodes that ended by then.
+  budget, _ = _both(_steps(a, b), [0.0, 0.0], 6 * REPEATS)
+  assert budget[:3] == ((1 + 10) / 2, 2, 24)
+
+
+@pytest.mark.parametrize('num_streams', [1, 3])
+def test_random_scripts_agree_on_host_and_device(num_streams):
+  rng = np.random.default_rng(num_streams)
+  for whole_episodes in (False, True):
+    length = 200
+    step_types = rng.choice([M, L], size=(length, num_streams), p=[0.8, 0.2])
+    step_types[0] = F
+    for t in range(1, length):  # Auto-reset after LAST.
+      step_types[t, step_types[t - 1] == L] = F
+    step_types[-1, step_types[-1] == M] = L  # Whole episodes end.
+    rewards = np.where(step_types == F, 0,
+                       rng.integers(-3, 4, step_types.shape))
+    script = list(zip(step_types, rewards))
+    _both(script, [0.0] * num_streams, 40 * num_streams * REPEATS,
+          whole_episodes)
