@@ -5,11 +5,14 @@ import os
 import subprocess
 import sys
 
+import jax
 import numpy as np
+import pytest
 
 from scripts.analysis import minatar_report
 from scripts.experiments import minatar_random
 from tests import without_minatar
+from zoo import environment
 from zoo import minatar_env
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -68,14 +71,27 @@ def test_cli_without_minatar_says_how_to_install_it(tmp_path):
   without_minatar.assert_refused(result)
 
 
-def test_jitted_loop_measures_minatar_in_jax():
+def test_the_jitted_random_phase_is_the_budget_rule_on_its_steps():
   from zoo import minatar_jax_env  # pylint: disable=g-import-not-at-top
+  phase = minatar_random.random_policy_phase('breakout', 0, 500)
+  _, step_type, reward = minatar_jax_env.random_policy_steps(
+      minatar_jax_env.make('breakout'), jax.random.PRNGKey(0), 500)
+  returns, running = [], 0.0
+  for t, r in zip(np.asarray(step_type), np.asarray(reward)):
+    running = 0.0 if t == environment.FIRST else running + r
+    if t == environment.LAST:
+      returns.append(running)
+  assert phase.num_episodes == len(returns) and phase.num_frames == 500
+  assert phase.episode_return == pytest.approx(np.mean(returns))
+
+
+def test_jitted_loop_measures_minatar_in_jax():
   result = minatar_random.measure('breakout', [1, 2], num_steps=1000,
                                   loop='jitted')
   again = minatar_random.measure('breakout', [1, 2], num_steps=1000,
                                  loop='jitted')
   assert result == again  # Seeded by JAX keys.
-  phase = minatar_jax_env.random_policy_phase('breakout', 2, 1000)
+  phase = minatar_random.random_policy_phase('breakout', 2, 1000)
   assert (result.returns[1], result.episodes[1]) == (phase.episode_return,
                                                      phase.num_episodes)
   assert result.returns[0] != result.returns[1] and min(result.episodes) > 10

@@ -18,16 +18,13 @@ Actions must lie in [0, num_actions): under jit nothing checks them.
 """
 
 import functools
-import time
 from typing import Any, NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from zoo import environment
 from zoo import minatar_env
-from zoo import phase_accounting
 
 GAMES: Tuple[str, ...] = minatar_env.GAMES
 
@@ -230,28 +227,3 @@ def random_policy_episodes(env: JaxMinAtar, rng_key, num_episodes: int):
       not_all_done, body, (states, rng_key, zeros, zeros.astype(jnp.int32),
                            jnp.zeros(num_episodes, bool)))
   return rng_key, returns, lengths
-
-
-def random_policy_phase(game: str, seed: int,
-                        num_steps: int) -> phase_accounting.PhaseStats:
-  """Return a random policy's evaluation phase of `num_steps` on one stream.
-
-  zoo.run_loop.run_phase's budget rule with K = 1: the mean return over the
-  episodes completed within the budget, else the partial return.
-  """
-  if num_steps < 1:
-    raise ValueError(f'A phase needs a positive budget, got {num_steps}.')
-  env = make(game)
-  start = time.perf_counter()
-  _, step_type, reward = random_policy_steps(env, jax.random.PRNGKey(seed),
-                                             num_steps)
-  step_type, reward = np.asarray(step_type), np.asarray(reward, np.float64)
-  duration = time.perf_counter() - start
-  episode = np.cumsum(step_type == FIRST) - 1
-  sums = np.bincount(episode, weights=reward, minlength=episode[-1] + 1)
-  completed = sums[episode[step_type == LAST]]
-  episode_return = float(completed.mean()) if completed.size else float(
-      sums[-1])
-  return phase_accounting.PhaseStats(episode_return, int(completed.size),
-                                     num_steps, num_steps / duration,
-                                     duration)
