@@ -34,7 +34,7 @@ BENCH_REQUIRES = [
     'tfp-nightly==0.26.0.dev20261027',
 ]
 
-# The MinAtar suite (zoo.run_minatar, scripts.experiments.minatar_*): MinAtar and its
+# The MinAtar suite (zoo.suites.minatar_suite, scripts.experiments.minatar_*): MinAtar and its
 # JAX port pgx-minatar are GPL-3.0 (pgx itself is Apache-2.0), so they stay
 # out of this Apache-2.0 project's core install.
 MINATAR_REQUIRES = [

@@ -1,6 +1,12 @@
-"""NC-CR-DQN: non-crossing quantile head, sort-based Cramér loss."""
+"""NC-CR-DQN: non-crossing quantile head, sort-based Cramér loss.
 
-from zoo.agents import AgentPreset
+The algorithm lives in the shared agent (zoo/agent/learning.py: ε-greedy
+acting, the TD target, the update; zoo/agent/quantile_agent.py acts and learns
+in the Python loop), the non-crossing head (networks/) and the loss it calls
+(losses/cramer.py). This package names the presets and holds the entry points.
+"""
+
+from zoo.configuration.agent_registry import AgentPreset
 
 # κ is unused by the Cramér loss; 1.0 is the value runs have always stored.
 PRESETS = (

@@ -8,7 +8,7 @@ checkpoints/); rerun the same command to resume. The run's flags are below
 (DQN Zoo names and defaults; counts in frames, 1e6 accepted).
 """
 
-from zoo import interrupts
+from zoo.loops import interrupts
 
 if __name__ == '__main__':
   # Before importing JAX (seconds): a Ctrl-C must not raise inside it.
@@ -19,15 +19,15 @@ from absl import app
 from absl import flags
 
 from nc_cr_dqn import agent
-from zoo import experiment
-from zoo import run_atari
-from zoo import settings_flags
+from zoo.loops import runner
+from zoo.suites import atari_suite
+from zoo.configuration import settings_flags
 
 flags.adopt_module_key_flags(settings_flags)  # --help lists the run's flags.
 
 
 def main(argv):
-  experiment.main(argv, run_atari.ATARI, agent.PRESETS,
+  runner.main(argv, atari_suite.ATARI, agent.PRESETS,
                   agent.DEFAULT_PRESET)
 
 

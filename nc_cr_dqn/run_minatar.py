@@ -5,10 +5,10 @@ Presets (--preset=NAME, nc_cr_dqn/agent.py): NC-CR-DQN.
 Usage: python -m nc_cr_dqn.run_minatar --environment_name=breakout --seed=1
 writes runs/minatar/nc_cr_dqn/breakout/seed_1/ (results.csv, run.json, tensorboard/,
 checkpoints/); rerun the same command to resume. The run's flags are below
-with MinAtar's defaults (zoo/run_minatar.py; 1e6 accepted).
+with MinAtar's defaults (zoo/suites/minatar_suite.py; 1e6 accepted).
 """
 
-from zoo import interrupts
+from zoo.loops import interrupts
 
 if __name__ == '__main__':
   # Before importing JAX (seconds): a Ctrl-C must not raise inside it.
@@ -19,19 +19,19 @@ from absl import app
 from absl import flags
 
 from nc_cr_dqn import agent
-from zoo import experiment
-from zoo import run_minatar
-from zoo import settings_flags
+from zoo.loops import runner
+from zoo.suites import minatar_suite
+from zoo.configuration import settings_flags
 
 flags.adopt_module_key_flags(settings_flags)  # --help lists the run's flags.
 
 
 def main(argv):
-  experiment.main(argv, run_minatar.MINATAR, agent.PRESETS,
+  runner.main(argv, minatar_suite.MINATAR, agent.PRESETS,
                   agent.DEFAULT_PRESET)
 
 
 if __name__ == '__main__':
   # --help shows MinAtar's defaults too.
-  settings_flags.set_flag_defaults(run_minatar.MINATAR)
+  settings_flags.set_flag_defaults(minatar_suite.MINATAR)
   app.run(main)

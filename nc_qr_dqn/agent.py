@@ -1,6 +1,13 @@
-"""NC-QR-DQN: non-crossing quantile head, quantile regression loss."""
+"""NC-QR-DQN: non-crossing quantile head, quantile regression loss.
 
-from zoo.agents import AgentPreset
+The algorithm lives in the shared agent (zoo/agent/learning.py: ε-greedy
+acting, the TD target, the update; zoo/agent/quantile_agent.py acts and learns
+in the Python loop), the non-crossing head (networks/) and the loss it calls
+(losses/quantile_regression.py). This package names the presets and holds the
+entry points.
+"""
+
+from zoo.configuration.agent_registry import AgentPreset
 
 PRESETS = (
     AgentPreset('NC-QR-DQN-1', 'nc_qr_dqn', head='nc', loss='qr',

@@ -1,6 +1,13 @@
-"""QR-DQN (Dabney et al., 2018): FC head, quantile regression loss."""
+"""QR-DQN (Dabney et al., 2018): FC head, quantile regression loss.
 
-from zoo.agents import AgentPreset
+The algorithm lives in the shared agent (zoo/agent/learning.py: ε-greedy
+acting, the TD target, the update; zoo/agent/quantile_agent.py acts and learns
+in the Python loop), the FC head (networks/) and the loss it calls
+(losses/quantile_regression.py). This package names the presets and holds the
+entry points.
+"""
+
+from zoo.configuration.agent_registry import AgentPreset
 
 PRESETS = (
     AgentPreset('QR-DQN-1', 'qr_dqn', head='fc', loss='qr', huber_param=1.0,

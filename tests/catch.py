@@ -9,7 +9,7 @@ Observations are [K, 5, 5, 1] uint8 (one frame, no stacking).
 
 import numpy as np
 
-from zoo import environment
+from zoo.environments import environment
 
 SIZE = 5
 

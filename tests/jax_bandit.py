@@ -1,4 +1,4 @@
-"""A tiny JAX environment with zoo.minatar_jax_env's interface, for tests.
+"""A tiny JAX environment with zoo.environments.minatar_jax_env's interface, for tests.
 
 Each step shows a 10x10x2 binary grid: channel 0 marks the rewarded action
 (column `target` of row 0), channel 1 the step of the episode (row t). The

@@ -1,4 +1,4 @@
-"""Read TensorBoard event files back (what zoo.tensorboard_writer wrote)."""
+"""Read TensorBoard event files back (what zoo.loops.tensorboard_writer wrote)."""
 
 import glob
 import os

@@ -9,13 +9,13 @@ from PIL import Image
 import pytest
 
 from scripts.analysis import evaluate
-from zoo import agents
-from zoo import experiment
-from zoo import run_atari
-from zoo import run_minatar
-from zoo import settings as settings_lib
+from zoo.configuration import agent_registry
+from zoo.loops import runner
+from zoo.suites import atari_suite
+from zoo.suites import minatar_suite
+from zoo.configuration import settings as settings_lib
 
-_preset = agents.default_preset
+_preset = agent_registry.default_preset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,12 +25,12 @@ def checkpoint_dir(tmp_path_factory):
   """A real Pong checkpoint (iteration 0) whose episodes stop at 400 frames."""
   directory = tmp_path_factory.mktemp('run')
   settings = dict(
-      settings_lib.default_settings(run_atari.ATARI), environment_name='pong',
+      settings_lib.default_settings(atari_suite.ATARI), environment_name='pong',
       replay_capacity=400, min_replay_capacity_fraction=0.1, batch_size=8,
       num_iterations=0, num_eval_frames=40, num_quantiles=11, hidden_size=16,
       max_frames_per_episode=400, results_csv_path='', tensorboard_dir='',
       checkpoint_dir=str(directory / 'checkpoints'))
-  experiment.run(run_atari.ATARI, _preset('nc_cr_dqn'), settings)
+  runner.run(atari_suite.ATARI, _preset('nc_cr_dqn'), settings)
   return str(directory / 'checkpoints')
 
 
@@ -76,13 +76,13 @@ def test_minatar_checkpoint_prints_returns_without_normalised_scores(
     tmp_path):
   # MinAtar has no human reference scores: nothing normalised (no NaN).
   settings = dict(
-      settings_lib.default_settings(run_minatar.MINATAR),
+      settings_lib.default_settings(minatar_suite.MINATAR),
       environment_name='breakout', replay_capacity=400,
       min_replay_capacity_fraction=0.1, batch_size=8, num_iterations=0,
       num_eval_frames=40, num_quantiles=11, hidden_size=16,
       results_csv_path='', tensorboard_dir='',
       checkpoint_dir=str(tmp_path / 'checkpoints'))
-  experiment.run(run_minatar.MINATAR, _preset('cr_dqn'), settings)
+  runner.run(minatar_suite.MINATAR, _preset('cr_dqn'), settings)
   lines = []
   episodes = evaluate.evaluate(str(tmp_path / 'checkpoints'), 2,
                                log=lines.append)

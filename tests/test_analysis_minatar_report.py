@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from scripts.analysis import minatar_report
-from zoo import results_csv
+from zoo.storage import results_csv
 
 
 def write_fake_run(path, agent, seed, eval_returns, steps_per_iteration=1000,

@@ -134,8 +134,8 @@ def test_load_paper_reference():
 
 
 def test_minatar_prefix_is_the_minatar_suites():
-  from zoo import run_minatar  # pylint: disable=g-import-not-at-top
-  assert run_data.MINATAR_PREFIX == run_minatar.MINATAR.csv_prefix
+  from zoo.suites import minatar_suite  # pylint: disable=g-import-not-at-top
+  assert run_data.MINATAR_PREFIX == minatar_suite.MINATAR.csv_prefix
   assert run_data.is_minatar('minatar-breakout')
   assert not run_data.is_minatar('breakout')
 

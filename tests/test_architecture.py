@@ -1,7 +1,7 @@
 """The import rules of ARCHITECTURE.md, checked on every module's imports.
 
 Every import statement counts, also one inside a function; importlib's
-dynamic imports (zoo.agents' discovery, zoo.experiment's suites) do not.
+dynamic imports (the agent registry's discovery, suite_by_name) do not.
 """
 
 import ast
@@ -14,7 +14,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BOTTOM = ('losses', 'networks')
 # The command-line tools sit under scripts/, one room per subpackage.
 SCRIPTS = ('scripts.analysis', 'scripts.experiments', 'scripts.benchmarks')
-LAYERS = BOTTOM + ('zoo', 'scripts') + SCRIPTS
+# zoo's rooms, bottom to top: a room imports only the rooms below it.
+ZOO_ROOMS = ('zoo.environments', 'zoo.replay', 'zoo.agent',
+             'zoo.configuration', 'zoo.storage', 'zoo.loops', 'zoo.suites')
+MAX_ZOO_MODULE_LINES = 400
+LAYERS = BOTTOM + ('zoo',) + ZOO_ROOMS + ('scripts',) + SCRIPTS
 NOT_PROJECT = ('tests', 'docs')
 
 
@@ -85,9 +89,12 @@ def import_graph(root: str = ROOT) -> Dict[str, Set[str]]:
 
 
 def room(module: str) -> str:
-  """Return the room of a module: its top-level package, or scripts.<tool>."""
+  """Return a module's room: its top-level package, scripts.<tool> or
+  zoo.<room>."""
   parts = module.split('.')
-  return '.'.join(parts[:2]) if parts[0] == 'scripts' and len(parts) > 1 else parts[0]
+  if parts[0] in ('scripts', 'zoo') and len(parts) > 1:
+    return '.'.join(parts[:2])
+  return parts[0]
 
 
 def allowed(importer: str, imported: str, agents: Set[str]) -> bool:
@@ -100,8 +107,12 @@ def allowed(importer: str, imported: str, agents: Set[str]) -> bool:
     return False
   if importer == 'zoo':
     return imported in BOTTOM
+  if importer in ZOO_ROOMS:
+    return imported in BOTTOM + ('zoo',) or (
+        imported in ZOO_ROOMS and
+        ZOO_ROOMS.index(imported) < ZOO_ROOMS.index(importer))
   if importer in agents:
-    return imported in BOTTOM + ('zoo',)
+    return imported in BOTTOM + ('zoo',) + ZOO_ROOMS
   if importer == 'scripts.analysis':
     return imported not in ('scripts.experiments',)
   # scripts.experiments may import scripts.analysis; scripts.benchmarks
@@ -158,7 +169,7 @@ def test_the_graph_sees_the_project():
   assert {'losses', 'networks', 'zoo', 'scripts', 'cr_dqn', 'qr_dqn'} <= packages
   assert not {'analysis', 'experiments', 'benchmarks'} & packages
   assert {room(m) for m in GRAPH} >= set(LAYERS)
-  assert 'zoo.atari_env' in GRAPH['zoo.run_atari']
+  assert 'zoo.environments.atari_env' in GRAPH['zoo.suites.atari_suite']
   assert 'scripts.analysis.run_data' in GRAPH['scripts.analysis.aggregate']
 
 
@@ -168,6 +179,20 @@ def test_every_import_follows_the_rules():
 
 def test_no_module_imports_itself_back():
   assert cycles(GRAPH) == []
+
+
+def test_zoo_is_rooms_of_small_modules():
+  files = module_files()
+  rooms = {room(m) for m in files if m.startswith('zoo.')}
+  assert rooms == set(ZOO_ROOMS)
+  too_long = {}
+  for module, path in files.items():
+    if module.startswith('zoo'):
+      with open(path, encoding='utf-8') as f:
+        lines = len(f.readlines())
+      if lines > MAX_ZOO_MODULE_LINES:
+        too_long[module] = lines
+  assert too_long == {}
 
 
 def _graph_of(tmp_path, sources):
@@ -187,6 +212,9 @@ def _graph_of(tmp_path, sources):
     ('zoo/x.py', 'from cr_dqn import run_atari'),
     ('zoo/x.py', 'def f():\n  from scripts.analysis import run_data'),
     ('zoo/x.py', 'import scripts.experiments.sweep'),
+    ('zoo/environments/x.py', 'from zoo.replay import frame_replay'),
+    ('zoo/storage/x.py', 'from zoo.loops import runner'),
+    ('zoo/configuration/x.py', 'from zoo.suites import atari_suite'),
     ('cr_dqn/x.py', 'from scripts.analysis import run_data'),
     ('cr_dqn/x.py', 'from qr_dqn import run_atari'),
     ('scripts/analysis/x.py', 'from scripts.experiments import sweep'),
@@ -195,7 +223,9 @@ def _graph_of(tmp_path, sources):
 ])
 def test_a_broken_rule_is_found(tmp_path, path, source):
   graph = _graph_of(tmp_path, {
-      path: source, 'zoo/replay.py': '', 'scripts/analysis/run_data.py': '',
+      path: source, 'zoo/replay/frame_replay.py': '',
+      'zoo/loops/runner.py': '', 'zoo/suites/atari_suite.py': '',
+      'scripts/analysis/run_data.py': '',
       'scripts/experiments/sweep.py': '', 'scripts/benchmarks/timing.py': '',
       'cr_dqn/run_atari.py': '', 'qr_dqn/run_atari.py': '',
       'losses/__init__.py': ''})
@@ -205,12 +235,15 @@ def test_a_broken_rule_is_found(tmp_path, path, source):
 
 def test_allowed_imports_and_a_circle(tmp_path):
   graph = _graph_of(tmp_path, {
-      'zoo/a.py': 'from zoo import b\nimport losses',
-      'zoo/b.py': 'def f():\n  from . import a',
-      'cr_dqn/run.py': 'from zoo import a\nimport networks',
+      'zoo/agent/a.py': 'from zoo.agent import b\nimport losses',
+      'zoo/agent/b.py': 'def f():\n  from . import a',
+      'zoo/loops/l.py': 'from zoo.storage import s\nfrom zoo.agent import a',
+      'zoo/storage/s.py': 'import losses',
+      'cr_dqn/run.py': 'from zoo.agent import a\nimport networks\n'
+                       'from zoo.loops import l',
       'scripts/experiments/e.py': 'from scripts.analysis import r',
-      'scripts/analysis/r.py': 'from zoo import a',
+      'scripts/analysis/r.py': 'from zoo.agent import a',
       'losses/__init__.py': 'from losses import sorting',
       'losses/sorting.py': '', 'networks/__init__.py': ''})
   assert violations(graph) == []
-  assert cycles(graph) == [['zoo.a', 'zoo.b']]
+  assert cycles(graph) == [['zoo.agent.a', 'zoo.agent.b']]

@@ -12,8 +12,8 @@ import pytest
 from scripts.analysis import minatar_report
 from scripts.experiments import minatar_random
 from tests import without_minatar
-from zoo import environment
-from zoo import minatar_env
+from zoo.environments import environment
+from zoo.environments import minatar_env
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -72,7 +72,7 @@ def test_cli_without_minatar_says_how_to_install_it(tmp_path):
 
 
 def test_the_jitted_random_phase_is_the_budget_rule_on_its_steps():
-  from zoo import minatar_jax_env  # pylint: disable=g-import-not-at-top
+  from zoo.environments import minatar_jax_env  # pylint: disable=g-import-not-at-top
   phase = minatar_random.random_policy_phase('breakout', 0, 500)
   _, step_type, reward = minatar_jax_env.random_policy_steps(
       minatar_jax_env.make('breakout'), jax.random.PRNGKey(0), 500)

@@ -12,7 +12,7 @@ import types
 import pytest
 
 from scripts.experiments import sweep
-from zoo import run_directory
+from zoo.storage import run_directory
 from tests.test_analysis_run_data import RUN_COLUMNS
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -14,14 +14,15 @@ import pytest
 import losses
 import networks
 from tests import catch
-from zoo import agent as agent_lib
-from zoo import agents
-from zoo import build
-from zoo import environment
-from zoo import replay as replay_lib
-from zoo import run_atari
-from zoo import run_loop
-from zoo import settings as settings_lib
+from zoo.agent import learning as agent_lib
+from zoo.agent import quantile_agent
+from zoo.configuration import agent_registry
+from zoo.loops import build
+from zoo.environments import environment
+from zoo.replay import frame_replay as replay_lib
+from zoo.suites import atari_suite
+from zoo.loops import python_loop
+from zoo.configuration import settings as settings_lib
 
 
 def _table_network(num_states, num_actions, num_quantiles):
@@ -151,7 +152,7 @@ def test_fused_updates_equal_sequential_updates():
       r_t=rng.normal(size=(num_updates, batch)).astype(np.float32),
       discount_t=np.ones((num_updates, batch), np.float32),
       s_t=np.roll(observations, 1, axis=1).astype(np.uint8))
-  stacks_first = agent_lib._on_stacks_first(network)
+  stacks_first = quantile_agent._on_stacks_first(network)
   params = stacks_first.init(jax.random.PRNGKey(0), transitions.s_tm1[0])
   target_params = stacks_first.init(jax.random.PRNGKey(1),
                                     transitions.s_tm1[0])
@@ -213,7 +214,7 @@ class _ConstantEnv(environment.BatchedEnvironment):
 
 def _settings(agent_name, **overrides):
   settings = dict(
-      settings_lib.default_settings(run_atari.ATARI), environment_name='pong',
+      settings_lib.default_settings(atari_suite.ATARI), environment_name='pong',
       replay_capacity=2000, min_replay_capacity_fraction=0.05, batch_size=32,
       num_action_repeats=1, num_stacked_frames=1,
       exploration_epsilon_decay_frame_fraction=0.5,
@@ -224,7 +225,7 @@ def _settings(agent_name, **overrides):
       results_csv_path='', checkpoint_dir='')
   settings.update(overrides)
   return settings_lib.resolve_settings(
-      run_atari.ATARI, agents.default_preset(agent_name), settings)
+      atari_suite.ATARI, agent_registry.default_preset(agent_name), settings)
 
 
 def _catch_agent(settings):
@@ -236,7 +237,7 @@ def _catch_agent(settings):
                              3, settings.num_quantiles, 1, 64))
   settings = dataclasses.replace(settings, environment_height=5,
                                  environment_width=5)
-  return build.build_agent(run_atari.ATARI, settings, 3,
+  return build.build_agent(atari_suite.ATARI, settings, 3,
                                 network_fn=network_fn)
 
 
@@ -269,10 +270,10 @@ def test_learning_and_target_update_periods_are_in_frames():
 def _run_catch(agent_name, **overrides):
   s = _settings(agent_name, **overrides)
   agent, replay = _catch_agent(s)
-  return run_loop.run_experiment(
+  return python_loop.run_experiment(
       agent=agent, replay=replay,
       make_environment=lambda it, phase: catch.CatchBatchedEnvironment(
-          s.num_envs, run_loop.environment_seed(0, it, phase)),
+          s.num_envs, python_loop.environment_seed(0, it, phase)),
       settings=s, environment_name='catch', normalize=lambda x: float('nan'))
 
 
@@ -398,14 +399,14 @@ def test_vectorized_streams_map_onto_the_dqn_zoo_protocol(
   agent, replay = _catch_agent(s)
   assert agent._on_device == replay_on_device
   copies = []  # (frame, updates run) at each target copy.
-  copy = agent_lib._copy
+  copy = quantile_agent._copy
 
   def recording_copy(params):
     copies.append((agent.frame_t, agent.num_updates,
                    agent.num_pending_updates))
     return copy(params)
 
-  monkeypatch.setattr(agent_lib, '_copy', recording_copy)
+  monkeypatch.setattr(quantile_agent, '_copy', recording_copy)
   calls = []
   select = agent._select_action
 

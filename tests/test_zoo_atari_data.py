@@ -1,4 +1,4 @@
-"""Tests for zoo.atari_data."""
+"""Tests for zoo.environments.atari_data."""
 
 import csv
 import math
@@ -7,11 +7,12 @@ import os
 from ale_py import roms
 import pytest
 
-from zoo import atari_data
+from zoo.environments import atari_data
 
 
 def test_57_sorted_games_match_the_reference_csv():
-  path = os.path.join(os.path.dirname(atari_data.__file__), 'reference',
+  path = os.path.join(os.path.dirname(os.path.dirname(atari_data.__file__)),
+                      'reference',
                       'atari_human_random.csv')
   with open(path, newline='') as f:
     names = [row['environment_name'] for row in csv.DictReader(f)]

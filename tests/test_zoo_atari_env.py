@@ -1,11 +1,11 @@
-"""Tests for zoo.atari_env (fake ALE for the protocol, one real ROM)."""
+"""Tests for zoo.environments.atari_env (fake ALE for the protocol, one real ROM)."""
 
 import dm_env
 import numpy as np
 import pytest
 
-from zoo import atari_env
-from zoo import environment
+from zoo.environments import atari_env
+from zoo.environments import environment
 
 FIRST, MID, LAST = (dm_env.StepType.FIRST, dm_env.StepType.MID,
                     dm_env.StepType.LAST)

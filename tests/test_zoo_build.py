@@ -1,15 +1,15 @@
-"""Tests for zoo.build: the agent and replay follow the settings."""
+"""Tests for zoo.loops.build: the agent and replay follow the settings."""
 
-from zoo import agents
-from zoo import build
-from zoo import device_replay
-from zoo import run_minatar
-from zoo import settings
+from zoo.configuration import agent_registry
+from zoo.loops import build
+from zoo.replay import device_replay
+from zoo.suites import minatar_suite
+from zoo.configuration import settings
 
 
 def _settings(**values):
   return settings.resolve_settings(
-      run_minatar.MINATAR, agents.presets()['NC-QR-DQN-0'],
+      minatar_suite.MINATAR, agent_registry.presets()['NC-QR-DQN-0'],
       dict(dict(num_envs=2, replay_capacity=1000, num_quantiles=11,
                 hidden_size=16, results_csv_path='', checkpoint_dir=''),
            **values))
@@ -17,7 +17,7 @@ def _settings(**values):
 
 def test_the_agent_and_replay_follow_the_settings():
   s = _settings()
-  agent, replay = build.build_agent(run_minatar.MINATAR, s, num_actions=3)
+  agent, replay = build.build_agent(minatar_suite.MINATAR, s, num_actions=3)
   assert (replay.capacity, replay.num_streams) == (1000, 2)
   assert not isinstance(replay, device_replay.DeviceFrameReplay)
   config = agent._config  # pylint: disable=protected-access
@@ -25,7 +25,7 @@ def test_the_agent_and_replay_follow_the_settings():
   assert (config.learn_period, config.num_action_repeats) == (4, 1)
   assert config.grad_scale == 2 / 11  # NC-QR-DQN-0 scales the gradient.
   assert agent.exploration_epsilon == s.exploration_epsilon_begin_value
-  make = build.make_environment_factory(run_minatar.MINATAR, s)
+  make = build.make_environment_factory(minatar_suite.MINATAR, s)
   env = make(1, 'train')
   try:
     assert env.num_envs == 2

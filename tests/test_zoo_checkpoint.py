@@ -1,4 +1,4 @@
-"""Tests for zoo.checkpoint: atomic saves, replay chunks written once, load."""
+"""Tests for zoo.storage.checkpoint: atomic saves, replay chunks written once, load."""
 
 import errno
 import json
@@ -8,7 +8,8 @@ import shutil
 import numpy as np
 import pytest
 
-from zoo import checkpoint
+from zoo.storage import checkpoint
+from zoo.storage import checkpoint_read
 
 
 def _tree(value):
@@ -41,7 +42,7 @@ def test_round_trip_and_the_two_newest_kept(tmp_path):
   assert os.path.basename(path) == 'iteration_000002'
   assert sorted(os.listdir(directory)) == ['iteration_000001',
                                            'iteration_000002', 'replay']
-  saved = checkpoint.load(path, _tree(0))
+  saved = checkpoint_read.load(path, _tree(0))
   assert saved.meta['iteration'] == 3 and np.isnan(saved.meta['rows'][0]['x'])
   np.testing.assert_array_equal(
       saved.tree['params']['net/~/linear']['w'], np.full((2, 3), 2.0))
@@ -79,7 +80,7 @@ def test_each_save_writes_only_the_new_steps(tmp_path):
 def test_a_chunk_split_in_ring_pieces_is_one_file(tmp_path):
   pieces = _steps(7, 10) + _steps(10, 12)  # The ring wrapped at 10.
   checkpoint.save(str(tmp_path), 0, {}, _tree(0), pieces)
-  saved = checkpoint.load(checkpoint.latest(str(tmp_path)), _tree(0))
+  saved = checkpoint_read.load(checkpoint.latest(str(tmp_path)), _tree(0))
   ((begin, arrays),) = saved.replay_chunks
   assert begin == 7
   np.testing.assert_array_equal(arrays['actions'],
@@ -110,14 +111,14 @@ def test_what_a_killed_save_leaves_is_ignored_then_removed(tmp_path):
     np.save(os.path.join(directory, 'replay', name, 'frames.npy'),
             np.full((2, 2, 3), 99, np.uint8))
   assert checkpoint.latest(directory).endswith('iteration_000000')
-  stale = checkpoint.load(checkpoint.latest(directory), _tree(0))
+  stale = checkpoint_read.load(checkpoint.latest(directory), _tree(0))
   assert [b for b, _ in stale.replay_chunks] == [0]
   checkpoint.save(directory, 1, {}, _tree(1), _steps(4, 6))
   assert sorted(os.listdir(directory)) == ['iteration_000000',
                                            'iteration_000001', 'replay']
   assert _replay_files(directory) == ['steps_000000000000_000000000004',
                                       'steps_000000000004_000000000006']
-  saved = checkpoint.load(checkpoint.latest(directory), _tree(0))
+  saved = checkpoint_read.load(checkpoint.latest(directory), _tree(0))
   np.testing.assert_array_equal(saved.replay_chunks[1][1]['frames'][0, :, 0],
                                 [4, 5])
 
@@ -126,11 +127,11 @@ def test_mismatched_structure_is_refused(tmp_path):
   checkpoint.save(str(tmp_path), 0, {}, _tree(0))
   path = checkpoint.latest(str(tmp_path))
   with pytest.raises(ValueError, match='differently structured'):
-    checkpoint.load(path, {'other': np.zeros(1)})
+    checkpoint_read.load(path, {'other': np.zeros(1)})
   bad = _tree(0)
   bad['params']['net/~/linear']['w'] = np.zeros((3, 3), np.float32)
   with pytest.raises(ValueError, match='leaf params/net/~/linear/w has shape'):
-    checkpoint.load(path, bad)
+    checkpoint_read.load(path, bad)
 
 
 def test_arrays_are_named_by_their_path_and_load_params_rebuilds_params(
@@ -140,13 +141,13 @@ def test_arrays_are_named_by_their_path_and_load_params_rebuilds_params(
   with np.load(os.path.join(checkpoint.latest(str(tmp_path)), 'tree.npz')) as f:
     assert sorted(f.files) == ['count', 'key', 'params/net/~/linear/b',
                                'params/net/~/linear/w']
-  params, settings = checkpoint.load_params(str(tmp_path))
+  params, settings = checkpoint_read.load_params(str(tmp_path))
   assert settings == config
   assert list(params) == ['net/~/linear']
   np.testing.assert_array_equal(params['net/~/linear']['w'],
                                 np.full((2, 3), 5.0))
   with pytest.raises(ValueError, match='No checkpoint in'):
-    checkpoint.load_params(str(tmp_path / 'none'))
+    checkpoint_read.load_params(str(tmp_path / 'none'))
 
 
 def test_a_checkpoint_of_another_format_is_refused(tmp_path):
@@ -156,18 +157,18 @@ def test_a_checkpoint_of_another_format_is_refused(tmp_path):
   assert meta['format'] == checkpoint.FORMAT
   meta['format'] = checkpoint.FORMAT + 1
   (tmp_path / 'iteration_000003' / 'meta.json').write_text(json.dumps(meta))
-  assert checkpoint.verify(path) is None  # Not damage: another format.
+  assert checkpoint_read.verify(path) is None  # Not damage: another format.
   message = (f'^The checkpoint {path} has format {checkpoint.FORMAT + 1}; '
              f'this code reads format {checkpoint.FORMAT} only. Add --restart '
              'to start the run over')
-  for read in (checkpoint.load_meta, lambda p: checkpoint.load(p, _tree(0)),
-               lambda p: checkpoint.load_params('', path=p)):
+  for read in (checkpoint.load_meta, lambda p: checkpoint_read.load(p, _tree(0)),
+               lambda p: checkpoint_read.load_params('', path=p)):
     with pytest.raises(checkpoint.FormatError, match=message):
       read(path)
 
 
 def _replay_arrays(num_streams=2):
-  """Steps with every array kind of zoo.replay's chunks."""
+  """Steps with every array kind of zoo.replay.frame_replay's chunks."""
   def steps(begin, end):
     n = end - begin
     return [(begin, {
@@ -217,7 +218,7 @@ def test_every_damage_of_every_file_is_named_and_the_previous_is_used(
   reasons = {'truncated': ('truncated',),
              'emptied': ('empty',), 'deleted': ('missing',),
              'corrupted': ('corrupted', 'truncated or corrupted')}[how]
-  assert checkpoint.verify(str(clean / newest)) is None
+  assert checkpoint_read.verify(str(clean / newest)) is None
   for name in _FILES:
     for chunk in ((new_chunk, shared_chunk) if name.startswith('replay/')
                   else (newest,)):
@@ -225,26 +226,26 @@ def test_every_damage_of_every_file_is_named_and_the_previous_is_used(
       shutil.copytree(clean, directory)
       file = str(directory / chunk / name.split('/')[-1])
       _damage(file, how)
-      damage = checkpoint.verify(str(directory / newest))
+      damage = checkpoint_read.verify(str(directory / newest))
       assert damage is not None and damage.file == file, (name, damage)
       assert damage.reason.startswith(reasons), damage.reason
       assert str(damage).startswith(f'{file} is ')
       with pytest.raises(checkpoint.DamagedError, match='is damaged'):
-        checkpoint.load(str(directory / newest), _tree(0))
-      path, damages = checkpoint.newest_intact(str(directory))
+        checkpoint_read.load(str(directory / newest), _tree(0))
+      path, damages = checkpoint_read.newest_intact(str(directory))
       assert damages[0] == damage
       if chunk == shared_chunk:  # Both checkpoints use it: none is intact.
         assert path is None and len(damages) == 2
         with pytest.raises(checkpoint.DamagedError) as error:
-          checkpoint.choose(str(directory))
+          checkpoint_read.choose(str(directory))
         assert str(error.value).startswith(
             f'No intact checkpoint in {directory}: {file} is ')
       else:
         assert path == str(directory / 'iteration_000000')
-        saved = checkpoint.load(path, _tree(0))
+        saved = checkpoint_read.load(path, _tree(0))
         assert int(saved.tree['count']) == 0
-        assert checkpoint.choose(str(directory)) == (path, [damage])
-        assert checkpoint.fallback_warning(path, damages) == (
+        assert checkpoint_read.choose(str(directory)) == (path, [damage])
+        assert checkpoint_read.fallback_warning(path, damages) == (
             f'Warning: the newest checkpoint is damaged: {damage}. Using the '
             f'previous one, {path}.')
 
@@ -252,17 +253,17 @@ def test_every_damage_of_every_file_is_named_and_the_previous_is_used(
 def test_a_checkpoint_of_a_given_iteration_is_verified(tmp_path):
   for iteration in range(3):
     checkpoint.save(str(tmp_path), iteration, {'config': {}}, _tree(iteration))
-  assert checkpoint.choose(str(tmp_path), 1) == (
+  assert checkpoint_read.choose(str(tmp_path), 1) == (
       str(tmp_path / 'iteration_000001'), [])
   with pytest.raises(ValueError, match=(
       r'No checkpoint of iteration 0 in .*; it keeps --iteration=1, '
       r'--iteration=2\.')):
-    checkpoint.choose(str(tmp_path), 0)
+    checkpoint_read.choose(str(tmp_path), 0)
   os.truncate(tmp_path / 'iteration_000001' / 'tree.npz', 10)
   with pytest.raises(checkpoint.DamagedError, match=(
       r'iteration_000001 is damaged: .*tree.npz is truncated \(10 bytes')):
-    checkpoint.load_params(str(tmp_path), 1)
-  params, _ = checkpoint.load_params(str(tmp_path), 2)
+    checkpoint_read.load_params(str(tmp_path), 1)
+  params, _ = checkpoint_read.load_params(str(tmp_path), 2)
   np.testing.assert_array_equal(params['net/~/linear']['w'],
                                 np.full((2, 3), 2.0))
 
@@ -286,22 +287,22 @@ def test_a_full_disk_during_a_save_keeps_the_previous_checkpoint(
       'resume from it.')
   # What the failed save wrote is gone (it frees the disk).
   assert (sorted(os.listdir(directory)), _replay_files(directory)) == before
-  assert checkpoint.newest_intact(directory) == (
+  assert checkpoint_read.newest_intact(directory) == (
       f'{directory}/iteration_000000', [])
   monkeypatch.delenv(checkpoint.FAULT_ENV)
   checkpoint.save(directory, 1, {'config': {}}, _tree(1), _steps(4, 8))
-  assert checkpoint.newest_intact(directory)[0].endswith('iteration_000001')
+  assert checkpoint_read.newest_intact(directory)[0].endswith('iteration_000001')
 
 
 def test_verification_reads_each_file_once_per_process(tmp_path, monkeypatch):
   checkpoint.save(str(tmp_path), 0, {}, _tree(0), _steps(0, 4))
   path = checkpoint.latest(str(tmp_path))
   reads = []
-  digest = checkpoint._file_digest
-  monkeypatch.setattr(checkpoint, '_file_digest',
+  digest = checkpoint.file_digest
+  monkeypatch.setattr(checkpoint, 'file_digest',
                       lambda file: reads.append(file) or digest(file))
-  checkpoint._VERIFIED.clear()
-  assert checkpoint.verify(path) is None and len(reads) == 3
-  assert checkpoint.verify(path) is None and len(reads) == 3  # Cached.
+  checkpoint_read._VERIFIED.clear()
+  assert checkpoint_read.verify(path) is None and len(reads) == 3
+  assert checkpoint_read.verify(path) is None and len(reads) == 3  # Cached.
   _damage(os.path.join(path, 'tree.npz'), 'corrupted')  # A new mtime.
-  assert checkpoint.verify(path).reason.startswith('corrupted')
+  assert checkpoint_read.verify(path).reason.startswith('corrupted')

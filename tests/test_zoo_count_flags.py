@@ -1,9 +1,9 @@
-"""Tests for zoo.count_flags: integer counts written as 1e6."""
+"""Tests for zoo.configuration.count_flags: integer counts written as 1e6."""
 
 from absl import flags
 import pytest
 
-from zoo import count_flags
+from zoo.configuration import count_flags
 
 
 @pytest.mark.parametrize('text,value', [
@@ -29,6 +29,6 @@ def test_defined_flags_parse_and_belong_to_the_defining_module():
   assert values.frames == 1000 and values['frames'].default == 10
   with pytest.raises(flags.IllegalFlagValueError, match='1.5'):
     values(['prog', '--frames=1.5'])
-  # Key flags of this test module (its caller), not of zoo.count_flags.
+  # Key flags of this test module (its caller), not of zoo.configuration.count_flags.
   assert [f.name for f in values.get_key_flags_for_module(__name__)] == [
       'frames']

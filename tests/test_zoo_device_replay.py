@@ -1,4 +1,4 @@
-"""Tests for zoo.device_replay: the same valid transitions as the host replay,
+"""Tests for zoo.replay.device_replay: the same valid transitions as the host replay,
 drawn uniformly, and bit-identical stacks for the same indices."""
 
 import jax
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tests.test_zoo_replay import FakeStackingEnv, H, S, W, _fill
-from tests.test_zoo_replay import valid_indices
-from zoo import device_replay
-from zoo import replay as replay_lib
+from tests.test_zoo_frame_replay import FakeStackingEnv, H, S, W, _fill
+from tests.test_zoo_frame_replay import valid_indices
+from zoo.replay import device_replay
+from zoo.replay import frame_replay as replay_lib
 
 _gather = jax.jit(device_replay.gather, static_argnums=3)
 _sample_indices = jax.jit(device_replay.sample_indices, static_argnums=(2, 3))

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from zoo import environment
+from zoo.environments import environment
 
 
 def _frames(n):

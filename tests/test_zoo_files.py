@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from zoo import files
+from zoo.storage import files
 
 
 def test_writes_text_and_bytes_and_replaces_old_content(tmp_path):

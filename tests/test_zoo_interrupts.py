@@ -1,7 +1,7 @@
-"""Tests for zoo.interrupts: signals are recorded, not raised where they land.
+"""Tests for zoo.loops.interrupts: signals are recorded, not raised where they land.
 
 The entry points' behaviour end to end (exit status, message, resume) is
-tested with real processes in tests/test_zoo_experiment.py.
+tested with real processes in tests/test_zoo_runner.py.
 """
 
 import contextlib
@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from zoo import interrupts
+from zoo.loops import interrupts
 
 
 @contextlib.contextmanager

@@ -1,6 +1,6 @@
-"""Tests of zoo.jitted_loop and the modules it drives (zoo.jitted_train,
-zoo.packed_replay): the learner is zoo.agent's, the replay's rules, the CSVs,
-resume through zoo.resume, and learning on a fake JAX environment
+"""Tests of zoo.loops.jitted_loop and the modules it drives (zoo.loops.jitted_train,
+zoo.replay.packed_replay): the learner is zoo.agent's, the replay's rules, the CSVs,
+resume through zoo.loops.resume, and learning on a fake JAX environment
 (tests.jax_bandit)."""
 
 import dataclasses
@@ -19,17 +19,18 @@ from tests import csv_check
 from tests import jax_bandit
 from tests import test_zoo_interrupts
 from cr_dqn import agent as cr_dqn_agent
-from zoo import agent as agent_lib
-from zoo import experiment
-from zoo import interrupts
-from zoo import jitted_loop
-from zoo import jitted_train
-from zoo import packed_replay
-from zoo import replay as replay_lib
-from zoo import results_csv
-from zoo import resume
-from zoo import run_minatar
-from zoo import settings as settings_lib
+from zoo.agent import learning as agent_lib
+from zoo.agent import quantile_agent
+from zoo.loops import runner
+from zoo.loops import interrupts
+from zoo.loops import jitted_loop
+from zoo.loops import jitted_train
+from zoo.replay import packed_replay
+from zoo.replay import frame_replay as replay_lib
+from zoo.storage import results_csv
+from zoo.loops import resume
+from zoo.suites import minatar_suite
+from zoo.configuration import settings as settings_lib
 
 NUM_QUANTILES = 11
 OBS_SHAPE = (10, 10, 2)
@@ -105,7 +106,7 @@ def test_pack_round_trip():
 
 @pytest.mark.parametrize('num_streams', [1, 2])
 def test_sampling_rules(num_streams):
-  """Only valid transitions, of held steps, uniformly, as zoo.replay's."""
+  """Only valid transitions, of held steps, uniformly, as zoo.replay.frame_replay's."""
   cfg = _config(num_streams=num_streams, stream_capacity=20)
   num_steps, episode_length = 50, 6  # Wraps: 30 steps overwritten.
   replay, steps = _filled_replay(cfg, num_steps, episode_length)
@@ -157,12 +158,12 @@ def test_update_equals_zoo_agent(name):
   seed_key = jax.random.PRNGKey(3)  # Both loops: build.learner_parts'.
   state = jax.jit(functions.init)(seed_key, jax.random.PRNGKey(0))
   filled, _ = _filled_replay(cfg, 40, 7)
-  agent = agent_lib.QuantileAgent(
+  agent = quantile_agent.QuantileAgent(
       network=network, loss_fn=loss_fn, optimizer=optimizer,
       replay=replay_lib.FrameReplay(64, 1, OBS_SHAPE, 1),
       sample_observation=np.zeros(OBS_SHAPE + (1,), np.uint8),
       exploration_epsilon=lambda t: 0.0,
-      config=agent_lib.AgentConfig(batch_size=cfg.batch_size,
+      config=quantile_agent.AgentConfig(batch_size=cfg.batch_size,
                                    grad_scale=grad_scale,
                                    additional_discount=0.99),
       rng_key=seed_key)
@@ -205,8 +206,8 @@ def test_update_equals_zoo_agent(name):
 
 def _resolved(**values) -> settings_lib.Settings:
   return settings_lib.resolve_settings(
-      run_minatar.MINATAR, cr_dqn_agent.PRESETS[0],
-      dict(settings_lib.default_settings(run_minatar.MINATAR), loop='jitted',
+      minatar_suite.MINATAR, cr_dqn_agent.PRESETS[0],
+      dict(settings_lib.default_settings(minatar_suite.MINATAR), loop='jitted',
            **values))
 
 
@@ -231,11 +232,11 @@ def test_loop_is_a_stored_setting():
   assert resume.config_differences(
       saved, _resolved().checkpoint_config(), resume.EXTENDABLE) == [
           "--loop='python' in the checkpoint, 'jitted' now"]
-  from zoo import run_atari  # pylint: disable=g-import-not-at-top
+  from zoo.suites import atari_suite  # pylint: disable=g-import-not-at-top
   atari = settings_lib.resolve_settings(
-      run_atari.ATARI, cr_dqn_agent.PRESETS[0], {'loop': 'jitted'})
+      atari_suite.ATARI, cr_dqn_agent.PRESETS[0], {'loop': 'jitted'})
   with pytest.raises(settings_lib.ConfigError, match='--loop=python'):
-    settings_lib.validate_settings(run_atari.ATARI, atari)
+    settings_lib.validate_settings(atari_suite.ATARI, atari)
 
 
 def _values(root, num_iterations=3):
@@ -252,7 +253,7 @@ def _values(root, num_iterations=3):
 
 
 def _run(values, seeds, log=lambda *a: None, restart=False):
-  return experiment.run_seeds(run_minatar.MINATAR, cr_dqn_agent.PRESETS[0],
+  return runner.run_seeds(minatar_suite.MINATAR, cr_dqn_agent.PRESETS[0],
                               values, seeds, restart=restart,
                               env=jax_bandit.Bandit(), log=log)
 
@@ -305,7 +306,7 @@ def test_csvs_learning_and_resume(tmp_path):
   # Seeds at different iterations do not resume together.
   with pytest.raises(settings_lib.ConfigError, match='different iterations'):
     _run(values, [1, 2, 3])
-  # A damaged newest checkpoint: zoo.resume falls back to the previous one,
+  # A damaged newest checkpoint: zoo.loops.resume falls back to the previous one,
   # which stands at another iteration than seed 1's.
   seed_2 = tmp_path / 'split' / 'cr_dqn' / 'seed_2' / 'checkpoints'
   newest = sorted(p for p in seed_2.iterdir() if p.name.startswith('iter'))[-1]
@@ -327,7 +328,7 @@ def test_training_streams_go_on_and_resume_exactly_at_k2(tmp_path):
 
   def run(root, log=lambda *a: None):
     values = dict(_values(str(root), num_iterations=2), num_envs=2)
-    return experiment.run_seeds(run_minatar.MINATAR, cr_dqn_agent.PRESETS[0],
+    return runner.run_seeds(minatar_suite.MINATAR, cr_dqn_agent.PRESETS[0],
                                 values, [1], env=env, log=log)[0]
 
   whole = run(tmp_path / 'whole')

@@ -1,12 +1,12 @@
-"""Tests for zoo.minatar_env: dm_env semantics, seeding, minimal actions, cap."""
+"""Tests for zoo.environments.minatar_env: dm_env semantics, seeding, minimal actions, cap."""
 
 import sys
 
 import numpy as np
 import pytest
 
-from zoo import environment
-from zoo import minatar_env
+from zoo.environments import environment
+from zoo.environments import minatar_env
 
 
 def _run(env, actions):

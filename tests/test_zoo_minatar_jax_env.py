@@ -1,4 +1,4 @@
-"""Tests for zoo.minatar_jax_env: MinAtar in JAX is zoo.minatar_env's MinAtar."""
+"""Tests for zoo.environments.minatar_jax_env: MinAtar in JAX is zoo.environments.minatar_env's MinAtar."""
 
 import sys
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from scripts.experiments import minatar_jax_agreement
-from zoo import minatar_env
-from zoo import minatar_jax_env
+from zoo.environments import minatar_env
+from zoo.environments import minatar_jax_env
 
 GAMES = minatar_jax_env.GAMES
 FIRST, MID, LAST = 0, 1, 2

@@ -1,8 +1,8 @@
-"""Tests for zoo.phase_accounting: one count for both loops.
+"""Tests for zoo.loops.phase_accounting: one count for both loops.
 
 Scripted timesteps go through the host path (numpy, `run_steps`, as
-zoo.run_loop and zoo.train_streams) and the device path (jax.numpy inside
-jit, as zoo.jitted_train); both give the same CSV numbers under each rule.
+zoo.loops.python_loop and zoo.loops.train_streams) and the device path (jax.numpy inside
+jit, as zoo.loops.jitted_train); both give the same CSV numbers under each rule.
 """
 
 import functools
@@ -13,8 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from zoo import environment
-from zoo import phase_accounting
+from zoo.environments import environment
+from zoo.loops import phase_accounting
 
 F, M, L = environment.FIRST, environment.MID, environment.LAST
 REPEATS = 4

@@ -1,10 +1,10 @@
-"""Tests for zoo.progress: timed lines, ETAs from measured rates, the bar."""
+"""Tests for zoo.loops.progress: timed lines, ETAs from measured rates, the bar."""
 
 import io
 import math
 
-from zoo import progress
-from zoo import phase_accounting
+from zoo.loops import progress
+from zoo.loops import phase_accounting
 
 
 class _Clock:

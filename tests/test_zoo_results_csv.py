@@ -1,11 +1,11 @@
-"""Tests for zoo.results_csv."""
+"""Tests for zoo.storage.results_csv."""
 
 import math
 import os
 
 from tests import csv_check
-from zoo import results_csv
-from zoo import phase_accounting
+from zoo.storage import results_csv
+from zoo.loops import phase_accounting
 
 
 def _row(iteration, trained, agent='cr_dqn'):

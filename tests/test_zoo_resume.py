@@ -1,20 +1,20 @@
-"""Tests for zoo.resume: the one checkpoint compatibility check."""
+"""Tests for zoo.loops.resume: the one checkpoint compatibility check."""
 
 import json
 import os
 
 import pytest
 
-from zoo import agents
-from zoo import checkpoint
-from zoo import resume
-from zoo import run_atari
-from zoo import settings
+from zoo.configuration import agent_registry
+from zoo.storage import checkpoint
+from zoo.loops import resume
+from zoo.suites import atari_suite
+from zoo.configuration import settings
 
 
 def _settings(tmp_path, **values):
   return settings.resolve_settings(
-      run_atari.ATARI, agents.default_preset('cr_dqn'),
+      atari_suite.ATARI, agent_registry.default_preset('cr_dqn'),
       dict(dict(num_iterations=3, num_train_frames=400, replay_capacity=400,
                 min_replay_capacity_fraction=0.1, results_csv_path='',
                 checkpoint_dir=str(tmp_path)), **values))
@@ -66,7 +66,7 @@ def test_a_checkpoint_of_another_format_is_refused_naming_the_fix(tmp_path):
 def test_another_agent_or_setting_is_refused_naming_the_differences(tmp_path):
   _save(_settings(tmp_path))
   other = settings.resolve_settings(
-      run_atari.ATARI, agents.presets()['QR-DQN-0'],
+      atari_suite.ATARI, agent_registry.presets()['QR-DQN-0'],
       dict(num_iterations=3, num_train_frames=400, replay_capacity=400,
            min_replay_capacity_fraction=0.1, results_csv_path='',
            checkpoint_dir=str(tmp_path)))

@@ -1,8 +1,8 @@
-"""Tests for zoo.run_directory: nothing a run has written is ever lost.
+"""Tests for zoo.storage.run_directory: nothing a run has written is ever lost.
 
 Unit tests of the checks, then fault tests through real MinAtar entry-point
 processes on real files: a damaged newest checkpoint (one file of each kind,
-each kind of damage once; zoo/checkpoint.py's tests cover every file x every
+each kind of damage once; zoo/storage/checkpoint.py's tests cover every file x every
 damage in-process), none intact, SIGKILL and a full disk in the middle of a
 checkpoint write, deleted checkpoints, another run's checkpoint directory;
 two processes on one run directory, for both loops.
@@ -20,18 +20,19 @@ import time
 import pytest
 
 from scripts.analysis import evaluate
-from zoo import agents
-from zoo import checkpoint
-from zoo import experiment
-from zoo import results_csv
-from zoo import resume
-from zoo import run_directory
-from zoo import run_minatar
-from zoo import settings as settings_lib
+from zoo.configuration import agent_registry
+from zoo.storage import checkpoint
+from zoo.storage import checkpoint_read
+from zoo.loops import runner
+from zoo.storage import results_csv
+from zoo.loops import resume
+from zoo.storage import run_directory
+from zoo.suites import minatar_suite
+from zoo.configuration import settings as settings_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # One XLA thread: runs in different processes then compute bit-identical
-# updates (as tests/test_zoo_run_atari.py's SIGKILL test explains).
+# updates (as tests/test_zoo_atari_suite.py's SIGKILL test explains).
 ENV = dict(os.environ, PYTHONPATH=ROOT,
            XLA_FLAGS='--xla_cpu_multi_thread_eigen=false '
                      'intra_op_parallelism_threads=1')
@@ -83,11 +84,11 @@ def _copy(base_dir, tmp_path, name='run'):
   return run_dir
 
 
-CR_DQN = agents.default_preset('cr_dqn')
+CR_DQN = agent_registry.default_preset('cr_dqn')
 
 
 def _settings(run_dir, **overrides):
-  s = dict(settings_lib.default_settings(run_minatar.MINATAR), **TINY)
+  s = dict(settings_lib.default_settings(minatar_suite.MINATAR), **TINY)
   s.update(results_csv_path=str(run_dir / 'results.csv'), **overrides)
   return s
 
@@ -141,13 +142,13 @@ def test_finished_rows_are_kept_unless_an_interrupted_save_explains_them(
 
 
 def test_one_run_one_directory_by_default(tmp_path):
-  s = settings_lib.resolve_settings(run_minatar.MINATAR, CR_DQN, dict(
-      settings_lib.default_settings(run_minatar.MINATAR),
+  s = settings_lib.resolve_settings(minatar_suite.MINATAR, CR_DQN, dict(
+      settings_lib.default_settings(minatar_suite.MINATAR),
       results_csv_path=str(tmp_path / 'y/results.csv')))
   assert s.checkpoint_dir == str(tmp_path / 'y/checkpoints')
   assert s.tensorboard_dir == str(tmp_path / 'y/tensorboard')
-  s = settings_lib.resolve_settings(run_minatar.MINATAR, CR_DQN, dict(
-      settings_lib.default_settings(run_minatar.MINATAR)))
+  s = settings_lib.resolve_settings(minatar_suite.MINATAR, CR_DQN, dict(
+      settings_lib.default_settings(minatar_suite.MINATAR)))
   assert s.checkpoint_dir == (
       'runs/minatar/cr_dqn/breakout/seed_1/checkpoints')
 
@@ -190,7 +191,7 @@ def test_a_damaged_newest_checkpoint_falls_back_and_ends_the_same(
                              'The run goes on from iteration 2.')
   assert 'at iteration 2.' in result.stderr  # Resumed from iteration 1's.
   assert _csv(run_dir) == _csv(base)
-  assert checkpoint.newest_intact(str(run_dir / 'checkpoints')) == (
+  assert checkpoint_read.newest_intact(str(run_dir / 'checkpoints')) == (
       str(run_dir / NEWEST), [])
 
 
@@ -250,7 +251,7 @@ def test_sigkill_and_a_full_disk_mid_save_then_the_rerun_ends_the_same(
   # Killed between two files: the new replay chunk written, the tree not.
   result = _run(run_dir, fault='kill:2:tree.npz')
   assert result.returncode == -9
-  assert checkpoint.newest_intact(str(run_dir / 'checkpoints')) == (
+  assert checkpoint_read.newest_intact(str(run_dir / 'checkpoints')) == (
       str(run_dir / PREVIOUS), [])
   # The disk fills while the chunk is written: a clear message, what the
   # save wrote removed, the previous checkpoint intact.
@@ -301,13 +302,13 @@ def test_a_checkpoint_directory_of_another_run_is_refused(base, tmp_path):
   with pytest.raises(settings_lib.ConfigError, match=(
       f'^The checkpoint directory {base}/checkpoints belongs to another run: '
       f'its results CSV is {base}/results.csv, not {tmp_path}/y/results.csv.')):
-    experiment.run(run_minatar.MINATAR, CR_DQN, _settings(
+    runner.run(minatar_suite.MINATAR, CR_DQN, _settings(
         tmp_path / 'y', checkpoint_dir=str(base / 'checkpoints')),
         _no_environment)
   assert not os.path.exists(tmp_path / 'y')  # Refused: nothing left behind.
   # A run directory moved as a whole is still its own.
   moved = _copy(base, tmp_path, 'moved')
-  s = settings_lib.resolve_settings(run_minatar.MINATAR, CR_DQN,
+  s = settings_lib.resolve_settings(minatar_suite.MINATAR, CR_DQN,
                                     _settings(moved))
   assert resume.check_resume(s).meta['iteration'] == 3
 

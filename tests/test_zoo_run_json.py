@@ -1,10 +1,10 @@
-"""Tests for zoo.run_json: settings beside the CSV, absent for older runs."""
+"""Tests for zoo.storage.run_json: settings beside the CSV, absent for older runs."""
 
 import json
 
 import pytest
 
-from zoo import run_json
+from zoo.storage import run_json
 
 
 def test_written_beside_the_csv_and_read_back(tmp_path):

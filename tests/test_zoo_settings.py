@@ -1,16 +1,16 @@
-"""Tests for zoo.settings: one typed record, resolved from a preset and the
+"""Tests for zoo.configuration.settings: one typed record, resolved from a preset and the
 flags, validated in one place, stored as the same plain dict as before."""
 
 import dataclasses
 
 import pytest
 
-from zoo import agents
-from zoo import run_atari
-from zoo import run_minatar
-from zoo import settings
+from zoo.configuration import agent_registry
+from zoo.suites import atari_suite
+from zoo.suites import minatar_suite
+from zoo.configuration import settings
 
-_preset = agents.default_preset
+_preset = agent_registry.default_preset
 
 
 def test_the_settings_are_the_flags_plus_agent_and_suite():
@@ -22,22 +22,22 @@ def test_the_settings_are_the_flags_plus_agent_and_suite():
 
 
 def test_the_preset_fills_what_the_flags_leave_unset():
-  s = settings.resolve_settings(run_atari.ATARI, _preset('nc_qr_dqn'), {})
+  s = settings.resolve_settings(atari_suite.ATARI, _preset('nc_qr_dqn'), {})
   assert (s.head, s.loss, s.huber_param, s.scale_grad) == ('nc', 'qr', 1.0,
                                                            False)
   assert s.optimizer_epsilon == 0.01 / 32
-  zero = agents.presets()['NC-QR-DQN-0']
-  s = settings.resolve_settings(run_atari.ATARI, zero, {})
+  zero = agent_registry.presets()['NC-QR-DQN-0']
+  s = settings.resolve_settings(atari_suite.ATARI, zero, {})
   assert (s.huber_param, s.scale_grad) == (0.0, True)
   assert s.optimizer_epsilon == pytest.approx(0.01 / 32 * 2 / 201)
   # A flag set explicitly wins over the preset: QR-DQN-1 with κ = 0 is
   # QR-DQN-0's settings.
-  s = settings.resolve_settings(run_atari.ATARI, _preset('qr_dqn'),
+  s = settings.resolve_settings(atari_suite.ATARI, _preset('qr_dqn'),
                                 {'huber_param': 0.0})
   assert s == settings.resolve_settings(
-      run_atari.ATARI, agents.presets()['QR-DQN-0'], {})
+      atari_suite.ATARI, agent_registry.presets()['QR-DQN-0'], {})
   smoothed = settings.resolve_settings(
-      run_atari.ATARI, agents.presets()['CR-DQN-MQ'], {})
+      atari_suite.ATARI, agent_registry.presets()['CR-DQN-MQ'], {})
   assert (smoothed.loss, smoothed.smoothing_width) == ('multiquadric_cramer',
                                                       0.003)
   assert smoothed.optimizer_epsilon == pytest.approx(0.01 / 32 * 2 / 201)
@@ -46,7 +46,7 @@ def test_the_preset_fills_what_the_flags_leave_unset():
 
 
 def test_paths_follow_the_one_run_directory_layout():
-  s = settings.resolve_settings(run_minatar.MINATAR, _preset('cr_dqn'),
+  s = settings.resolve_settings(minatar_suite.MINATAR, _preset('cr_dqn'),
                                 {'seed': 4})
   run_dir = settings.run_dir('runs/minatar', 'cr_dqn', 'breakout', 4)
   assert run_dir == 'runs/minatar/cr_dqn/breakout/seed_4'
@@ -56,7 +56,7 @@ def test_paths_follow_the_one_run_directory_layout():
 
 
 def test_stored_settings_are_the_plain_dicts_of_before():
-  s = settings.resolve_settings(run_atari.ATARI, _preset('cr_dqn'), {})
+  s = settings.resolve_settings(atari_suite.ATARI, _preset('cr_dqn'), {})
   stored = s.as_dict()
   assert set(stored) == set(settings.SETTINGS) | {'agent', 'suite'}
   assert (stored['agent'], stored['suite']) == ('cr_dqn', 'atari')
@@ -80,7 +80,7 @@ def test_stored_settings_are_the_plain_dicts_of_before():
       'batch_size': 1}, '--replay_capacity must hold at least 5 steps'),
 ])
 def test_bad_values_are_named_with_their_fix(values, message):
-  s = settings.resolve_settings(run_atari.ATARI, _preset('cr_dqn'), dict(
+  s = settings.resolve_settings(atari_suite.ATARI, _preset('cr_dqn'), dict(
       values, results_csv_path='', checkpoint_dir=''))
   with pytest.raises(settings.ConfigError, match=message):
-    settings.validate_settings(run_atari.ATARI, s)
+    settings.validate_settings(atari_suite.ATARI, s)

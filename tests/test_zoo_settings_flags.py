@@ -1,10 +1,10 @@
-"""Tests for zoo.settings_flags: the run flags come from the Settings fields."""
+"""Tests for zoo.configuration.settings_flags: the run flags come from the Settings fields."""
 
 import dataclasses
 
-from zoo import run_minatar
-from zoo import settings
-from zoo import settings_flags
+from zoo.suites import minatar_suite
+from zoo.configuration import settings
+from zoo.configuration import settings_flags
 
 FLAGS = settings_flags.FLAGS
 
@@ -24,9 +24,9 @@ def test_every_setting_is_a_flag_with_its_fields_default_and_help():
 def test_values_from_flags_and_the_suites_defaults():
   assert set(settings_flags.values_from_flags()) == set(settings.SETTINGS)
   before = {name: FLAGS[name].default
-            for name in run_minatar.MINATAR.flag_defaults}
+            for name in minatar_suite.MINATAR.flag_defaults}
   try:
-    settings_flags.set_flag_defaults(run_minatar.MINATAR)
+    settings_flags.set_flag_defaults(minatar_suite.MINATAR)
     assert FLAGS['num_iterations'].default == 50
     assert FLAGS['hidden_size'].default == 128
   finally:

@@ -1,4 +1,4 @@
-"""Tests for zoo.tensorboard_writer: event files read back, resume purge."""
+"""Tests for zoo.loops.tensorboard_writer: event files read back, resume purge."""
 
 import math
 import os
@@ -6,8 +6,8 @@ import os
 import numpy as np
 
 from tests import tb_events
-from zoo import results_csv
-from zoo import tensorboard_writer
+from zoo.storage import results_csv
+from zoo.loops import tensorboard_writer
 
 
 class _FakeAgent:

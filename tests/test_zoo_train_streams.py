@@ -1,4 +1,4 @@
-"""Tests for zoo.train_streams: streams that go on across training phases.
+"""Tests for zoo.loops.train_streams: streams that go on across training phases.
 
 A fake environment whose episodes outlast a stream's frames per phase shows
 the difference from a fresh environment per phase; a short real Pong run
@@ -12,16 +12,16 @@ import math
 import numpy as np
 import pytest
 
-from zoo import agents
-from zoo import build
-from zoo import environment
-from zoo import experiment
-from zoo import replay as replay_lib
-from zoo import results_csv
-from zoo import run_atari
-from zoo import run_loop
-from zoo import settings as settings_lib
-from zoo import train_streams
+from zoo.configuration import agent_registry
+from zoo.loops import build
+from zoo.environments import environment
+from zoo.loops import runner
+from zoo.replay import frame_replay as replay_lib
+from zoo.storage import results_csv
+from zoo.suites import atari_suite
+from zoo.loops import python_loop
+from zoo.configuration import settings as settings_lib
+from zoo.loops import train_streams
 
 F, M, L = environment.FIRST, environment.MID, environment.LAST
 
@@ -113,7 +113,7 @@ def test_fresh_environment_per_phase_never_completes_an_episode():
   replay = _replay(K, PHASES * STEPS_PER_PHASE)
   actor = _Actor(replay)
   for iteration in range(1, PHASES + 1):
-    stats = run_loop.run_phase(_LongEpisodes(K, LENGTH, iteration), actor,
+    stats = python_loop.run_phase(_LongEpisodes(K, LENGTH, iteration), actor,
                                FRAMES, REPEATS)
     assert stats.num_episodes == 0
     assert math.isnan(stats.episode_return)  # K > 1: no partial return.
@@ -168,7 +168,7 @@ def test_streams_go_on_and_complete_whole_episodes():
 
 
 def test_one_stream_is_dqn_zoo_a_fresh_environment_per_phase():
-  """K = 1: each phase equals run_loop.run_phase on a fresh environment."""
+  """K = 1: each phase equals python_loop.run_phase on a fresh environment."""
   logs = {'streams': [], 'run_phase': []}
   made = []
 
@@ -183,7 +183,7 @@ def test_one_stream_is_dqn_zoo_a_fresh_environment_per_phase():
   for iteration, frames in [(1, 100), (2, 240), (3, 40)]:
     result = streams.run_phase(iteration, actors[0], frames, REPEATS)
     results.append(result[:3])
-    expected = run_loop.run_phase(
+    expected = python_loop.run_phase(
         _LongEpisodes(1, 20, iteration, logs['run_phase']), actors[1],
         frames, REPEATS)
     assert (result.episode_return, result.num_episodes, result.num_frames) == (
@@ -293,8 +293,8 @@ def test_a_short_pong_run_completes_whole_training_games(tmp_path):
   # lasts about 760 to 1,200 steps, so games end only if streams go on.
   path = str(tmp_path / 'run.csv')
   num_iterations, num_train_frames = 5, 8000
-  preset = agents.default_preset('cr_dqn')
-  s = dict(settings_lib.default_settings(run_atari.ATARI),
+  preset = agent_registry.default_preset('cr_dqn')
+  s = dict(settings_lib.default_settings(atari_suite.ATARI),
            environment_name='pong', num_envs=8, environment_mode='vector',
            num_iterations=num_iterations, num_train_frames=num_train_frames,
            num_eval_frames=200, num_quantiles=11, hidden_size=16,
@@ -302,12 +302,12 @@ def test_a_short_pong_run_completes_whole_training_games(tmp_path):
            batch_size=8, learn_period=400, target_network_update_period=1600,
            results_csv_path=path, checkpoint_dir='', seed=2)
   train_factory = build.make_environment_factory(
-      run_atari.ATARI, settings_lib.resolve_settings(run_atari.ATARI, preset,
+      atari_suite.ATARI, settings_lib.resolve_settings(atari_suite.ATARI, preset,
                                                      s))
   # Evaluation is not under test: one reference stream keeps it short.
   eval_factory = build.make_environment_factory(
-      run_atari.ATARI, settings_lib.resolve_settings(
-          run_atari.ATARI, preset,
+      atari_suite.ATARI, settings_lib.resolve_settings(
+          atari_suite.ATARI, preset,
           dict(s, num_envs=1, environment_mode='reference')))
   made = []
 
@@ -317,7 +317,7 @@ def test_a_short_pong_run_completes_whole_training_games(tmp_path):
     made.append(_Recording(train_factory(iteration, phase)))
     return made[-1]
 
-  experiment.run(run_atari.ATARI, preset, s, make_environment=make)
+  runner.run(atari_suite.ATARI, preset, s, make_environment=make)
   rows = results_csv.read_rows(path)
   assert len(made) == 1  # One training environment for the whole run.
   steps_per_phase = num_train_frames // (8 * 4)

@@ -1,13 +1,13 @@
-"""Tests for zoo.vector_env (pure mapping, a fake vector env, real ROMs)."""
+"""Tests for zoo.environments.vector_env (pure mapping, a fake vector env, real ROMs)."""
 
 import types
 
 import numpy as np
 import pytest
 
-from zoo import atari_env
-from zoo import environment
-from zoo import vector_env
+from zoo.environments import atari_env
+from zoo.environments import environment
+from zoo.environments import vector_env
 
 FIRST, MID, LAST = 0, 1, 2
 

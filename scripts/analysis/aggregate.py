@@ -35,7 +35,7 @@ import numpy as np
 
 from scripts.analysis import bootstrap
 from scripts.analysis import run_data
-from zoo import files
+from zoo.storage import files
 
 FLAGS = flags.FLAGS
 

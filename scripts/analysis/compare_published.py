@@ -25,8 +25,8 @@ from absl import flags
 import numpy as np
 
 from scripts.analysis import run_data
-from zoo import agents
-from zoo import run_json
+from zoo.configuration import agent_registry
+from zoo.storage import run_json
 
 FLAGS = flags.FLAGS
 
@@ -41,7 +41,7 @@ class Variant:
   settings: Mapping[str, Any]
 
 
-# The published runs of each preset (zoo.agents): (run_data.REFERENCE_FILES
+# The published runs of each preset (zoo.configuration.agent_registry): (run_data.REFERENCE_FILES
 # key, its agent column there).
 PUBLISHED = {
     'CR-DQN': ('paper', 'CR-DQN'),
@@ -55,7 +55,7 @@ PUBLISHED = {
 PUBLISHED_NC_SCALE_ACTIVATION = 'relu'
 
 
-def _variant(preset: agents.AgentPreset) -> Variant:
+def _variant(preset: agent_registry.AgentPreset) -> Variant:
   """Return the published variant of a preset: the settings that define it."""
   settings = dict(head=preset.head, loss=preset.loss,
                   scale_grad=preset.scale_grad)
@@ -68,10 +68,10 @@ def _variant(preset: agents.AgentPreset) -> Variant:
                  settings)
 
 
-_PRESETS = agents.presets()
+_PRESETS = agent_registry.presets()
 VARIANTS = {name: _variant(_PRESETS[name]) for name in PUBLISHED}
 # What a package runs when run.json does not say otherwise.
-PACKAGE_DEFAULTS = {package: agents.default_preset(package).name
+PACKAGE_DEFAULTS = {package: agent_registry.default_preset(package).name
                     for package in sorted({v.package
                                            for v in VARIANTS.values()})}
 # Settings that do not change what is compared with the published runs.
@@ -184,14 +184,14 @@ def protocol_differences(run: run_data.Run, resolution: Resolution
     return []
   # Imported here: only runs with a run.json need the run defaults (JAX).
   # pylint: disable=g-import-not-at-top
-  from zoo import run_atari
-  from zoo import settings as settings_lib
-  defaults = dict(settings_lib.default_settings(run_atari.ATARI),
+  from zoo.suites import atari_suite
+  from zoo.configuration import settings as settings_lib
+  defaults = dict(settings_lib.default_settings(atari_suite.ATARI),
                   **resolution.variant.settings, results_csv_path='',
                   checkpoint_dir='')
   defaults['optimizer_epsilon'] = None  # Derived from the variant.
   published = settings_lib.resolve_settings(
-      run_atari.ATARI, _PRESETS[resolution.variant.name], defaults).as_dict()
+      atari_suite.ATARI, _PRESETS[resolution.variant.name], defaults).as_dict()
   out = []
   for name in sorted(published):
     if name in _NOT_PROTOCOL or name not in resolution.settings:
@@ -374,7 +374,7 @@ def plot(comparisons: Sequence[Comparison], path: str) -> str:
   matplotlib.use('Agg')  # Files only; never needs a display.
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
   from scripts.analysis import plot_curves  # pylint: disable=g-import-not-at-top
-  from zoo import files  # pylint: disable=g-import-not-at-top
+  from zoo.storage import files  # pylint: disable=g-import-not-at-top
 
   shown = [c for c in comparisons if c.rows]
   if not shown:
@@ -478,7 +478,7 @@ def check_arguments(runs: Sequence[str], plot_path: Optional[str],
     extension = os.path.splitext(plot_path)[1]
     if extension not in ('.png', '.pdf'):
       raise ValueError(f'--plot: {plot_path!r} must end in .png or .pdf.')
-    from zoo import files  # pylint: disable=g-import-not-at-top
+    from zoo.storage import files  # pylint: disable=g-import-not-at-top
     directory = os.path.dirname(os.path.abspath(plot_path))
     try:
       files.make_writable_directory(directory)

@@ -6,10 +6,10 @@
 
 The newest intact checkpoint, or that of `--iteration` among the two a run
 keeps; a damaged newest one is skipped with a warning naming the damaged
-file (zoo.checkpoint.verify).
+file (zoo.storage.checkpoint_read.verify).
 
 Rebuilds the network from the checkpoint's saved settings (its agent, suite,
-head and sizes; zoo.checkpoint.load_params) and plays whole episodes under
+head and sizes; zoo.storage.checkpoint_read.load_params) and plays whole episodes under
 the DQN Zoo evaluation protocol: the online parameters, ε =
 --eval_exploration_epsilon of the run (0.001), one environment in the
 reference mode, the run's episode frame cap (108,000 frames). Prints each
@@ -33,14 +33,15 @@ import haiku as hk
 import jax
 import numpy as np
 
-from zoo import agent as agent_lib
-from zoo import checkpoint
-from zoo import environment
-from zoo import files
-from zoo import minatar_env
-from zoo import settings as settings_lib
-from zoo import settings_flags  # pylint: disable=unused-import
-from zoo import suites
+from zoo.agent import learning as agent_lib
+from zoo.storage import checkpoint
+from zoo.storage import checkpoint_read
+from zoo.environments import environment
+from zoo.storage import files
+from zoo.environments import minatar_env
+from zoo.configuration import settings as settings_lib
+from zoo.configuration import settings_flags  # pylint: disable=unused-import
+from zoo.configuration import suites
 
 VIDEO_FORMATS = ('.gif', '.mp4')
 FRAMES_PER_SECOND = 15  # 60 Hz emulator, one screen per 4-frame step.
@@ -55,7 +56,7 @@ class Episode(NamedTuple):
 def define_flags() -> None:
   """Define this entry point's flags (only when run, to avoid flag clashes).
 
-  --checkpoint_dir and --seed are the run flags (zoo.settings_flags): here
+  --checkpoint_dir and --seed are the run flags (zoo.configuration.settings_flags): here
   they name the run to evaluate and seed the environment and ε draws.
   """
   flags.declare_key_flag('checkpoint_dir')
@@ -161,7 +162,7 @@ def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
     check_video_path(video_path)
   warn = warn or (lambda text: print(text, file=sys.stderr, flush=True))
   try:
-    path, damages = checkpoint.choose(checkpoint_dir, iteration)
+    path, damages = checkpoint_read.choose(checkpoint_dir, iteration)
   except checkpoint.DamagedError as e:
     raise checkpoint.DamagedError(
         f'{e} Pass another --checkpoint_dir' + (
@@ -179,8 +180,8 @@ def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
               'runs/cr_dqn/pong/seed_1/checkpoints).')
     raise ValueError(f'{e}{hint}') from e
   if damages:
-    warn(checkpoint.fallback_warning(path, damages))
-  params, settings = checkpoint.load_params(checkpoint_dir, path=path)
+    warn(checkpoint_read.fallback_warning(path, damages))
+  params, settings = checkpoint_read.load_params(checkpoint_dir, path=path)
   suite = suites.suite_by_name(settings['suite'])
   if video_path and suite.render is None:
     raise ValueError(f'The {suite.name} suite cannot render a video yet.')

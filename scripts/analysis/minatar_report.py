@@ -38,7 +38,7 @@ import numpy as np
 from scripts.analysis import bootstrap
 from scripts.analysis import plot_curves
 from scripts.analysis import run_data
-from zoo import files
+from zoo.storage import files
 
 K_ONE_LABEL = 'CR-DQN'  # The K = 1 runs the K-stream check compares with.
 

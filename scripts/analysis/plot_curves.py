@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from scripts.analysis import run_data
-from zoo import files
+from zoo.storage import files
 
 DEFAULT_REFERENCE_AGENTS = ('CR-DQN', 'qrdqn', 'iqn', 'c51', 'dqn')
 # Okabe & Ito (2008), without yellow (too pale on white) and black first.

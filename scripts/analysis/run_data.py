@@ -16,7 +16,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from zoo import settings as settings_lib
+from zoo.configuration import settings as settings_lib
 
 DEFAULT_NUM_ITERATIONS = settings_lib.Settings.num_iterations  # Atari's.
 # Published runs report one evaluation per 1M training frames.
@@ -26,7 +26,7 @@ REFERENCE_FILES = {
     'dqn_zoo': 'dqn_zoo_runs.csv.gz',
 }
 HUMAN_RANDOM_FILE = 'atari_human_random.csv'
-# MinAtar runs' environment_name starts with this (zoo.run_minatar's suite
+# MinAtar runs' environment_name starts with this (zoo.suites.minatar_suite's suite
 # csv_prefix): they have no human, random or published scores.
 MINATAR_PREFIX = 'minatar-'
 _KEY_COLUMNS = ('agent', 'environment_name', 'seed')

@@ -43,16 +43,16 @@ import jax
 import numpy as np
 
 from scripts.benchmarks import timing
-from zoo import agents
-from zoo import build
-from zoo import minatar_env
-from zoo import run_atari
-from zoo import run_loop
-from zoo import run_minatar
-from zoo import settings as settings_lib
-from zoo import settings_flags  # pylint: disable=unused-import
+from zoo.configuration import agent_registry
+from zoo.loops import build
+from zoo.environments import minatar_env
+from zoo.suites import atari_suite
+from zoo.loops import python_loop
+from zoo.suites import minatar_suite
+from zoo.configuration import settings as settings_lib
+from zoo.configuration import settings_flags  # pylint: disable=unused-import
 
-SUITES = {'atari': run_atari.ATARI, 'minatar': run_minatar.MINATAR}
+SUITES = {'atari': atari_suite.ATARI, 'minatar': minatar_suite.MINATAR}
 
 _DQN_ZOO = {  # DeepMind's DQN Zoo QR-DQN, as reported on a comparable CPU.
     'frames/s': '189-205', 'update ms': '58', 'act ms/frame': '0.30',
@@ -127,7 +127,7 @@ class ModeBench:
     # as in the middle of a run).
     self.repeats = s.num_action_repeats
     warm_frames = self.repeats * (min_replay + 64 * num_envs)
-    run_loop.run_phase(self.env, self.agent.step, warm_frames, self.repeats)
+    python_loop.run_phase(self.env, self.agent.step, warm_frames, self.repeats)
     if self.agent.num_updates == 0:
       raise RuntimeError(f'{self.name}: no update during the warm-up.')
     self.rss_added = _rss_bytes() - rss_before
@@ -137,7 +137,7 @@ class ModeBench:
   def measure_round(self, num_frames, repeats):
     """Measure one training phase, then each component, in this round."""
     updates_before = self.agent.num_updates
-    stats = run_loop.run_phase(self.env, self.agent.step, num_frames,
+    stats = python_loop.run_phase(self.env, self.agent.step, num_frames,
                                self.repeats)
     jax.block_until_ready(self.agent.online_params)
     self.frame_rates.append(stats.frame_rate)
@@ -194,7 +194,7 @@ def main(argv):
   f = flags.FLAGS
   modes = parse_modes(f.modes)
   suite = SUITES[f.suite]
-  if suite is run_minatar.MINATAR:
+  if suite is minatar_suite.MINATAR:
     try:
       minatar_env.check_installed()
     except minatar_env.NotInstalledError as e:
@@ -204,7 +204,7 @@ def main(argv):
   benches = []
   for mode in modes:
     start = time.perf_counter()
-    benches.append(ModeBench(suite, agents.default_preset(f.agent), game,
+    benches.append(ModeBench(suite, agent_registry.default_preset(f.agent), game,
                              mode, f.bench_replay_capacity, f.min_replay))
     if len(benches) == 1:
       s = benches[0].settings
@@ -229,7 +229,7 @@ def main(argv):
   print('|' + '---|' * (len(columns) + 1))
   for name, row in rows.items():
     print(f'| {name} | ' + ' | '.join(row[c] for c in columns) + ' |')
-  if suite is run_atari.ATARI:
+  if suite is atari_suite.ATARI:
     print('| DQN Zoo QR-DQN (not rerun; measured before on this 2-core '
           'machine) | ' + ' | '.join(_DQN_ZOO.get(c, '') for c in columns) +
           ' |')
@@ -242,10 +242,10 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  # --environment_name is a run flag (zoo.settings_flags; unset: the suite's
+  # --environment_name is a run flag (zoo.configuration.settings_flags; unset: the suite's
   # default game, pong or breakout).
   flags.DEFINE_enum('suite', 'atari', sorted(SUITES), 'Family of games.')
-  flags.DEFINE_enum('agent', 'cr_dqn', list(agents.agent_packages()),
+  flags.DEFINE_enum('agent', 'cr_dqn', list(agent_registry.agent_packages()),
                     'Agent package (its default preset).')
   flags.DEFINE_string('modes', 'reference:1,vector:1,vector:4,vector:8,'
                       'vector:16,vector:16:u4,vector:16:device,'

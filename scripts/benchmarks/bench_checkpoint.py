@@ -10,7 +10,7 @@ one process, by
 - "whole replay": the format before chunks (until commit 050d104): every
   checkpoint rewrites the replay's arrays into its new directory, then
   deletes the previous one;
-- "chunks" (zoo.checkpoint.save): only the steps added since the previous
+- "chunks" (zoo.storage.checkpoint.save): only the steps added since the previous
   checkpoint are written, as one chunk; the previous checkpoint is kept (the
   fallback), older ones and the chunks neither uses are deleted first.
 Both write the same agent state (a stand-in of `--state_mb` MB, the size of
@@ -30,8 +30,8 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from zoo import checkpoint
-from zoo import replay as replay_lib
+from zoo.storage import checkpoint
+from zoo.replay import frame_replay as replay_lib
 
 FLAGS = flags.FLAGS
 

@@ -16,9 +16,9 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from zoo import atari_data
-from zoo import atari_env
-from zoo import vector_env
+from zoo.environments import atari_data
+from zoo.environments import atari_env
+from zoo.environments import vector_env
 
 _GAME = flags.DEFINE_string('environment_name', 'asterix', 'Atari game.')
 _NUM_FRAMES = flags.DEFINE_integer(

@@ -7,7 +7,7 @@ r"""Benchmark the jitted MinAtar loop against the Python loop, side by side.
 For each configuration of scripts.experiments.minatar_study, with MinAtar's defaults
 (N = 201, replay 100k, learning from 5k steps, one update per 4 steps), in one
 process: the Python loop (scripts.benchmarks.bench_minatar's training phase: env, act,
-replay, updates) and the jitted loop (zoo.jitted_train, as zoo.jitted_loop runs it) with 1, 4 and 16 seeds
+replay, updates) and the jitted loop (zoo.loops.jitted_train, as zoo.loops.jitted_loop runs it) with 1, 4 and 16 seeds
 vmapped, each warmed up past the learning start (the jitted chunk compiled),
 then measured in turns (--repeats rounds, a training phase of --num_steps
 steps per seed each) so that load from other processes hits them alike.
@@ -31,14 +31,14 @@ import numpy as np
 
 from scripts.benchmarks import bench_minatar
 from scripts.experiments import minatar_study
-from zoo import agents
-from zoo import build
-from zoo import jitted_loop
-from zoo import jitted_train
-from zoo import minatar_jax_env
-from zoo import run_minatar
-from zoo import settings as settings_lib
-from zoo import settings_flags
+from zoo.configuration import agent_registry
+from zoo.loops import build
+from zoo.loops import jitted_loop
+from zoo.loops import jitted_train
+from zoo.environments import minatar_jax_env
+from zoo.suites import minatar_suite
+from zoo.configuration import settings as settings_lib
+from zoo.configuration import settings_flags
 
 FLAGS = flags.FLAGS
 
@@ -71,7 +71,7 @@ class JittedBench:
     cfg = jitted_loop.loop_config(s, env.observation_shape)
     self.cfg = cfg
     seeds = list(range(1, num_seeds + 1))
-    parts = [build.learner_parts(run_minatar.MINATAR,
+    parts = [build.learner_parts(minatar_suite.MINATAR,
                                  dataclasses.replace(s, seed=x),
                                  env.num_actions) for x in seeds]
     functions = jitted_train.make_train(
@@ -123,10 +123,10 @@ def main(argv):
                     tensorboard_dir='', loop='jitted',
                     **minatar_study.config_settings(config))
     try:
-      s = settings_lib.resolve_settings(run_minatar.MINATAR,
-                                        agents.presets()[config.preset],
+      s = settings_lib.resolve_settings(minatar_suite.MINATAR,
+                                        agent_registry.presets()[config.preset],
                                         settings)
-      settings_lib.validate_settings(run_minatar.MINATAR, s)
+      settings_lib.validate_settings(minatar_suite.MINATAR, s)
       jitted_loop.loop_config(s, (10, 10, 4))
     except settings_lib.ConfigError as e:
       raise app.UsageError(f'{config.label}: {e}')
@@ -186,6 +186,6 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  settings_flags.set_flag_defaults(run_minatar.MINATAR)
+  settings_flags.set_flag_defaults(minatar_suite.MINATAR)
   define_flags()
   app.run(main)

@@ -37,15 +37,15 @@ import numpy as np
 from scripts.analysis import minatar_report
 from scripts.benchmarks import timing
 from scripts.experiments import minatar_study
-from zoo import agents
-from zoo import build
-from zoo import environment
-from zoo import minatar_env
-from zoo import replay as replay_lib
-from zoo import run_loop
-from zoo import run_minatar
-from zoo import settings as settings_lib
-from zoo import settings_flags
+from zoo.configuration import agent_registry
+from zoo.loops import build
+from zoo.environments import environment
+from zoo.environments import minatar_env
+from zoo.replay import frame_replay as replay_lib
+from zoo.loops import python_loop
+from zoo.suites import minatar_suite
+from zoo.configuration import settings as settings_lib
+from zoo.configuration import settings_flags
 
 FLAGS = flags.FLAGS
 SINGLE_THREADED_XLA = ('--xla_cpu_multi_thread_eigen=false '
@@ -83,23 +83,23 @@ class ConfigBench:
     self.name = config.label
     settings = dict(base_settings, results_csv_path='', checkpoint_dir='')
     settings.update(minatar_study.config_settings(config))
-    s = settings_lib.resolve_settings(run_minatar.MINATAR,
-                                      agents.presets()[config.preset],
+    s = settings_lib.resolve_settings(minatar_suite.MINATAR,
+                                      agent_registry.presets()[config.preset],
                                       settings)
-    settings_lib.validate_settings(run_minatar.MINATAR, s)
+    settings_lib.validate_settings(minatar_suite.MINATAR, s)
     self.settings = s
-    make = build.make_environment_factory(run_minatar.MINATAR, s)
+    make = build.make_environment_factory(minatar_suite.MINATAR, s)
     self.env, self.eval_env = make(1, 'train'), make(1, 'eval')
     self.num_envs = self.env.num_envs
     self.agent, self.replay = build.build_agent(
-        run_minatar.MINATAR, s, self.env.num_actions)
+        minatar_suite.MINATAR, s, self.env.num_actions)
     # Fill past the minimum, then compile the update: learning from then on,
     # as in the middle of a run.
-    run_loop.run_phase(self.env, self.agent.step,
+    python_loop.run_phase(self.env, self.agent.step,
                        s.min_replay_size() + 64 * self.num_envs, 1)
     if self.agent.num_updates == 0:
       raise RuntimeError(f'{self.name}: no update during the warm-up.')
-    run_loop.run_phase(self.eval_env, self.agent.eval_step, 64, 1)
+    python_loop.run_phase(self.eval_env, self.agent.eval_step, 64, 1)
     self.train_rates: List[float] = []
     self.update_rates: List[float] = []
     self.eval_ms: List[float] = []
@@ -108,12 +108,12 @@ class ConfigBench:
   def measure_round(self, num_steps: int, repeats: int) -> None:
     """Measure a training and an evaluation phase, then each part."""
     updates_before = self.agent.num_updates
-    stats = run_loop.run_phase(self.env, self.agent.step, num_steps, 1)
+    stats = python_loop.run_phase(self.env, self.agent.step, num_steps, 1)
     jax.block_until_ready(self.agent.online_params)
     self.train_rates.append(stats.frame_rate)
     self.update_rates.append(
         (self.agent.num_updates - updates_before) / stats.duration)
-    stats = run_loop.run_phase(self.eval_env, self.agent.eval_step, num_steps,
+    stats = python_loop.run_phase(self.eval_env, self.agent.eval_step, num_steps,
                                1)
     self.eval_ms.append(1e3 / stats.frame_rate)
     for name, value in self._part_times(repeats).items():
@@ -194,10 +194,10 @@ def main(argv):
     settings = dict(base_settings, results_csv_path='', checkpoint_dir='',
                     **minatar_study.config_settings(config))
     try:
-      settings_lib.validate_settings(run_minatar.MINATAR,
+      settings_lib.validate_settings(minatar_suite.MINATAR,
                                      settings_lib.resolve_settings(
-                                         run_minatar.MINATAR,
-                                         agents.presets()[config.preset],
+                                         minatar_suite.MINATAR,
+                                         agent_registry.presets()[config.preset],
                                          settings))
     except settings_lib.ConfigError as e:
       raise app.UsageError(f'{config.label}: {e}')
@@ -248,6 +248,6 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  settings_flags.set_flag_defaults(run_minatar.MINATAR)
+  settings_flags.set_flag_defaults(minatar_suite.MINATAR)
   define_flags()
   app.run(main)

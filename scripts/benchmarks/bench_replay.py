@@ -15,7 +15,7 @@ from absl import flags
 import numpy as np
 
 from scripts.benchmarks import timing
-from zoo import replay as replay_lib
+from zoo.replay import frame_replay as replay_lib
 
 FLAGS = flags.FLAGS
 

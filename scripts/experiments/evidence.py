@@ -56,7 +56,7 @@ from scripts.experiments import evidence_plan
 from scripts.experiments import evidence_report
 from scripts.experiments import evidence_schedule
 from scripts.experiments import evidence_store
-from zoo import files
+from zoo.storage import files
 
 FLAGS = flags.FLAGS
 # The repository root: scripts/experiments/evidence.py is three levels down.

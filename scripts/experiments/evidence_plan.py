@@ -40,7 +40,7 @@ ATARI_SEED = 1
 # longest GPU runs so far (Breakout 2M frames, H200, 2026-11-26).
 ATARI_DEFAULT_MODE = 'vector:64'
 
-# The package that runs each preset (zoo.agents' registry, written out so
+# The package that runs each preset (zoo.configuration.agent_registry's registry, written out so
 # that the plan reads without importing JAX).
 PACKAGES = {'CR-DQN': 'cr_dqn', 'QR-DQN-1': 'qr_dqn', 'QR-DQN-0': 'qr_dqn',
             'NC-CR-DQN': 'nc_cr_dqn', 'NC-QR-DQN-0': 'nc_qr_dqn',
@@ -125,11 +125,11 @@ def pieces(later_presets: Iterable[str] = ()) -> List[Piece]:
 
 
 def registry_packages() -> Dict[str, str]:
-  """{preset: package} of PACKAGES and the registry (zoo.agents, which
+  """{preset: package} of PACKAGES and the registry (zoo.configuration.agent_registry, which
   imports the agent packages): later presets add their MinAtar pieces."""
-  from zoo import agents  # pylint: disable=g-import-not-at-top
+  from zoo.configuration import agent_registry  # pylint: disable=g-import-not-at-top
   return dict(PACKAGES,
-              **{name: p.package for name, p in agents.presets().items()})
+              **{name: p.package for name, p in agent_registry.presets().items()})
 
 
 def registry_plan() -> List[Piece]:

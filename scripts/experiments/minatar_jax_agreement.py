@@ -4,8 +4,8 @@ r"""Test that MinAtar in JAX is `minatar`'s MinAtar: random-policy statistics.
       [--episodes=asterix:2000,...] [--seed=1] [--alpha=0.005]
 
 For every game, a uniformly random policy (over the minimal action set) plays
-complete episodes in zoo.minatar_env (the `minatar` package, one stream,
-episodes one after another) and in zoo.minatar_jax_env (pgx-minatar, episodes
+complete episodes in zoo.environments.minatar_env (the `minatar` package, one stream,
+episodes one after another) and in zoo.environments.minatar_jax_env (pgx-minatar, episodes
 vmapped), both with sticky actions and difficulty ramping. The table gives the
 mean episode return and length with their standard errors on each side and
 the z statistic of the difference, z = (mean_jax - mean_minatar) /
@@ -24,7 +24,7 @@ from absl import flags
 import jax
 import numpy as np
 
-from zoo import minatar_env
+from zoo.environments import minatar_env
 
 FLAGS = flags.FLAGS
 DEFAULT_ALPHA = 0.005
@@ -67,7 +67,7 @@ class Agreement(NamedTuple):
 
 
 def minatar_episodes(game: str, seed: int, num_episodes: int) -> Sample:
-  """Play episodes one after another in zoo.minatar_env, random actions."""
+  """Play episodes one after another in zoo.environments.minatar_env, random actions."""
   start = time.perf_counter()
   env = minatar_env.MinAtarEnvironment(game, seed)
   rng = np.random.default_rng(seed)
@@ -90,8 +90,8 @@ def minatar_episodes(game: str, seed: int, num_episodes: int) -> Sample:
 
 
 def jax_episodes(game: str, seed: int, num_episodes: int) -> Sample:
-  """Play episodes vmapped in zoo.minatar_jax_env, random actions."""
-  from zoo import minatar_jax_env  # pylint: disable=g-import-not-at-top
+  """Play episodes vmapped in zoo.environments.minatar_jax_env, random actions."""
+  from zoo.environments import minatar_jax_env  # pylint: disable=g-import-not-at-top
   start = time.perf_counter()
   env = minatar_jax_env.make(game)
   _, returns, lengths = minatar_jax_env.random_policy_episodes(

@@ -8,10 +8,10 @@ The random policy picks each stream's action uniformly from the game's
 minimal action set, in the environment the agents are evaluated in (sticky
 actions, difficulty ramping). Its return is the statistic of the CSV's
 `eval_episode_return`: one evaluation phase of --num_steps steps
-(zoo.run_loop.run_phase's budget rule: the mean over the episodes completed
+(zoo.loops.python_loop.run_phase's budget rule: the mean over the episodes completed
 within the budget). Each seed seeds the environment and the action draws; the
 table gives the mean over seeds and the episodes behind it. --loop=jitted
-plays the same phases in MinAtar in JAX (zoo.minatar_jax_env), the
+plays the same phases in MinAtar in JAX (zoo.environments.minatar_jax_env), the
 environment of the jitted loop, with JAX's random numbers.
 """
 
@@ -27,13 +27,13 @@ from absl import flags
 import numpy as np
 
 from scripts.analysis import minatar_report
-from zoo import files
-from zoo import minatar_env
-from zoo import phase_accounting
-from zoo import run_loop
+from zoo.storage import files
+from zoo.environments import minatar_env
+from zoo.loops import phase_accounting
+from zoo.loops import python_loop
 
 FLAGS = flags.FLAGS
-DEFAULT_NUM_STEPS = 25_000  # One MinAtar evaluation phase (zoo.run_minatar).
+DEFAULT_NUM_STEPS = 25_000  # One MinAtar evaluation phase (zoo.suites.minatar_suite).
 
 
 def define_flags() -> None:
@@ -45,8 +45,8 @@ def define_flags() -> None:
                        'Steps per seed (one evaluation phase).')
   flags.DEFINE_string('output_csv', None, 'Also write the table here.')
   flags.DEFINE_enum('loop', 'python', ['python', 'jitted'],
-                    'python: zoo.minatar_env (minatar); jitted: '
-                    'zoo.minatar_jax_env (pgx-minatar).')
+                    'python: zoo.environments.minatar_env (minatar); jitted: '
+                    'zoo.environments.minatar_jax_env (pgx-minatar).')
 
 
 def random_policy_return(game: str, seed: int,
@@ -60,7 +60,7 @@ def random_policy_return(game: str, seed: int,
     return rng.integers(0, env.num_actions, env.num_envs)
 
   try:
-    return run_loop.run_phase(env, act, num_steps, num_action_repeats=1)
+    return python_loop.run_phase(env, act, num_steps, num_action_repeats=1)
   finally:
     env.close()
 
@@ -69,12 +69,12 @@ def random_policy_phase(game: str, seed: int,
                         num_steps: int) -> phase_accounting.PhaseStats:
   """Return a random policy's evaluation phase of `num_steps` (pgx-minatar).
 
-  The steps run in JAX on one stream (zoo.minatar_jax_env), then are counted
+  The steps run in JAX on one stream (zoo.environments.minatar_jax_env), then are counted
   by the loops' accountant with K = 1 (the budget rule).
   """
   # pylint: disable=g-import-not-at-top
   import jax
-  from zoo import minatar_jax_env
+  from zoo.environments import minatar_jax_env
   # pylint: enable=g-import-not-at-top
   if num_steps < 1:
     raise ValueError(f'A phase needs a positive budget, got {num_steps}.')
@@ -135,7 +135,7 @@ def main(argv):
     except OSError as e:
       raise app.UsageError(f'--output_csv: cannot write there ({e}).')
   if FLAGS.loop == 'jitted':
-    from zoo import minatar_jax_env  # pylint: disable=g-import-not-at-top
+    from zoo.environments import minatar_jax_env  # pylint: disable=g-import-not-at-top
     try:
       for game in games:
         minatar_jax_env.make(game)

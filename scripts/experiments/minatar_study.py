@@ -8,7 +8,7 @@ r"""The MinAtar study: the paper's five agents x games x seeds, on the sweep.
       --configs=CR-DQN,QR-DQN-1 --games=asterix --seeds=1,2,3 --output_dir=DIR
   python -m scripts.experiments.minatar_study --loop=jitted --root_dir=runs/minatar_jitted
 
---loop=jitted (zoo.jitted_loop, docs/minatar-jitted-loop.md) runs each
+--loop=jitted (zoo.loops.jitted_loop, docs/minatar-jitted-loop.md) runs each
 configuration x game as one process with the seeds vmapped (`--seeds=...`),
 one at a time; its defaults are the full study: the five games, seeds 1..10,
 50 iterations (5M steps), no K-stream check. A group whose seeds all hold
@@ -19,7 +19,7 @@ random policy (0) and the best configuration's mean (1), with stratified
 bootstrap CIs (scripts.analysis.bootstrap).
 
 Configurations: the presets QR-DQN-1, QR-DQN-0, CR-DQN, NC-CR-DQN and
-NC-QR-DQN-0 (zoo.agents) on --games x --seeds, each run `python -m
+NC-QR-DQN-0 (zoo.configuration.agent_registry) on --games x --seeds, each run `python -m
 <agent>.run_minatar --preset=NAME` with MinAtar's defaults except the length (--num_iterations x
 --num_train_frames steps; ε still decays over the first 100k steps after the
 learning start), plus the K-stream check: CR-DQN with --num_envs=8 on
@@ -46,9 +46,9 @@ import numpy as np
 
 from scripts.analysis import run_data
 from scripts.experiments import sweep
-from zoo import agents
-from zoo import files
-from zoo import minatar_env
+from zoo.configuration import agent_registry
+from zoo.storage import files
+from zoo.environments import minatar_env
 
 FLAGS = flags.FLAGS
 EPSILON_DECAY_STEPS = 100_000  # Young & Tian: ε 1 -> 0.1 over 100k steps.
@@ -56,13 +56,13 @@ EPSILON_DECAY_STEPS = 100_000  # Young & Tian: ε 1 -> 0.1 over 100k steps.
 
 class Config(NamedTuple):
   label: str
-  preset: str                  # A zoo.agents preset name.
+  preset: str                  # A zoo.configuration.agent_registry preset name.
   flags: Tuple[str, ...] = ()  # Beyond the preset's.
 
   @property
   def agent(self) -> str:
     """The preset's package (whose run_minatar runs it)."""
-    return agents.presets()[self.preset].package
+    return agent_registry.presets()[self.preset].package
 
   def command_flags(self) -> Tuple[str, ...]:
     return (f'--preset={self.preset}',) + self.flags
@@ -84,7 +84,7 @@ def config_settings(config: Config) -> Dict[str, Any]:
   boolean set to True.
   """
   # Imported here: the run flags would clash with this tool's own.
-  from zoo import settings_flags  # pylint: disable=g-import-not-at-top
+  from zoo.configuration import settings_flags  # pylint: disable=g-import-not-at-top
   settings = {}
   for flag in config.flags:
     name, has_value, value = flag[2:].partition('=')

@@ -9,7 +9,7 @@ r"""Run agents x games x seeds, locally in parallel or on a Ray cluster; resumab
       --ray_address=auto --cpus_per_run=4 --gpus_per_run=1
 
 Each run lives in --root_dir/<agent>/<game>/seed_<s>/: results.csv, checkpoints/,
-run.log (appended per attempt), run.lock (zoo.run_directory's lock, held while
+run.log (appended per attempt), run.lock (zoo.storage.run_directory's lock, held while
 it runs), exit.json (last exit status) and sweep.json (its command and
 num_iterations). It is executed as
   python -m <agent>.run_atari --environment_name=<game> --seed=<s>
@@ -51,11 +51,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from absl import app
 from absl import flags
 
-from zoo import agents as agents_lib
-from zoo import files
-from zoo import results_csv
-from zoo import run_directory
-from zoo import settings as settings_lib
+from zoo.configuration import agent_registry as agents_lib
+from zoo.storage import files
+from zoo.storage import results_csv
+from zoo.storage import run_directory
+from zoo.configuration import settings as settings_lib
 
 AGENTS = agents_lib.agent_packages()
 DEFAULT_NUM_ITERATIONS = settings_lib.Settings.num_iterations  # Atari's.
@@ -175,9 +175,9 @@ def suite_defaults(suite: str) -> Tuple[str, int]:
     return DEFAULT_COMMAND_TEMPLATE, DEFAULT_NUM_ITERATIONS
   if suite == 'minatar':
     # pylint: disable=g-import-not-at-top
-    from zoo import run_minatar  # Imported here: MinAtar is an extra.
+    from zoo.suites import minatar_suite  # Imported here: MinAtar is an extra.
     return (MINATAR_COMMAND_TEMPLATE,
-            run_minatar.FLAG_DEFAULTS['num_iterations'])
+            minatar_suite.FLAG_DEFAULTS['num_iterations'])
   raise ValueError(f'Unknown suite {suite!r}; choose from {", ".join(SUITES)}.')
 
 
@@ -185,9 +185,9 @@ def _suite_games(suite: str):
   """Return (games, check_game) of a suite."""
   # pylint: disable=g-import-not-at-top
   if suite == 'minatar':
-    from zoo import minatar_env
+    from zoo.environments import minatar_env
     return minatar_env.GAMES, minatar_env.check_game
-  from zoo import atari_data
+  from zoo.environments import atari_data
   return atari_data.GAMES, atari_data.check_game
 
 
@@ -373,7 +373,7 @@ _stopping = threading.Event()
 def execute_run(spec: RunSpec) -> Optional[int]:
   """Run one spec to its end; return its exit code, or None if skipped.
 
-  Holds the run directory's lock (zoo.run_directory.lock) while it runs,
+  Holds the run directory's lock (zoo.storage.run_directory.lock) while it runs,
   handed down to the run, and writes exit.json when it ends (not when the
   sweep was interrupted, so that the run shows as pending and resumes next
   time). Used as is by the local pool and as the body of a Ray task.
@@ -682,7 +682,7 @@ def main(argv):
     return
   if FLAGS.suite == 'minatar' and not FLAGS.ray_address:
     # Here rather than in every run's log (Ray's nodes have their own).
-    from zoo import minatar_env  # pylint: disable=g-import-not-at-top
+    from zoo.environments import minatar_env  # pylint: disable=g-import-not-at-top
     try:
       minatar_env.check_installed()
     except minatar_env.NotInstalledError as e:

@@ -42,7 +42,7 @@ import optax
 
 import losses
 import networks
-from zoo import files
+from zoo.storage import files
 
 
 class Configuration(NamedTuple):

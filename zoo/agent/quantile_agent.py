@@ -1,0 +1,316 @@
+"""The quantile agent of the Python loop: acts, stores and learns.
+
+The agent acts on K environment streams at once, stores each step
+in a `zoo.replay.frame_replay.FrameReplay` and learns every `learn_period` frames once
+the replay holds its minimum. The pure functions of zoo.agent.learning.learning
+(`select_action`, `update`, ...) are jitted in the agent's constructor.
+
+How K streams map onto the DQN Zoo protocol (K = 1 is DQN Zoo exactly): the
+K streams are K actors sharing one agent. Each agent step selects the K
+actions in one batched call (one ε draw per stream), adds the K transitions
+to the replay (stream k only ever links to its own previous step), and
+advances the frame counter by K x num_action_repeats. The ε schedule, the
+learn period (one update per `learn_period` frames summed over the streams:
+K x 4 / 16 updates per step, carried over when not whole) and the target
+period all read that counter, so the updates per frame, the replay's
+transitions per update and ε per frame are the paper's for any K.
+
+The learner runs asynchronously: `update` is dispatched (params and
+optimizer state donated) and the step returns, so the environments step and
+the replay fills while it computes; the next action selection reads the new
+parameters, so acting is never behind the learner (zero staleness).
+
+Two learner options for accelerators, off by default:
+- Fused updates (`num_fused_updates` U > 1): updates that fall due are held
+  until U are, then run as one dispatch (`fused_update`, U sequential Adam
+  steps on U batches sampled at once, the target network run once on all
+  U), which pays the launch overhead once per U. The updates per frame are
+  unchanged, and pending updates are run before every target copy, so the
+  target network copies the parameters of every update due so far, as with
+  U = 1. The only change: acting lags the learner by at most U − 1 updates
+  (16 (U − 1) frames). `last_loss` is the loss of the last of the U updates.
+- A replay on the device (`zoo.replay.device_replay.DeviceFrameReplay`): the
+  learner samples and assembles its batches inside its own jitted call
+  (`sample_and_update`), for U = 1 as for U > 1.
+"""
+
+import functools
+from typing import Any, Callable, Dict, NamedTuple, Optional
+
+import haiku as hk
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from zoo.replay import device_replay
+from zoo.environments import environment
+from zoo.replay import frame_replay as replay_lib
+from zoo.agent import learning
+
+
+class AgentConfig(NamedTuple):
+  batch_size: int = 32
+  min_replay_size: int = 50_000          # Steps (transitions), all streams.
+  learn_period: int = 16                 # Frames.
+  target_network_update_period: int = 40_000  # Frames.
+  num_action_repeats: int = 4            # Frames per agent step.
+  additional_discount: float = 0.99
+  max_abs_reward: float = 1.0
+  grad_scale: float = 1.0
+  eval_exploration_epsilon: float = 0.001
+  num_fused_updates: int = 1             # U updates per learner dispatch.
+
+
+class QuantileAgent:
+  """ε-greedy quantile agent acting on K streams and learning from replay."""
+
+  def __init__(
+      self,
+      network: hk.Transformed,
+      loss_fn: learning.LossFn,
+      optimizer: optax.GradientTransformation,
+      replay: replay_lib.FrameReplay,
+      sample_observation: np.ndarray,
+      exploration_epsilon: Callable[[int], float],
+      config: AgentConfig,
+      rng_key,
+  ):
+    """Initialise parameters and jit the pure functions.
+
+    Args:
+      network: hk.transform of fn(observations) -> QuantileNetworkOutputs.
+      loss_fn: per-transition loss, [B, N], [B, N] -> [B].
+      optimizer: optax transformation (see make_optimizer).
+      replay: the replay the agent adds to and samples from; a
+        DeviceFrameReplay is sampled inside the jitted update.
+      sample_observation: one observation [H, W, S], for initialisation.
+      exploration_epsilon: schedule, frame -> ε.
+      config: counts (in frames) and constants.
+      rng_key: JAX key; split into the train and eval acting keys.
+    """
+    if config.num_fused_updates < 1:
+      raise ValueError('num_fused_updates must be >= 1, got '
+                       f'{config.num_fused_updates}.')
+    self._replay = replay
+    self._exploration_epsilon = exploration_epsilon
+    self._config = config
+    self._on_device = isinstance(replay, device_replay.DeviceFrameReplay)
+    init_key, self._rng_key, self._eval_rng_key = jax.random.split(rng_key, 3)
+    # Jitted: Haiku's init run op by op compiles each of its ~80 ops apart
+    # (tens of seconds on a loaded CPU); one jitted init compiles once.
+    self._params = jax.jit(network.init)(init_key, sample_observation[None])
+    self._target_params = _copy(self._params)
+    self._opt_state = jax.jit(optimizer.init)(self._params)
+    self._frame_t = 0
+    self._num_updates = 0
+    self._state_value_sum = 0.0
+    self._state_value_count = 0
+    self._last_loss = None
+    self._num_pending = 0  # Updates due but not yet run (< U).
+
+    # The one place where the pure functions are jitted. Donating params and
+    # optimizer state lets XLA update them in place.
+    self._select_action = jax.jit(
+        functools.partial(learning.select_action, network))
+    learner_network = _on_stacks_first(network)
+    update_fn = functools.partial(learning.update, learner_network,
+                                  optimizer, loss_fn,
+                                  config.additional_discount,
+                                  config.grad_scale)
+    target_fn = functools.partial(learning.td_target, learner_network,
+                                  config.additional_discount)
+    self._update = jax.jit(update_fn, donate_argnums=(0, 2))
+    self._fused_update = jax.jit(
+        functools.partial(learning.fused_update, update_fn, target_fn),
+        donate_argnums=(0, 2))
+    # Device replay: one jitted call per U (and per single update, which
+    # flushes pending updates before a target copy).
+    self._device_updates = {
+        u: jax.jit(functools.partial(learning.sample_and_update, update_fn,
+                                     target_fn, replay.sampler, u,
+                                     config.batch_size),
+                   donate_argnums=(0, 2))
+        for u in {1, config.num_fused_updates}} if self._on_device else {}
+
+  @property
+  def frame_t(self) -> int:
+    """Return the training frames seen (all streams)."""
+    return self._frame_t
+
+  @property
+  def num_updates(self) -> int:
+    return self._num_updates
+
+  @property
+  def num_pending_updates(self) -> int:
+    """Return the updates due but not yet run (< num_fused_updates)."""
+    return self._num_pending
+
+  @property
+  def last_loss(self):
+    """Return the loss of the latest update (a device array), or None.
+
+    With fused updates, the loss of the last of the U updates. Reading its
+    value (float(...)) waits for that update: read it every few hundred
+    updates, not every step.
+    """
+    if self._last_loss is not None and self._last_loss.ndim:
+      return self._last_loss[-1]
+    return self._last_loss
+
+  @property
+  def exploration_epsilon(self) -> float:
+    return self._exploration_epsilon(self._frame_t)
+
+  @property
+  def online_params(self):
+    return self._params
+
+  @property
+  def statistics(self) -> Dict[str, float]:
+    """Return the mean max-Q of the states acted on since the last reset."""
+    if not self._state_value_count:
+      return {'state_value': float('nan')}
+    return {'state_value': self._state_value_sum / self._state_value_count}
+
+  def reset_statistics(self) -> None:
+    self._state_value_sum, self._state_value_count = 0.0, 0
+
+  def step(self, timestep: environment.BatchedTimeStep) -> np.ndarray:
+    """Act on K streams (training), store the step, learn when due."""
+    epsilon = self.exploration_epsilon
+    self._rng_key, actions, values = self._select_action(
+        self._params, self._rng_key, timestep.observation, epsilon)
+    actions, values = jax.device_get((actions, values))
+    self._state_value_sum += float(np.sum(values))
+    self._state_value_count += values.shape[0]
+
+    cfg = self._config
+    reward = np.clip(timestep.reward, -cfg.max_abs_reward, cfg.max_abs_reward)
+    self._replay.add(timestep.step_type, timestep.observation, actions, reward,
+                     timestep.discount)
+
+    previous_t = self._frame_t
+    self._frame_t += cfg.num_action_repeats * actions.shape[0]
+    if self._replay.size >= cfg.min_replay_size:
+      self._num_pending += (self._frame_t // cfg.learn_period -
+                            previous_t // cfg.learn_period)
+      while self._num_pending >= cfg.num_fused_updates:
+        self._dispatch(cfg.num_fused_updates)
+      if (self._frame_t // cfg.target_network_update_period >
+          previous_t // cfg.target_network_update_period):
+        # The target copies every update due so far, whatever U.
+        while self._num_pending:
+          self._dispatch(1)
+        self._target_params = _copy(self._params)
+    return actions
+
+  def eval_step(self, timestep: environment.BatchedTimeStep) -> np.ndarray:
+    """Act on K streams with the online params and the eval ε; no learning."""
+    self._eval_rng_key, actions, _ = self._select_action(
+        self._params, self._eval_rng_key, timestep.observation,
+        self._config.eval_exploration_epsilon)
+    return jax.device_get(actions)
+
+  def _dispatch(self, num_updates: int) -> None:
+    """Run `num_updates` updates that were due (pending)."""
+    self.learn(num_updates)
+    self._num_pending -= num_updates
+
+  def learn(self, num_updates: Optional[int] = None):
+    """Dispatch U updates on batches from the replay; return their losses.
+
+    One jitted call: with the host replay, U batches are sampled at once
+    (`learn_from` for U = 1, `fused_update` above); with the device replay
+    the call samples them itself. Returns at once (a future, as learn_from).
+
+    Args:
+      num_updates: 1 or the config's num_fused_updates (None: the latter).
+    """
+    num_updates = num_updates or self._config.num_fused_updates
+    if num_updates not in (1, self._config.num_fused_updates):
+      raise ValueError(f'learn: num_updates must be 1 or num_fused_updates='
+                       f'{self._config.num_fused_updates}, got {num_updates}.')
+    if self._on_device:
+      if not self._num_updates:
+        self._replay.check_sampleable()
+      (self._params, self._opt_state, self._rng_key,
+       losses_) = self._device_updates[num_updates](
+           self._params, self._target_params, self._opt_state,
+           self._replay.device_arrays, self._rng_key)
+      self._num_updates += num_updates
+      self._last_loss = losses_
+      return losses_
+    batch_size = self._config.batch_size
+    transitions = self._replay.sample(num_updates * batch_size,
+                                      stacks_last=False)
+    if num_updates == 1:
+      return self.learn_from(transitions)
+    transitions = jax.tree.map(
+        lambda x: x.reshape((num_updates, batch_size) + x.shape[1:]),
+        transitions)
+    self._params, self._opt_state, self._rng_key, losses_ = (
+        self._fused_update(self._params, self._target_params,
+                           self._opt_state, transitions, self._rng_key))
+    self._num_updates += num_updates
+    self._last_loss = losses_
+    return losses_
+
+  def learn_from(self, transitions: replay_lib.Transitions):
+    """Dispatch one update on [B, S, H, W] stacks; return the loss (a future).
+
+    JAX dispatches the update asynchronously: this returns at once, and the
+    caller's next host work (stepping the environments, adding to and
+    sampling the replay) runs while the update computes. The next action
+    selection reads the updated parameters, so it waits for the update: the
+    agent always acts with the parameters of every update run so far, as in
+    DQN Zoo (no staleness with U = 1).
+    """
+    self._params, self._opt_state, self._rng_key, loss = self._update(
+        self._params, self._target_params, self._opt_state, transitions,
+        self._rng_key)
+    self._num_updates += 1
+    self._last_loss = loss
+    return loss
+
+  def get_state(self) -> Dict[str, Any]:
+    """Return the learner state (host arrays), replay excluded."""
+    return jax.device_get({
+        'params': self._params,
+        'target_params': self._target_params,
+        'opt_state': self._opt_state,
+        'rng_key': self._rng_key,
+        'eval_rng_key': self._eval_rng_key,
+        'frame_t': self._frame_t,
+        'num_updates': self._num_updates,
+        'num_pending_updates': self._num_pending,
+    })
+
+  def set_state(self, state: Dict[str, Any]) -> None:
+    self._params = jax.device_put(state['params'])
+    self._target_params = jax.device_put(state['target_params'])
+    self._opt_state = jax.device_put(state['opt_state'])
+    self._rng_key = jax.device_put(state['rng_key'])
+    self._eval_rng_key = jax.device_put(state['eval_rng_key'])
+    self._frame_t = int(state['frame_t'])
+    self._num_updates = int(state['num_updates'])
+    self._num_pending = int(state['num_pending_updates'])
+
+
+def _on_stacks_first(network: hk.Transformed) -> hk.Transformed:
+  """Return `network` taking [B, S, H, W] stacks, the replay's fast layout.
+
+  numpy's strided transpose to [B, H, W, S] costs more than the rest of a
+  replay sample; the device does it for almost nothing.
+  """
+
+  def apply(params, rng, observations):
+    return network.apply(params, rng, jnp.moveaxis(observations, 1, -1))
+
+  return hk.Transformed(network.init, apply)
+
+
+def _copy(params):
+  # A real copy: the online params are donated to (overwritten by) updates.
+  return jax.tree.map(jnp.copy, params)

@@ -1,0 +1,284 @@
+"""A run's settings: one frozen, typed record, resolved and validated once.
+
+`Settings` holds every setting of a run (the flags of the entry points, with
+DQN Zoo's names and Atari defaults, counts in environment frames) plus the
+agent package and the suite. Its fields declare the flags
+(zoo.configuration.settings_flags defines them from here), `resolve_settings` fills what
+the flags leave to the agent's preset and the suite, and `validate_settings`
+is the one place that checks them, before any long work. On disk (run.json,
+checkpoints) settings are the plain dict `Settings.as_dict()` /
+`checkpoint_config()`. This module defines no flags, so that tools with their
+own flags (sweeps) can import it.
+"""
+
+import dataclasses
+import os
+from typing import Any, Dict, Mapping, Optional
+
+
+from zoo.agent import learning as agent_lib
+from zoo.configuration import agent_registry as agents_lib
+
+# The run directory: {root}/{RUN_DIR}/ holds RESULTS_FILE, run.json,
+# CHECKPOINT_DIR and TENSORBOARD_DIR.
+RUNS_ROOT = 'runs'
+RUN_DIR = '{agent}/{environment_name}/seed_{seed}'
+RESULTS_FILE = 'results.csv'
+CHECKPOINT_DIR = 'checkpoints'
+TENSORBOARD_DIR = 'tensorboard'
+
+
+def run_dir(root: str, agent: str, environment_name: str, seed: int) -> str:
+  """Return the directory of one run under `root`."""
+  return os.path.join(root, RUN_DIR.format(
+      agent=agent, environment_name=environment_name, seed=seed))
+
+
+def default_paths(root: str) -> Dict[str, str]:
+  """Return the path settings of runs kept under `root` (placeholders kept)."""
+  return {'results_csv_path': f'{root}/{RUN_DIR}/{RESULTS_FILE}',
+          'checkpoint_dir': '{results_dir}/' + CHECKPOINT_DIR}
+
+
+class ConfigError(ValueError):
+  """A bad setting, reported before any long work."""
+
+
+def _flag(default, help_text: str, kind: str, **options):
+  """A field that is also a flag: kind is zoo.configuration.settings_flags' DEFINE_<kind>."""
+  return dataclasses.field(default=default, metadata=dict(
+      help=help_text, kind=kind, options=options))
+
+
+_PATHS = default_paths(RUNS_ROOT)
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+  """Every setting of a run. None: unset (only before resolve_settings)."""
+  environment_name: str = _flag('pong', 'Game of the suite.', 'string')
+  environment_height: int = _flag(84, 'Processed frame height.', 'integer')
+  environment_width: int = _flag(84, 'Processed frame width.', 'integer')
+  replay_capacity: int = _flag(int(1e6), 'Transitions (all streams).',
+                               'count')
+  min_replay_capacity_fraction: float = _flag(
+      0.05, 'Learning starts once the replay holds this fraction.', 'float')
+  batch_size: int = _flag(32, 'Transitions per update.', 'integer')
+  max_frames_per_episode: int = _flag(108000, 'Episode frame cap.', 'count')
+  num_action_repeats: int = _flag(4, 'Frames per agent step.', 'integer')
+  num_stacked_frames: int = _flag(4, 'Frames per observation.', 'integer')
+  exploration_epsilon_begin_value: float = _flag(1.0, 'Initial ε.', 'float')
+  exploration_epsilon_end_value: float = _flag(0.01, 'Final ε.', 'float')
+  exploration_epsilon_decay_frame_fraction: float = _flag(
+      0.02, 'ε decays over this fraction of all training frames.', 'float')
+  eval_exploration_epsilon: float = _flag(0.001, 'ε when evaluating.',
+                                          'float')
+  target_network_update_period: int = _flag(
+      int(4e4), 'Frames between target network copies.', 'count')
+  learning_rate: float = _flag(5e-5, 'Adam learning rate.', 'float')
+  optimizer_epsilon: Optional[float] = _flag(
+      None, "Adam's ε; unset: 0.01/32, times 2/num_quantiles for the Cramér "
+      'loss or with --scale_grad.', 'float')
+  additional_discount: float = _flag(0.99, 'γ applied to env discounts.',
+                                     'float')
+  max_abs_reward: float = _flag(1.0, 'Rewards clipped to ± this.', 'float')
+  max_global_grad_norm: float = _flag(
+      10.0, 'Gradient clipping norm (<= 0: no clipping).', 'float')
+  num_iterations: int = _flag(200, 'Training iterations.', 'integer')
+  num_train_frames: int = _flag(int(1e6), 'Frames per iteration.', 'count')
+  num_eval_frames: int = _flag(int(5e5), 'Eval frames per iteration.',
+                               'count')
+  learn_period: int = _flag(16, 'Frames between updates.', 'count')
+  num_quantiles: int = _flag(201, 'Atoms N per action.', 'integer')
+  huber_param: Optional[float] = _flag(
+      None, "QR loss κ (0: plain QR loss); unset: the preset's.", 'float')
+  seed: int = _flag(1, 'Run seed (environments, network, replay).',
+                    'integer')
+  results_csv_path: str = _flag(
+      _PATHS['results_csv_path'], 'Run CSV (one row per iteration); '
+      '{agent}, {environment_name} and {seed} are filled in; empty: none.',
+      'string')
+  checkpoint_dir: str = _flag(
+      _PATHS['checkpoint_dir'], 'Checkpoint directory, resumed from when it '
+      "holds one; {results_dir} is the results CSV's directory (and the "
+      'placeholders of --results_csv_path); empty: none.', 'string')
+  head: Optional[str] = _flag(None, "Network head; unset: the preset's.",
+                              'enum', enum_values=['fc', 'nc'])
+  loss: Optional[str] = _flag(None, "Loss; unset: the preset's.", 'enum',
+                              enum_values=list(agents_lib.LOSSES))
+  smoothing_width: Optional[float] = _flag(
+      None, "Multiquadric Cramér loss: the kernel's width relative to the "
+      "source atoms' spread, h = c × E|X − X'|; unset: the preset's.",
+      'float')
+  scale_grad: Optional[bool] = _flag(
+      None, "Multiply the gradient by 2/N; unset: the preset's.", 'bool')
+  nc_scale_activation: str = _flag(
+      'relu', 'NC head: activation of the scale α.', 'enum',
+      enum_values=['relu', 'softplus'])
+  num_hidden_layers: int = _flag(1, 'Head hidden layers λ.', 'integer')
+  hidden_size: int = _flag(512, 'Head hidden units η.', 'integer')
+  num_envs: int = _flag(
+      1, 'Environment streams K acting in lockstep (one batched action '
+      'selection per step). Counts are frames summed over the streams and '
+      'the replay capacity is in transitions over all streams, so one update '
+      'per --learn_period frames holds for any K. 1: DQN Zoo exactly.',
+      'integer')
+  environment_mode: str = _flag(
+      'auto', "Atari: streams as Python envs ('reference') or ale_py's "
+      "AtariVectorEnv ('vector'); auto: vector when num_envs > 1. MinAtar: "
+      'reference only.', 'enum', enum_values=['auto', 'reference', 'vector'])
+  tensorboard_dir: str = _flag(
+      '{results_dir}/' + TENSORBOARD_DIR, 'TensorBoard event files: '
+      'per-iteration scalars and the training loss; {results_dir} is the '
+      "results CSV's directory (and the placeholders of --results_csv_path); "
+      'empty: none.', 'string')
+  tensorboard_loss_period: int = _flag(
+      8000, 'Frames between training-loss scalars.', 'count')
+  progress_interval_seconds: float = _flag(
+      30.0, 'Seconds between progress lines within a phase (<= 0: none).',
+      'float')
+  num_fused_updates: int = _flag(
+      1, 'U: updates that fall due are held until U are, then run as one '
+      'jitted dispatch. Same updates and target copies per frame; acting '
+      'lags the learner by at most U - 1 updates. 1: DQN Zoo.', 'integer')
+  replay_on_device: bool = _flag(
+      False, 'Mirror the replay on the JAX device, where the update samples '
+      "its batches. Doubles the replay's memory (the host copy is kept for "
+      'checkpoints).', 'bool')
+  loop: str = _flag(
+      'python', 'python: zoo.loops.python_loop, one seed per process, any suite; '
+      'jitted: MinAtar only, the whole loop in JAX (zoo.loops.jitted_loop) with '
+      'the --seeds vmapped in one process (docs/minatar-jitted-loop.md).',
+      'enum', enum_values=['python', 'jitted'])
+  # Not flags: set by the entry point.
+  agent: str = ''        # The agent package ('cr_dqn'): CSV and run.json.
+  suite: str = 'atari'   # The suite's name (zoo.configuration.suites.suite_by_name).
+
+  def as_dict(self) -> Dict[str, Any]:
+    """Return the settings as run.json stores them."""
+    return dataclasses.asdict(self)
+
+  def checkpoint_config(self) -> Dict[str, Any]:
+    """Return what a checkpoint must match to be resumed."""
+    return {k: v for k, v in self.as_dict().items()
+            if k not in PATH_FLAGS + DISPLAY_FLAGS}
+
+  @classmethod
+  def from_dict(cls, values: Mapping[str, Any]) -> 'Settings':
+    """Return settings from a stored dict; absent keys take the defaults."""
+    unknown = set(values) - set(FIELDS)
+    if unknown:
+      raise ConfigError(f'Unknown settings {sorted(unknown)}.')
+    return cls(**values)
+
+  def min_replay_size(self) -> int:
+    return int(self.min_replay_capacity_fraction * self.replay_capacity)
+
+  def epsilon_begin_frame(self) -> int:
+    """Return the frame where ε starts to decay (the replay holds its minimum)."""
+    return int(self.min_replay_capacity_fraction * self.replay_capacity *
+               self.num_action_repeats)
+
+  def epsilon_decay_frames(self) -> int:
+    """Return the frames over which ε decays (DQN Zoo: a fraction of the run)."""
+    return max(int(self.exploration_epsilon_decay_frame_fraction *
+                   self.num_iterations * self.num_train_frames), 1)
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
+# The settings that are flags, in order.
+SETTINGS = tuple(f.name for f in dataclasses.fields(Settings) if f.metadata)
+# Settings that name where a run writes, not what it computes.
+PATH_FLAGS = ('results_csv_path', 'checkpoint_dir', 'tensorboard_dir')
+# Settings that change what a run shows, not what it computes.
+DISPLAY_FLAGS = ('tensorboard_loss_period', 'progress_interval_seconds')
+
+
+def default_settings(suite) -> Dict[str, Any]:
+  """Return the suite's defaults of every flag (as its entry point has)."""
+  values = {name: f.default for name, f in
+            Settings.__dataclass_fields__.items() if f.metadata}
+  values.update(suite.flag_defaults)
+  return values
+
+
+def resolve_settings(suite, preset, values: Mapping[str, Any]) -> Settings:
+  """Return the settings of a run of `preset` on `suite`.
+
+  Args:
+    suite: a zoo.configuration.suites.Suite.
+    preset: a zoo.configuration.agent_registry.AgentPreset: head, loss, κ and gradient scaling
+      where `values` leaves them unset (None).
+    values: flag values; absent ones take the suite's defaults.
+  """
+  s = dict(default_settings(suite), **values)
+  fields = dict(agent=preset.package, environment_name=s['environment_name'],
+                seed=s['seed'], suite=suite.name, results_dir='')
+  for name in PATH_FLAGS:  # results_csv_path first: it gives results_dir.
+    value = s.get(name) or ''
+    if '{results_dir}' in value and not fields['results_dir']:
+      value = ''  # Next to a CSV that is not written: nowhere.
+    s[name] = value.format(**fields)
+    if name == 'results_csv_path' and s[name]:
+      fields['results_dir'] = os.path.dirname(s[name]) or '.'
+  for name in ('head', 'loss', 'huber_param', 'scale_grad', 'smoothing_width'):
+    if s[name] is None:
+      s[name] = getattr(preset, name)
+  if s['optimizer_epsilon'] is None and s['num_quantiles'] > 0:
+    s['optimizer_epsilon'] = agent_lib.default_optimizer_epsilon(
+        s['loss'], s['num_quantiles'], s['scale_grad'])
+  s = suite.resolve(s)
+  return Settings(**s, agent=preset.package, suite=suite.name)
+
+
+_POSITIVE = (
+    'environment_height', 'environment_width', 'replay_capacity',
+    'batch_size', 'max_frames_per_episode', 'num_action_repeats',
+    'num_stacked_frames', 'target_network_update_period', 'num_train_frames',
+    'num_eval_frames', 'learn_period', 'num_quantiles', 'num_hidden_layers',
+    'hidden_size', 'num_envs', 'num_fused_updates', 'learning_rate',
+    'optimizer_epsilon', 'max_abs_reward')
+_UNIT_INTERVAL = ('exploration_epsilon_begin_value',
+                  'exploration_epsilon_end_value', 'eval_exploration_epsilon',
+                  'additional_discount')
+_NON_NEGATIVE = ('num_iterations', 'huber_param', 'smoothing_width',
+                 'exploration_epsilon_decay_frame_fraction')
+
+
+def validate_settings(suite, s: Settings) -> None:
+  """Raise ConfigError naming the first bad setting and its fix."""
+  try:
+    suite.check_game(s.environment_name)
+  except ValueError as e:
+    raise ConfigError(str(e)) from e
+  for name in _POSITIVE:
+    if getattr(s, name) <= 0:
+      raise ConfigError(f'--{name} must be positive, got {getattr(s, name)}.')
+  for name in _NON_NEGATIVE:
+    if getattr(s, name) < 0:
+      raise ConfigError(f'--{name} must be >= 0, got {getattr(s, name)}.')
+  if not 0 < s.min_replay_capacity_fraction <= 1:
+    raise ConfigError('--min_replay_capacity_fraction must lie in (0, 1], '
+                      f'got {s.min_replay_capacity_fraction}.')
+  for name in _UNIT_INTERVAL:
+    if not 0 <= getattr(s, name) <= 1:
+      raise ConfigError(f'--{name} must lie in [0, 1], got '
+                        f'{getattr(s, name)}.')
+  if (s.smoothing_width > 0) != (s.loss == 'multiquadric_cramer'):
+    raise ConfigError(
+        f'--smoothing_width={s.smoothing_width:g} with --loss={s.loss}: the '
+        'width smooths the multiquadric_cramer loss only, and that loss needs '
+        'one > 0 (e.g. --preset=CR-DQN-MQ; 0 is --loss=cramer).')
+  if s.batch_size > s.min_replay_size():
+    raise ConfigError(
+        f'--batch_size={s.batch_size} exceeds the minimum replay size '
+        f'{s.min_replay_size()} (= min_replay_capacity_fraction * '
+        'replay_capacity); raise the replay or lower the batch.')
+  if s.replay_capacity // s.num_envs < s.num_stacked_frames + 1:
+    raise ConfigError('--replay_capacity must hold at least '
+                      f'{s.num_stacked_frames + 1} steps per stream.')
+  if s.loop != 'python' and s.loop not in (suite.loops or {}):
+    raise ConfigError(
+        f'--loop={s.loop}: the {suite.name} suite runs with --loop='
+        + '|'.join(('python',) + tuple(suite.loops or {})) + '.')
+  suite.validate(s)

@@ -1,0 +1,81 @@
+"""The run flags: one per field of zoo.configuration.settings.Settings, plus --preset.
+
+Entry points adopt this module's flags (`flags.adopt_module_key_flags`) so
+that --help lists them; `values_from_flags()` reads them once.
+"""
+
+import dataclasses
+from typing import Any, Dict
+
+from absl import flags
+
+from zoo.configuration import count_flags
+from zoo.configuration import settings as settings_lib
+
+FLAGS = flags.FLAGS
+
+_DEFINE = {
+    'string': flags.DEFINE_string,
+    'integer': flags.DEFINE_integer,
+    'float': flags.DEFINE_float,
+    'bool': flags.DEFINE_bool,
+    'enum': flags.DEFINE_enum,
+    'count': count_flags.DEFINE_count,
+}
+
+
+def _define_all() -> None:
+  for field in dataclasses.fields(settings_lib.Settings):
+    if field.metadata:
+      define = _DEFINE[field.metadata['kind']]
+      options = dict(field.metadata['options'])
+      if 'enum_values' in options:
+        define(field.name, field.default, options.pop('enum_values'),
+               field.metadata['help'], **options)
+      else:
+        define(field.name, field.default, field.metadata['help'], **options)
+
+
+_define_all()
+flags.DEFINE_string('preset', None,
+                    "The agent's named variant (its package's agent.py); "
+                    "unset: the package's default.")
+# Not a setting: what to do with the run's files, not what the run computes.
+flags.DEFINE_bool(
+    'restart', False,
+    'Start the run over at iteration 0: the results CSV, run.json, the '
+    'checkpoint and TensorBoard directories move aside to '
+    '<name>.<time>.bak (nothing is deleted). Needed only where going on '
+    'would replace finished CSV rows.')
+# Not a setting: which runs to start (each run's settings hold its --seed).
+flags.DEFINE_list(
+    'seeds', None, 'Run these seeds (e.g. 1,2,3), one run directory each, '
+    'instead of --seed: --loop=jitted runs them vmapped in one process, '
+    '--loop=python one after another. Unset: --seed.')
+
+
+def values_from_flags() -> Dict[str, Any]:
+  """Return the flag value of every setting (unresolved)."""
+  return {name: FLAGS[name].value for name in settings_lib.SETTINGS}
+
+
+def seeds_from_flags():
+  """Return the --seeds as integers (None: unset); ConfigError if bad."""
+  given = FLAGS['seeds'].value
+  if not given:
+    return None
+  try:
+    seeds = [int(x) for x in given]
+  except ValueError as e:
+    raise settings_lib.ConfigError(
+        f'--seeds={",".join(given)}: give integers, e.g. --seeds=1,2,3.'
+    ) from e
+  if len(set(seeds)) != len(seeds):
+    raise settings_lib.ConfigError(f'--seeds={",".join(given)} repeats a seed.')
+  return seeds
+
+
+def set_flag_defaults(suite) -> None:
+  """Make the suite's defaults the flags' (before parsing: --help shows them)."""
+  for name, value in suite.flag_defaults.items():
+    FLAGS.set_default(name, value)

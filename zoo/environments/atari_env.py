@@ -1,0 +1,303 @@
+"""One Atari game under the DQN Zoo protocol, and the reference batched mode.
+
+`AtariEnvironment` is a `dm_env.Environment` that drives `ale_py.ALEInterface`
+directly and folds in what DQN Zoo spreads over gym_atari.GymAtari,
+gym_atari.RandomNoopsEnvironmentWrapper, processors.atari and the run loop's
+episode cap:
+
+- no sticky actions (repeat_action_probability 0), minimal action set;
+- at each episode start, a uniform number in [1, 30] of raw no-op frames
+  (ALE action index 0), not counted in the episode's frames;
+- each action repeated 4 frames; reward = raw sum over them (unclipped: the
+  agent clips); observation = max of the last two RGB frames of the repeat,
+  then luminance Y = 0.299 R + 0.587 G + 0.114 B truncated to uint8, then
+  Pillow's bilinear resize to 84x84, then the stack of the last 4 (DQN Zoo
+  layout, see zoo.environments.environment);
+- discount 0 on a frame where lives decrease (episode goes on) and at game
+  over; an episode is cut after 108,000 frames: LAST with discount 1.
+
+Pixels are those of DQN Zoo's pipeline, bit for bit, given the same emulator
+screens. Where they can still differ from the published DQN Zoo runs:
+the emulator (ale-py 0.12 vs atari-py 0.2 / gym 0.x: same Stella core lineage,
+different ROM revisions are possible), the seeding (ALE random_seed and no-op
+draws come from `seed` here, from gym's seed hashing there) and Pillow's
+version (fixed-point bilinear filter; stable across recent versions).
+Kept DQN Zoo quirks: if the game ends on the 1st or 2nd frame of a repeat,
+the pooled frames are the buffer's zero padding, so that LAST observation's
+newest frame is black (discount 0 makes it irrelevant to learning); a life
+lost on the very frame the episode is cut does not zero the discount.
+"""
+
+from typing import Callable, Optional, Sequence
+
+import dm_env
+from dm_env import specs
+import numpy as np
+from PIL import Image
+
+from zoo.environments import atari_data
+from zoo.environments import environment
+
+_LUMA = np.array([0.299, 0.587, 1 - (0.299 + 0.587)])
+
+
+def rgb_to_luminance(rgb: np.ndarray) -> np.ndarray:
+  """Convert [H, W, 3] uint8 RGB to [H, W] uint8 luminance (truncated)."""
+  return np.tensordot(rgb, _LUMA, (-1, 0)).astype(np.uint8)
+
+
+def resize_bilinear(frame: np.ndarray, height: int, width: int) -> np.ndarray:
+  """Resize [H, W] uint8 with Pillow's (antialiased) bilinear filter."""
+  image = Image.fromarray(frame).resize((width, height),
+                                        Image.Resampling.BILINEAR)
+  return np.asarray(image, dtype=np.uint8)
+
+
+def process_frame(pooled_rgb: np.ndarray, height: int = 84,
+                  width: int = 84) -> np.ndarray:
+  """Turn a max-pooled RGB screen into one [height, width] uint8 frame."""
+  return resize_bilinear(rgb_to_luminance(pooled_rgb), height, width)
+
+
+def make_ale(game: str, seed: int):
+  """Return an ALEInterface with the game's ROM loaded, DQN Zoo settings."""
+  import ale_py  # pylint: disable=g-import-not-at-top
+  from ale_py import roms  # pylint: disable=g-import-not-at-top
+  ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+  ale = ale_py.ALEInterface()
+  ale.setInt('random_seed', int(seed))
+  ale.setFloat('repeat_action_probability', 0.0)
+  ale.setInt('max_num_frames_per_episode', 0)  # The env cuts episodes.
+  ale.loadROM(roms.get_rom_path(atari_data.rom_id(game)))
+  return ale
+
+
+class AtariEnvironment(dm_env.Environment):
+  """One Atari game with DQN Zoo's preprocessing; auto-resets after LAST."""
+
+  def __init__(
+      self,
+      game: str,
+      seed: int,
+      max_episode_frames: int = 108_000,
+      num_action_repeats: int = 4,
+      num_pooled_frames: int = 2,
+      num_stacked_frames: int = 4,
+      min_noop_frames: int = 1,
+      max_noop_frames: int = 30,
+      height: int = 84,
+      width: int = 84,
+      ale=None,
+  ):
+    """Create the environment.
+
+    Args:
+      game: one of zoo.environments.atari_data.GAMES.
+      seed: seeds ALE's random_seed and the no-op draws.
+      max_episode_frames: frame cap per episode (0: none), no-ops excluded.
+      num_action_repeats: frames per agent step.
+      num_pooled_frames: how many of the repeat's last frames are max-pooled.
+      num_stacked_frames: stack depth.
+      min_noop_frames: least no-op frames at an episode start.
+      max_noop_frames: most no-op frames at an episode start (inclusive).
+      height: processed frame height.
+      width: processed frame width.
+      ale: an ALEInterface-like object with the ROM loaded (tests pass a
+        fake); made from `game` and `seed` when None.
+    """
+    atari_data.check_game(game)
+    if not 1 <= num_pooled_frames <= num_action_repeats:
+      raise ValueError('Need 1 <= num_pooled_frames <= num_action_repeats, got '
+                       f'{num_pooled_frames} and {num_action_repeats}.')
+    if not 0 <= min_noop_frames <= max_noop_frames:
+      raise ValueError('Need 0 <= min_noop_frames <= max_noop_frames, got '
+                       f'{min_noop_frames} and {max_noop_frames}.')
+    if max_episode_frames < 0:
+      raise ValueError(f'max_episode_frames must be >= 0 (0: no cap), got '
+                       f'{max_episode_frames}.')
+    # Two independent streams from one seed, like DQN Zoo's run loop draws
+    # the environment's and the no-op wrapper's seeds from one RandomState.
+    seeds = np.random.RandomState(seed).randint(1, 2**31 - 1, size=2)
+    self._ale = make_ale(game, seeds[0]) if ale is None else ale
+    self._noop_rng = np.random.RandomState(seeds[1])
+    self._action_set = np.asarray(self._ale.getMinimalActionSet())
+    self._max_episode_frames = max_episode_frames
+    self._num_action_repeats = num_action_repeats
+    self._num_pooled_frames = num_pooled_frames
+    self._num_stacked_frames = num_stacked_frames
+    self._min_noop_frames = min_noop_frames
+    self._max_noop_frames = max_noop_frames
+    self._height, self._width = height, width
+    self._stack = []
+    self._lives = 0
+    self._episode_frames = 0
+    self._reset_next_step = True
+    self.last_num_noop_frames = 0  # For tests and diagnostics.
+
+  @property
+  def num_actions(self) -> int:
+    return len(self._action_set)
+
+  @property
+  def ale(self):
+    return self._ale
+
+  def _observation(self, pooled_rgb: Optional[np.ndarray]) -> np.ndarray:
+    if pooled_rgb is None:  # Game ended before the pooled frames: padding.
+      frame = np.zeros((self._height, self._width), np.uint8)
+    else:
+      frame = process_frame(pooled_rgb, self._height, self._width)
+    self._stack.append(frame)
+    del self._stack[:-self._num_stacked_frames]
+    return environment.stack_frames(self._stack, self._num_stacked_frames)
+
+  def reset(self) -> dm_env.TimeStep:
+    """Reset the game, play the random no-ops, return the FIRST step."""
+    self._ale.reset_game()
+    num_noops = self._noop_rng.randint(self._min_noop_frames,
+                                       self._max_noop_frames + 1)
+    noop = self._action_set[0]
+    for _ in range(num_noops):
+      self._ale.act(noop)
+      if self._ale.game_over():
+        raise RuntimeError(f'Episode ended while applying {num_noops} no-op '
+                           'frames.')
+    self.last_num_noop_frames = num_noops
+    self._lives = self._ale.lives()
+    self._episode_frames = 0
+    self._stack = []
+    self._reset_next_step = False
+    # max(zero padding, screen) = screen, as in DQN Zoo's FIRST step.
+    return dm_env.restart(self._observation(self._ale.getScreenRGB()))
+
+  def step(self, action) -> dm_env.TimeStep:
+    """Repeat `action` (index in the minimal set); reset if last was LAST."""
+    if self._reset_next_step:
+      return self.reset()
+    ale_action = self._action_set[action]
+    first_pooled = self._num_action_repeats - self._num_pooled_frames
+    pooled = None
+    reward = 0.0
+    discount = 1.0
+    last = False
+    for repeat in range(self._num_action_repeats):
+      reward += self._ale.act(ale_action)
+      self._episode_frames += 1
+      lives = self._ale.lives()
+      game_over = self._ale.game_over()
+      truncated = (self._max_episode_frames > 0 and
+                   self._episode_frames >= self._max_episode_frames)
+      if game_over:
+        discount = 0.0
+      elif lives < self._lives and not truncated:
+        discount = 0.0  # Life lost: bootstrap no further, episode goes on.
+      self._lives = lives
+      if repeat >= first_pooled:
+        screen = self._ale.getScreenRGB()
+        pooled = screen if pooled is None else np.maximum(pooled, screen)
+      if game_over or truncated:
+        last = True
+        break
+    # A repeat cut short pools its screens with DQN Zoo's zero padding:
+    # max(screen, 0) = screen, and no screen at all gives a black frame.
+    observation = self._observation(pooled)
+    if last:
+      self._reset_next_step = True
+      return dm_env.TimeStep(dm_env.StepType.LAST, reward, discount,
+                             observation)
+    return dm_env.TimeStep(dm_env.StepType.MID, reward, discount, observation)
+
+  def observation_spec(self) -> specs.Array:
+    return specs.Array((self._height, self._width, self._num_stacked_frames),
+                       np.uint8, name='observation')
+
+  def action_spec(self) -> specs.DiscreteArray:
+    return specs.DiscreteArray(self.num_actions, dtype=np.int32, name='action')
+
+  def close(self) -> None:
+    self._ale = None
+
+
+class ReferenceBatchedEnvironment(environment.BatchedEnvironment):
+  """K `AtariEnvironment`s stepped one after another in Python (K=1: DQN Zoo)."""
+
+  def __init__(self, environments: Sequence[AtariEnvironment]):
+    if not environments:
+      raise ValueError('Need at least one environment.')
+    num_actions = {env.num_actions for env in environments}
+    if len(num_actions) != 1:
+      raise ValueError(f'Streams disagree on the action count: {num_actions}.')
+    self._envs = list(environments)
+    self.num_envs = len(self._envs)
+    self.num_actions = num_actions.pop()
+    self._started = False
+
+  @property
+  def environments(self) -> Sequence[AtariEnvironment]:
+    return self._envs
+
+  def _batch(self, timesteps) -> environment.BatchedTimeStep:
+    return environment.BatchedTimeStep(
+        step_type=np.array([t.step_type for t in timesteps], np.int8),
+        reward=np.array([0.0 if t.first() else t.reward for t in timesteps],
+                        np.float32),
+        discount=np.array([1.0 if t.first() else t.discount
+                           for t in timesteps], np.float32),
+        observation=np.stack([t.observation for t in timesteps]),
+    )
+
+  def reset(self) -> environment.BatchedTimeStep:
+    self._started = True
+    return self._batch([env.reset() for env in self._envs])
+
+  def step(self, actions) -> environment.BatchedTimeStep:
+    if not self._started:
+      raise RuntimeError('Call reset() before step().')
+    actions = environment.check_actions(actions, self.num_envs,
+                                        self.num_actions)
+    return self._batch([env.step(a) for env, a in zip(self._envs, actions)])
+
+  def close(self) -> None:
+    for env in self._envs:
+      env.close()
+
+
+def make_atari_environment(
+    game: str,
+    seed: int,
+    num_envs: int = 1,
+    mode: str = 'reference',
+    max_episode_frames: int = 108_000,
+    num_threads: int = 0,
+    ale_factory: Optional[Callable[[str, int], object]] = None,
+    **reference_options,
+) -> environment.BatchedEnvironment:
+  """Return a batched Atari environment under the DQN Zoo protocol.
+
+  Args:
+    game: one of zoo.environments.atari_data.GAMES.
+    seed: the run's seed.
+    num_envs: K, the number of streams.
+    mode: 'reference' (K Python AtariEnvironments; K=1 is DQN Zoo) or
+      'vector' (ale_py.AtariVectorEnv, C++ threads; see zoo.environments.vector_env).
+    max_episode_frames: frame cap per episode (0: none).
+    num_threads: 'vector' mode only: emulator threads (0: one per stream, at
+      most the CPU count).
+    ale_factory: 'reference' mode only: fn(game, seed) -> ALE (tests).
+    **reference_options: 'reference' mode only: AtariEnvironment's
+      preprocessing (num_action_repeats, num_stacked_frames, height, width).
+  """
+  atari_data.check_game(game)
+  if mode == 'reference':
+    envs = []
+    for s in environment.stream_seeds(seed, num_envs):
+      ale = None if ale_factory is None else ale_factory(game, int(s))
+      envs.append(AtariEnvironment(game, int(s), max_episode_frames,
+                                   ale=ale, **reference_options))
+    return ReferenceBatchedEnvironment(envs)
+  if mode == 'vector':
+    from zoo.environments import vector_env  # pylint: disable=g-import-not-at-top
+    return vector_env.VectorAtariEnvironment(
+        game, seed, num_envs=num_envs, max_episode_frames=max_episode_frames,
+        num_threads=num_threads)
+  raise ValueError(f"mode must be 'reference' or 'vector', got {mode!r}.")

@@ -1,0 +1,159 @@
+"""K MinAtar games (Young & Tian, 2019) as one BatchedEnvironment.
+
+Each stream is a `minatar.Environment` with MinAtar's defaults: sticky actions
+(probability 0.1 of repeating the previous action) and difficulty ramping.
+The agent acts in the game's minimal action set: its action i is the game's
+`minimal_action_set()[i]` (Young & Tian's published results used all 6
+actions; MinAtar's gymnasium '-v1' ids use the minimal set, as here). There is
+no action repeat and no frame stacking: one step is one frame, and the
+observation of a stream is the game's 10x10xC grid of object channels (0/1) as
+uint8 with a stack axis of one, [10, 10, C, 1] (ARCHITECTURE.md). Rewards are
+the game's; the discount is 0 at game over (MinAtar has no lives) and 1 on the
+LAST step of an episode cut at `max_episode_frames`. Auto-reset as dm_env:
+the step after a LAST returns the new episode's FIRST and ignores the action.
+"""
+
+import difflib
+import functools
+from typing import Tuple
+
+import numpy as np
+
+from zoo.environments import environment
+
+GAMES: Tuple[str, ...] = ('asterix', 'breakout', 'freeway', 'seaquest',
+                          'space_invaders')
+
+
+def check_game(name: str) -> str:
+  """Return `name` if it is a MinAtar game, else raise a ValueError."""
+  if name in GAMES:
+    return name
+  close = difflib.get_close_matches(str(name), GAMES, n=2, cutoff=0.6)
+  hint = f' Did you mean {" or ".join(repr(c) for c in close)}?' if close else ''
+  raise ValueError(f'Unknown MinAtar game {name!r}.{hint} Use one of: '
+                   f'{", ".join(GAMES)}.')
+
+
+class NotInstalledError(ImportError):
+  """MinAtar, an optional part of the zoo, is not installed."""
+
+
+NOT_INSTALLED = ("MinAtar is not installed (it is GPL-3.0, an optional part of "
+                 "this Apache-2.0 project): pip install -e '.[minatar]'")
+
+
+def _import_minatar():
+  try:
+    import minatar  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    raise NotInstalledError(NOT_INSTALLED) from None
+  return minatar
+
+
+def check_installed() -> None:
+  """Raise NotInstalledError, naming the install command, without MinAtar."""
+  _import_minatar()
+
+
+@functools.lru_cache(maxsize=None)
+def game_spec(game: str) -> Tuple[int, Tuple[int, ...]]:
+  """Return (channels C, minimal action set) of a MinAtar game."""
+  minatar = _import_minatar()
+  env = minatar.Environment(check_game(game))
+  return int(env.state_shape()[2]), tuple(int(a)
+                                          for a in env.minimal_action_set())
+
+
+class MinAtarEnvironment(environment.BatchedEnvironment):
+  """K MinAtar streams stepped one after another in Python."""
+
+  def __init__(self, game: str, seed: int, num_envs: int = 1,
+               max_episode_frames: int = 108_000,
+               sticky_action_prob: float = 0.1,
+               difficulty_ramping: bool = True):
+    """Create K streams; stream k is seeded with stream_seeds(seed, K)[k]."""
+    minatar = _import_minatar()
+    num_channels, action_set = game_spec(game)
+    if num_envs < 1:
+      raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
+    if max_episode_frames < 1:
+      raise ValueError('max_episode_frames must be >= 1 (MinAtar episodes can '
+                       f'last forever), got {max_episode_frames}.')
+    self.num_envs = num_envs
+    self.num_actions = len(action_set)
+    self.observation_shape = (10, 10, num_channels, 1)
+    self._action_set = np.asarray(action_set)
+    self._max_episode_frames = max_episode_frames
+    self._envs = []
+    for stream_seed in environment.stream_seeds(seed, num_envs):
+      env = minatar.Environment(game, sticky_action_prob=sticky_action_prob,
+                                difficulty_ramping=difficulty_ramping)
+      env.seed(int(stream_seed))  # Game and sticky-action randomness.
+      self._envs.append(env)
+    self._last = None
+    self._episode_frames = np.zeros(num_envs, np.int64)
+
+  def _observation(self) -> np.ndarray:
+    return np.stack([env.state() for env in self._envs]).astype(
+        np.uint8)[..., None]
+
+  def reset(self) -> environment.BatchedTimeStep:
+    for env in self._envs:
+      env.reset()
+    self._last = np.zeros(self.num_envs, bool)
+    self._episode_frames[:] = 0
+    k = self.num_envs
+    return environment.BatchedTimeStep(
+        np.full(k, environment.FIRST), np.zeros(k, np.float32),
+        np.ones(k, np.float32), self._observation())
+
+  def step(self, actions) -> environment.BatchedTimeStep:
+    if self._last is None:
+      raise RuntimeError('Call reset() before step().')
+    actions = environment.check_actions(actions, self.num_envs,
+                                        self.num_actions)
+    k = self.num_envs
+    step_type = np.full(k, environment.MID)
+    reward = np.zeros(k, np.float32)
+    discount = np.ones(k, np.float32)
+    for i, env in enumerate(self._envs):
+      if self._last[i]:
+        env.reset()
+        self._episode_frames[i] = 0
+        step_type[i] = environment.FIRST
+        continue
+      r, terminal = env.act(int(self._action_set[actions[i]]))
+      self._episode_frames[i] += 1
+      reward[i] = r
+      if terminal:
+        step_type[i], discount[i] = environment.LAST, 0.0
+      elif self._episode_frames[i] >= self._max_episode_frames:
+        step_type[i] = environment.LAST
+    self._last = step_type == environment.LAST
+    return environment.BatchedTimeStep(step_type, reward, discount,
+                                       self._observation())
+
+  def rgb_frames(self, scale: int = 1) -> np.ndarray:
+    """Return the streams' grids as RGB images [K, 10s, 10s, 3] uint8.
+
+    Each cell takes the colour of its first set channel (black if none) and
+    becomes a `scale` x `scale` block, so that a video is watchable.
+    """
+    states = np.stack([env.state() for env in self._envs])
+    palette = _palette(states.shape[-1])
+    index = np.where(states.any(-1), np.argmax(states, -1) + 1, 0)
+    frames = palette[index]
+    return frames.repeat(scale, axis=1).repeat(scale, axis=2)
+
+  def close(self) -> None:
+    self._envs = []
+
+
+@functools.lru_cache(maxsize=None)
+def _palette(num_channels: int) -> np.ndarray:
+  """Return [C + 1, 3] uint8 colours: black, then Okabe-Ito-like hues."""
+  colours = [(0, 0, 0), (230, 159, 0), (86, 180, 233), (0, 158, 115),
+             (240, 228, 66), (0, 114, 178), (213, 94, 0), (204, 121, 167),
+             (255, 255, 255), (153, 153, 153), (120, 60, 20), (60, 120, 20)]
+  return np.asarray(colours[:num_channels + 1], np.uint8)

@@ -1,0 +1,229 @@
+"""MinAtar in JAX: pgx-minatar's games as zoo.environments.minatar_env's environment.
+
+One stream of a MinAtar game as pure functions (jit- and vmap-able), the same
+environment that `zoo.environments.minatar_env.MinAtarEnvironment` gives with the `minatar`
+package: the agent's action i is the game's `minimal_action_set()[i]` (same
+set, same order), sticky actions (probability 0.1 of repeating the previous
+action, which survives a reset as in `minatar.Environment`), difficulty
+ramping, the observation the game's 10x10xC object channels as uint8 0/1
+(without zoo.environments.minatar_env's stack axis of one), the game's rewards, and one
+step one frame, an episode cut at `max_episode_frames` frames. dm_env
+semantics per stream as zoo.environments.environment.BatchedEnvironment: the discount is 0
+at game over and 1 on the LAST step of a cut episode; the step after a LAST
+starts a new episode and returns its FIRST, ignoring the action.
+
+The games are pgx-minatar's (a port of MinAtar to JAX by the pgx authors).
+docs/minatar-jax-environment.md gives the measured agreement with `minatar`.
+Actions must lie in [0, num_actions): under jit nothing checks them.
+"""
+
+import functools
+from typing import Any, NamedTuple, Tuple
+
+import jax
+import jax.numpy as jnp
+
+from zoo.environments import environment
+from zoo.environments import minatar_env
+
+GAMES: Tuple[str, ...] = minatar_env.GAMES
+
+FIRST, MID, LAST = environment.FIRST, environment.MID, environment.LAST
+
+# Games whose pgx-minatar port is not `minatar`'s game, with the reason; make()
+# refuses them. Empty: every game agrees (docs/minatar-jax-environment.md).
+REFUSED = {}
+
+# pgx-minatar's module, class and observation channels of each game.
+_CLASSES = {
+    'asterix': ('asterix', 'MinAtarAsterix', 4),
+    'breakout': ('breakout', 'MinAtarBreakout', 4),
+    'freeway': ('freeway', 'MinAtarFreeway', 7),
+    'seaquest': ('seaquest', 'MinAtarSeaquest', 10),
+    'space_invaders': ('space_invaders', 'MinAtarSpaceInvaders', 6),
+}
+
+
+class TimeStep(NamedTuple):
+  """One stream's timestep; vmap for many."""
+  step_type: jnp.ndarray    # int8 scalar: 0 FIRST, 1 MID, 2 LAST.
+  reward: jnp.ndarray       # float32 scalar.
+  discount: jnp.ndarray     # float32 scalar.
+  observation: jnp.ndarray  # uint8 [10, 10, C].
+
+
+class EnvState(NamedTuple):
+  """One stream's state."""
+  game: Any                    # The pgx-minatar game state.
+  episode_frames: jnp.ndarray  # int32: frames since the episode's FIRST.
+  last: jnp.ndarray            # bool: the previous step was LAST.
+
+
+def _pgx_env(game: str, sticky_action_prob: float):
+  """Return pgx-minatar's environment of `game` (minimal action set)."""
+  import importlib  # pylint: disable=g-import-not-at-top
+  module_name, class_name, _ = _CLASSES[game]
+  try:
+    importlib.import_module('pgx')
+    module = importlib.import_module(f'pgx_minatar.{module_name}')
+  except ImportError as e:
+    raise ImportError(
+        f'MinAtar in JAX needs pgx and pgx-minatar ({e}): '
+        "pip install -e '.[minatar]' (pgx==2.6.0, pgx-minatar==0.5.1)."
+    ) from None
+  return getattr(module, class_name)(
+      use_minimal_action_set=True, sticky_action_prob=sticky_action_prob)
+
+
+class JaxMinAtar:
+  """One MinAtar stream as pure functions; holds no mutable state."""
+
+  def __init__(self, game: str, max_episode_frames: int = 108_000,
+               sticky_action_prob: float = 0.1):
+    """Create the environment of `game` (see make)."""
+    game = minatar_env.check_game(game)
+    if game in REFUSED:
+      raise ValueError(f'MinAtar in JAX refuses {game!r}: {REFUSED[game]} '
+                       'Use the Python loop (zoo.environments.minatar_env) for it.')
+    if max_episode_frames < 1:
+      raise ValueError('max_episode_frames must be >= 1 (MinAtar episodes can '
+                       f'last forever), got {max_episode_frames}.')
+    if not 0.0 <= sticky_action_prob <= 1.0:
+      raise ValueError('sticky_action_prob must lie in [0, 1], got '
+                       f'{sticky_action_prob}.')
+    self.game = game
+    self.max_episode_frames = int(max_episode_frames)
+    self.sticky_action_prob = float(sticky_action_prob)
+    self._env = _pgx_env(game, self.sticky_action_prob)
+    self.action_set: Tuple[int, ...] = tuple(
+        int(a) for a in self._env.minimal_action_set)
+    self.num_actions = len(self.action_set)
+    self.observation_shape: Tuple[int, int, int] = (10, 10, _CLASSES[game][2])
+
+  def _key(self):
+    return (self.game, self.max_episode_frames, self.sticky_action_prob)
+
+  # Equal settings, equal environments: jit (static argument) compiles once.
+  def __eq__(self, other) -> bool:
+    return isinstance(other, JaxMinAtar) and self._key() == other._key()
+
+  def __hash__(self) -> int:
+    return hash(self._key())
+
+  def __repr__(self) -> str:
+    return (f'JaxMinAtar({self.game!r}, max_episode_frames='
+            f'{self.max_episode_frames}, sticky_action_prob='
+            f'{self.sticky_action_prob})')
+
+  def _timestep(self, step_type, reward, discount, game) -> TimeStep:
+    return TimeStep(jnp.asarray(step_type, jnp.int8),
+                    jnp.asarray(reward, jnp.float32),
+                    jnp.asarray(discount, jnp.float32),
+                    game.observation.astype(jnp.uint8))
+
+  def _first(self, game) -> Tuple[EnvState, TimeStep]:
+    state = EnvState(game, jnp.int32(0), jnp.bool_(False))
+    return state, self._timestep(FIRST, 0.0, 1.0, game)
+
+  def reset(self, rng_key) -> Tuple[EnvState, TimeStep]:
+    """Start an episode; return its state and FIRST timestep."""
+    return self._first(self._env.init(rng_key))
+
+  def step(self, state: EnvState, action,
+           rng_key) -> Tuple[EnvState, TimeStep]:
+    """Step one stream with `action` in [0, num_actions).
+
+    After a LAST this starts a new episode (FIRST) and ignores `action`.
+    """
+
+    def new_episode():
+      # minatar.Environment keeps its previous action across reset(): the new
+      # episode's first step may repeat it (sticky), so it is carried over.
+      game = self._env.init(rng_key).replace(
+          _last_action=state.game._last_action)  # pylint: disable=protected-access
+      return self._first(game)
+
+    def same_episode():
+      game = self._env.step(state.game, jnp.asarray(action, jnp.int32),
+                            rng_key)
+      frames = state.episode_frames + 1
+      over = game.terminated
+      last = over | (frames >= self.max_episode_frames)
+      step_type = jnp.where(last, LAST, MID)
+      discount = jnp.where(over, 0.0, 1.0)
+      return (EnvState(game, frames, last),
+              self._timestep(step_type, game.rewards[0], discount, game))
+
+    return jax.lax.cond(state.last, new_episode, same_episode)
+
+
+def make(game: str, **kwargs) -> JaxMinAtar:
+  """Return the JAX environment of a MinAtar game (ValueError if unknown).
+
+  Keyword arguments (max_episode_frames, sticky_action_prob) are those of
+  zoo.environments.minatar_env.MinAtarEnvironment, with its defaults.
+  """
+  return JaxMinAtar(game, **kwargs)
+
+
+# The random policy (scripts.experiments.minatar_random, scripts.experiments.minatar_jax_agreement):
+# pure functions, jitted here with the environment static.
+
+
+@functools.partial(jax.jit, static_argnums=(0, 2))
+def random_policy_steps(env: JaxMinAtar, rng_key, num_steps: int):
+  """Run a uniformly random policy on one stream for `num_steps` timesteps.
+
+  The reset's FIRST is the first timestep, as zoo.loops.python_loop.run_phase counts.
+
+  Returns:
+    (rng_key, step_type [num_steps] int8, reward [num_steps] float32).
+  """
+  rng_key, reset_key = jax.random.split(rng_key)
+  state, first = env.reset(reset_key)
+
+  def body(carry, unused):
+    state, key = carry
+    key, action_key, step_key = jax.random.split(key, 3)
+    action = jax.random.randint(action_key, (), 0, env.num_actions)
+    state, timestep = env.step(state, action, step_key)
+    return (state, key), (timestep.step_type, timestep.reward)
+
+  (_, rng_key), (step_type, reward) = jax.lax.scan(
+      body, (state, rng_key), None, length=num_steps - 1)
+  step_type = jnp.concatenate([first.step_type[None], step_type])
+  reward = jnp.concatenate([first.reward[None], reward])
+  return rng_key, step_type, reward
+
+
+@functools.partial(jax.jit, static_argnums=(0, 2))
+def random_policy_episodes(env: JaxMinAtar, rng_key, num_episodes: int):
+  """Play `num_episodes` independent episodes (vmapped) with a random policy.
+
+  Returns:
+    (rng_key, returns [num_episodes] float32, lengths [num_episodes] int32),
+    a length counting the episode's frames (steps after its FIRST).
+  """
+  rng_key, reset_key = jax.random.split(rng_key)
+  states, _ = jax.vmap(env.reset)(jax.random.split(reset_key, num_episodes))
+  zeros = jnp.zeros(num_episodes)
+
+  def not_all_done(carry):
+    return ~carry[-1].all()
+
+  def body(carry):
+    states, key, returns, lengths, done = carry
+    key, action_key, step_key = jax.random.split(key, 3)
+    actions = jax.random.randint(action_key, (num_episodes,), 0,
+                                 env.num_actions)
+    states, timestep = jax.vmap(env.step)(
+        states, actions, jax.random.split(step_key, num_episodes))
+    returns = returns + jnp.where(done, 0.0, timestep.reward)
+    lengths = lengths + jnp.where(done, 0, 1)
+    done = done | (timestep.step_type == LAST)
+    return states, key, returns, lengths, done
+
+  _, rng_key, returns, lengths, _ = jax.lax.while_loop(
+      not_all_done, body, (states, rng_key, zeros, zeros.astype(jnp.int32),
+                           jnp.zeros(num_episodes, bool)))
+  return rng_key, returns, lengths

@@ -1,0 +1,205 @@
+"""The vectorized mode: K Atari streams stepped by `ale_py.AtariVectorEnv`.
+
+The C++ vector environment runs the emulators on threads and does its own
+preprocessing, configured here to the DQN Zoo protocol: no sticky actions,
+minimal action set, no fire on reset, 4-frame repeat with a max over the last
+two frames, grayscale 84x84, stack of 4, raw (unclipped) rewards, no episodic
+life, 108,000-frame cap counted after the no-ops (as DQN Zoo's run loop), and
+NEXT_STEP auto-reset, which is dm_env's: the step after a LAST returns the new
+episode's first observation with reward 0 and ignores its action. The life
+count comes in `info['lives']` every step, so the zero discount on a life loss
+needs no episodic life.
+
+Where it differs from the reference mode (zoo.environments.atari_env, bit-exact DQN Zoo):
+- No-op frames at an episode start are uniform in 0..29 (DQN Zoo: 1..30).
+- Grayscale: the palette's luminance of each frame, then the max over the two
+  frames (DQN Zoo: max of the RGB frames, then luminance); resize by area
+  averaging (DQN Zoo: Pillow's bilinear filter). Frames differ by a couple of
+  grey levels on average (scripts/benchmarks/bench_env.py --compare_pixels measures it).
+- A repeat cut short by game over pools what it has, where DQN Zoo pools
+  zero padding (only the LAST observation, whose discount is 0, differs).
+- A life lost on the step an episode is cut zeroes the discount here.
+- Seeding: stream k's emulator seed is zoo.environments.environment.stream_seeds(seed, K)[k]
+  (seeding reloads the ROMs, so it happens once, at the first reset).
+The stack is returned in DQN Zoo's layout (zoo.environments.environment): the vector
+environment pads in front ([0, 0, 0, A]); this module moves the padding to
+the end ([A, 0, 0, 0]) using each stream's step count.
+"""
+
+import os
+from typing import Any, Mapping
+
+import numpy as np
+
+from zoo.environments import atari_data
+from zoo.environments import environment
+
+
+def to_dqn_zoo_stack(stacks: np.ndarray, episode_step: np.ndarray) -> np.ndarray:
+  """Convert [K, S, H, W] front-padded stacks to [K, H, W, S] end-padded ones.
+
+  Args:
+    stacks: the vector environment's stacks, oldest frame first, zero-padded
+      in front while an episode has fewer than S frames.
+    episode_step: [K] agent steps since each stream's FIRST (0 on FIRST).
+
+  Returns:
+    [K, H, W, S] uint8 stacks in DQN Zoo's layout (zoo.environments.environment).
+  """
+  num_stacked = stacks.shape[1]
+  observation = np.ascontiguousarray(np.moveaxis(stacks, 1, -1))
+  for k in np.flatnonzero(episode_step < num_stacked - 1):
+    observation[k] = np.roll(observation[k],
+                             -(num_stacked - 1 - int(episode_step[k])), axis=-1)
+  return observation
+
+
+def to_batched_timestep(
+    stacks: np.ndarray,
+    reward: np.ndarray,
+    terminated: np.ndarray,
+    truncated: np.ndarray,
+    lives: np.ndarray,
+    previous_lives: np.ndarray,
+    first: np.ndarray,
+    episode_step: np.ndarray,
+) -> environment.BatchedTimeStep:
+  """Map one AtariVectorEnv step (NEXT_STEP auto-reset) to a BatchedTimeStep.
+
+  Args:
+    stacks: [K, S, H, W] uint8 observations.
+    reward: [K] raw rewards summed over the repeats.
+    terminated: [K] game over.
+    truncated: [K] episode cut at the frame cap.
+    lives: [K] lives after this step (info['lives']).
+    previous_lives: [K] lives after the stream's previous step.
+    first: [K] whether this step starts an episode (the previous was LAST).
+    episode_step: [K] agent steps since FIRST, 0 where `first`.
+
+  Returns:
+    The BatchedTimeStep of ARCHITECTURE.md.
+  """
+  first = np.asarray(first, bool)
+  terminated = np.asarray(terminated, bool) & ~first
+  truncated = np.asarray(truncated, bool) & ~first
+  last = terminated | truncated
+  step_type = np.where(first, environment.FIRST,
+                       np.where(last, environment.LAST, environment.MID))
+  life_lost = ~first & (np.asarray(lives) < np.asarray(previous_lives))
+  discount = np.where(terminated | life_lost, 0.0, 1.0)
+  return environment.BatchedTimeStep(
+      step_type=step_type.astype(np.int8),
+      reward=np.where(first, 0.0, reward).astype(np.float32),
+      discount=discount.astype(np.float32),
+      observation=to_dqn_zoo_stack(stacks, np.asarray(episode_step)),
+  )
+
+
+def make_vector_env(game: str, num_envs: int, max_episode_frames: int,
+                    num_threads: int):
+  """Return an ale_py.AtariVectorEnv configured to the DQN Zoo protocol."""
+  import ale_py  # pylint: disable=g-import-not-at-top
+  return ale_py.AtariVectorEnv(
+      atari_data.rom_id(game),
+      num_envs,
+      num_threads=num_threads,
+      max_num_frames_per_episode=max_episode_frames,
+      repeat_action_probability=0.0,
+      full_action_space=False,
+      autoreset_mode='NextStep',
+      img_height=84,
+      img_width=84,
+      grayscale=True,
+      stack_num=4,
+      frameskip=4,
+      maxpool=True,
+      noop_max=30,
+      episodic_life=False,
+      life_loss_info=False,
+      reward_clipping=False,
+      use_fire_reset=False,
+  )
+
+
+class VectorAtariEnvironment(environment.BatchedEnvironment):
+  """K Atari streams on ale_py.AtariVectorEnv's threads, DQN Zoo protocol."""
+
+  def __init__(self, game: str, seed: int, num_envs: int = 1,
+               max_episode_frames: int = 108_000, num_threads: int = 0,
+               vector_env=None):
+    """Create the environment.
+
+    Args:
+      game: one of zoo.environments.atari_data.GAMES.
+      seed: seeds the K emulators (once, at the first reset).
+      num_envs: K.
+      max_episode_frames: frame cap per episode, no-ops excluded (0: none).
+      num_threads: emulator threads; 0: min(K, CPU count).
+      vector_env: an AtariVectorEnv-like object (tests pass a fake).
+    """
+    atari_data.check_game(game)
+    if num_envs < 1:
+      raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
+    if max_episode_frames < 0:
+      raise ValueError(f'max_episode_frames must be >= 0 (0: no cap), got '
+                       f'{max_episode_frames}.')
+    if num_threads <= 0:
+      num_threads = min(num_envs, os.cpu_count() or 1)
+    if vector_env is None:
+      vector_env = make_vector_env(game, num_envs, max_episode_frames,
+                                   num_threads)
+    self._env = vector_env
+    self.num_envs = num_envs
+    self.num_actions = int(self._env.single_action_space.n)
+    self._seeds = environment.stream_seeds(seed, num_envs)
+    self._seeded = False
+    self._lives = None
+    self._last = None
+    self._episode_step = None
+    self._noop_frames = None
+
+  @property
+  def noop_frames(self) -> np.ndarray:
+    """[K] no-op frames played at the start of each stream's episode."""
+    return self._noop_frames.copy()
+
+  def _start(self, info: Mapping[str, Any]) -> None:
+    self._lives = np.asarray(info['lives']).copy()
+    self._last = np.zeros(self.num_envs, bool)
+    self._episode_step = np.zeros(self.num_envs, np.int64)
+    self._noop_frames = np.asarray(info['episode_frame_number']).copy()
+
+  def reset(self) -> environment.BatchedTimeStep:
+    seed = None if self._seeded else self._seeds
+    stacks, info = self._env.reset(seed=seed)
+    self._seeded = True
+    self._start(info)
+    zeros = np.zeros(self.num_envs)
+    return to_batched_timestep(
+        stacks, zeros, zeros, zeros, self._lives, self._lives,
+        first=np.ones(self.num_envs, bool), episode_step=self._episode_step)
+
+  def step(self, actions) -> environment.BatchedTimeStep:
+    if self._last is None:
+      raise RuntimeError('Call reset() before step().')
+    actions = environment.check_actions(actions, self.num_envs,
+                                        self.num_actions)
+    stacks, reward, terminated, truncated, info = self._env.step(
+        actions.astype(np.int32))
+    first = self._last
+    self._episode_step = np.where(first, 0, self._episode_step + 1)
+    lives = np.asarray(info['lives'])
+    timestep = to_batched_timestep(stacks, reward, terminated, truncated,
+                                   lives, self._lives, first,
+                                   self._episode_step)
+    self._lives = lives.copy()
+    self._last = timestep.step_type == environment.LAST
+    self._noop_frames = np.where(first, info['episode_frame_number'],
+                                 self._noop_frames)
+    return timestep
+
+  def close(self) -> None:
+    if self._env is not None:
+      self._env.close()
+      self._env = None
+

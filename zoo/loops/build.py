@@ -1,0 +1,99 @@
+"""Build a run's parts from its settings: environments, learner, agent, replay.
+
+`learner_parts` is the one place that turns settings into the learner's
+parts (network, loss, optimizer, gradient scale, ε schedule, the seed's
+draws); the Python loop's agent, the jitted loop and the benchmarks use it.
+"""
+
+from typing import Any, Callable, NamedTuple, Tuple
+
+import haiku as hk
+import jax
+import numpy as np
+
+from zoo.agent import learning as agent_lib
+from zoo.agent import quantile_agent
+from zoo.replay import device_replay
+from zoo.environments import environment
+from zoo.replay import frame_replay as replay_lib
+from zoo.loops import python_loop
+from zoo.configuration import settings as settings_lib
+
+
+def make_environment_factory(suite, s: settings_lib.Settings
+                             ) -> Callable[[int, str],
+                                           environment.BatchedEnvironment]:
+  """Return fn(iteration, phase) -> a fresh, deterministically seeded env."""
+
+  def make(iteration: int, phase: str) -> environment.BatchedEnvironment:
+    return suite.make_environment(
+        s, python_loop.environment_seed(s.seed, iteration, phase))
+
+  return make
+
+
+class LearnerParts(NamedTuple):
+  """What a loop's learner is made of, from the settings."""
+  network: hk.Transformed
+  loss_fn: agent_lib.LossFn
+  optimizer: Any                       # optax, with Adam's ε of the settings.
+  grad_scale: float                    # 2/N with scale_grad, else 1.
+  epsilon: agent_lib.LinearSchedule    # ε of training, by frame.
+  replay_seed: int                     # The Python loop's replay sampler.
+  agent_key: jax.Array                 # Initial parameters, acting, learning.
+
+
+def learner_parts(suite, s: settings_lib.Settings, num_actions: int,
+                  network_fn=None) -> LearnerParts:
+  """Return the learner's parts of resolved settings `s`.
+
+  `network_fn` (default: the suite's) is a Haiku fn(observations) ->
+  QuantileNetworkOutputs. The seed's draws come in one order, so that both
+  loops start a seed from the same parameters.
+  """
+  if network_fn is None:
+    network_fn = suite.network_fn(s, num_actions)
+  rng = np.random.RandomState(s.seed)
+  replay_seed = int(rng.randint(2**31 - 1))
+  agent_key = jax.random.PRNGKey(rng.randint(2**31 - 1))
+  return LearnerParts(
+      network=hk.transform(network_fn),
+      loss_fn=agent_lib.make_loss_fn(s.loss, s.huber_param,
+                                      s.smoothing_width),
+      optimizer=agent_lib.make_optimizer(s.learning_rate, s.optimizer_epsilon,
+                                         s.max_global_grad_norm),
+      grad_scale=2.0 / s.num_quantiles if s.scale_grad else 1.0,
+      epsilon=agent_lib.LinearSchedule(
+          begin_value=s.exploration_epsilon_begin_value,
+          end_value=s.exploration_epsilon_end_value,
+          begin_t=s.epsilon_begin_frame(),
+          decay_steps=s.epsilon_decay_frames()),
+      replay_seed=replay_seed, agent_key=agent_key)
+
+
+def build_agent(suite, s: settings_lib.Settings, num_actions: int,
+                network_fn=None
+                ) -> Tuple[quantile_agent.QuantileAgent, replay_lib.FrameReplay]:
+  """Return (agent, replay) for resolved settings `s` (learner_parts')."""
+  parts = learner_parts(suite, s, num_actions, network_fn)
+  observation_shape = tuple(suite.observation_shape(s))
+  replay_class = (device_replay.DeviceFrameReplay if s.replay_on_device
+                  else replay_lib.FrameReplay)
+  replay = replay_class(
+      s.replay_capacity, s.num_envs, observation_shape[:-1],
+      s.num_stacked_frames, seed=parts.replay_seed)
+  config = quantile_agent.AgentConfig(
+      batch_size=s.batch_size, min_replay_size=s.min_replay_size(),
+      learn_period=s.learn_period,
+      target_network_update_period=s.target_network_update_period,
+      num_action_repeats=s.num_action_repeats,
+      additional_discount=s.additional_discount,
+      max_abs_reward=s.max_abs_reward, grad_scale=parts.grad_scale,
+      eval_exploration_epsilon=s.eval_exploration_epsilon,
+      num_fused_updates=s.num_fused_updates)
+  agent = quantile_agent.QuantileAgent(
+      network=parts.network, loss_fn=parts.loss_fn, optimizer=parts.optimizer,
+      replay=replay, sample_observation=np.zeros(observation_shape, np.uint8),
+      exploration_epsilon=parts.epsilon, config=config,
+      rng_key=parts.agent_key)
+  return agent, replay

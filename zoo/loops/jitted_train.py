@@ -1,0 +1,285 @@
+"""The jitted MinAtar loop's pure functions: train and evaluate, seeds vmapped.
+
+The PureJaxRL / Podracer "Anakin" pattern: `make_train` returns pure
+functions of one group of seeds; zoo.loops.jitted_loop jits them in one place and
+drives the iterations. A training phase is `lax.scan` chunks of blocks; the
+seeds of a group are one `vmap` axis.
+
+The agent is zoo.agent's, not a copy: `select_action` (ε-greedy on K
+streams), `sample_and_update` (sampling inside the update, then `update`:
+the TD target of `td_target`, the loss of `make_loss_fn`, the gradient
+scale, clip then Adam of `make_optimizer`) and the ε schedule of
+`linear_schedule`.
+
+A block is `learn_period` frames (K < learn_period: learn_period / K steps
+of the K streams) or one step (K >= learn_period); after it, the block's
+updates (learn_period frames per update) run once the replay holds its
+minimum, then the target copy when a multiple of the target period was
+crossed: the reference agent's order and counts (zoo.agent.quantile_agent.QuantileAgent,
+K x frames per step). The frame counter is shared by the seeds (they run
+in lockstep), so those conditions are real branches, not selects.
+Phases are counted by zoo.loops.phase_accounting, the Python loop's code. The
+training streams are part of the seed's state: at K = 1 fresh every phase
+(DQN Zoo), at K > 1 they go on across iterations, as zoo.loops.train_streams's,
+and are checkpointed with the seed (an exact resume).
+"""
+
+from typing import Any, Callable, NamedTuple
+
+import haiku as hk
+import jax
+import jax.numpy as jnp
+
+from zoo.agent import learning as agent_lib
+from zoo.replay import device_replay
+from zoo.replay import packed_replay
+from zoo.loops import phase_accounting
+
+
+class LoopConfig(NamedTuple):
+  """The static counts of a group of runs (frames = steps on MinAtar)."""
+  num_streams: int            # K streams per seed.
+  observation_shape: tuple    # (10, 10, C) uint8, binary.
+  stream_capacity: int        # Replay slots per stream (capacity // K).
+  batch_size: int
+  min_replay_size: int        # Transitions (all streams) before learning.
+  learn_period: int           # Frames per update.
+  target_period: int          # Frames between target copies.
+  max_abs_reward: float
+  eval_epsilon: float
+  epsilon_begin: float
+  epsilon_end: float
+  epsilon_begin_frame: int
+  epsilon_decay_frames: int
+  num_train_frames: int
+  num_eval_frames: int
+
+  @property
+  def steps_per_block(self) -> int:
+    return max(self.learn_period // self.num_streams, 1)
+
+  @property
+  def block_frames(self) -> int:
+    return self.steps_per_block * self.num_streams
+
+  @property
+  def updates_per_block(self) -> int:
+    return self.block_frames // self.learn_period
+
+  @property
+  def replay_bytes_per_seed(self) -> int:
+    return packed_replay.nbytes(self.num_streams, self.stream_capacity,
+                                self.observation_shape)
+
+
+class Streams(NamedTuple):
+  """One seed's K environment streams and its phase's statistics."""
+  env_state: Any
+  timestep: Any                 # The adapter's TimeStep, fields [K, ...].
+  env_key: jnp.ndarray
+  tally: phase_accounting.Tally  # The phase's frames, episodes, returns.
+  value_sum: jnp.ndarray        # float32, max-Q of the states acted on.
+  value_count: jnp.ndarray      # int32.
+  non_binary: jnp.ndarray       # int32, observations with a value > 1.
+
+
+class SeedState(NamedTuple):
+  """What one seed carries across iterations (checkpointed)."""
+  params: Any
+  target_params: Any
+  opt_state: Any
+  replay: device_replay.DeviceArrays  # zoo.replay.packed_replay's.
+  episode_step: jnp.ndarray           # [K] int32, the replay's per stream.
+  rng_key: jnp.ndarray                # Acting (train) and learning.
+  eval_rng_key: jnp.ndarray
+  # The training streams; their timestep is the next to act on.
+  train_streams: Streams
+
+
+class Functions(NamedTuple):
+  """The pure functions of a group (make_train); run_group jits them."""
+  init: Callable           # (seed key, first train env key) -> SeedState
+  start_train: Callable    # (state, env key) -> the phase's SeedState
+  train_chunk: Callable    # (states, frame_t, num_blocks) -> ...
+  eval_phase: Callable     # (states, env keys) -> (states, streams)
+
+
+def make_learn(cfg: LoopConfig, network: hk.Transformed,
+               loss_fn: agent_lib.LossFn, optimizer, additional_discount: float,
+               grad_scale: float) -> Callable:
+  """Return learn(SeedState) -> (SeedState, loss): one block's updates.
+
+  Batches come from the seed's packed replay; the update is zoo.agent's.
+  """
+  update_fn = lambda *a: agent_lib.update(  # pylint: disable=g-long-lambda
+      network, optimizer, loss_fn, additional_discount, grad_scale, *a)
+  target_fn = lambda *a: agent_lib.td_target(  # pylint: disable=g-long-lambda
+      network, additional_discount, *a)
+  sampler = lambda replay, key, n: packed_replay.sample(  # pylint: disable=g-long-lambda
+      replay, key, n, cfg.observation_shape)
+
+  def learn(state: SeedState):
+    params, opt_state, rng_key, losses = agent_lib.sample_and_update(
+        update_fn, target_fn, sampler, cfg.updates_per_block, cfg.batch_size,
+        state.params, state.target_params, state.opt_state, state.replay,
+        state.rng_key)
+    return state._replace(params=params, opt_state=opt_state,
+                          rng_key=rng_key), losses[-1]
+
+  return learn
+
+
+def make_train(cfg: LoopConfig, env, network: hk.Transformed,
+               loss_fn: agent_lib.LossFn, optimizer, additional_discount: float,
+               grad_scale: float) -> Functions:
+  """Return the pure functions of a group of runs (jit them in one place).
+
+  Args:
+    cfg: the static counts.
+    env: a JAX environment (zoo.environments.minatar_jax_env.make's interface): pure
+      reset(key) and step(state, action, key), one stream each.
+    network: the Haiku network on [B, 10, 10, C, 1] observations.
+    loss_fn: zoo.agent.learning.make_loss_fn's.
+    optimizer: zoo.agent.learning.make_optimizer's.
+    additional_discount: γ applied to the environment's discounts.
+    grad_scale: the gradient's factor (2/N with scale_grad, else 1).
+  """
+  k = cfg.num_streams
+  learn = make_learn(cfg, network, loss_fn, optimizer, additional_discount,
+                     grad_scale)
+
+  def init(key, env_key) -> SeedState:
+    """Return a seed's state; its streams: the first training phase's."""
+    init_key, rng_key, eval_rng_key = jax.random.split(key, 3)
+    sample_observation = jnp.zeros((1,) + cfg.observation_shape + (1,),
+                                   jnp.uint8)
+    params = network.init(init_key, sample_observation)
+    return SeedState(params, jax.tree.map(jnp.copy, params),
+                     optimizer.init(params),
+                     packed_replay.empty(k, cfg.stream_capacity,
+                                         cfg.observation_shape),
+                     jnp.zeros(k, jnp.int32), rng_key, eval_rng_key,
+                     start_phase(env_key))
+
+  def start_phase(env_key) -> Streams:
+    """Return fresh streams of `env_key` at a phase's start."""
+    env_key, *reset_keys = jax.random.split(env_key, k + 1)
+    env_state, timestep = jax.vmap(env.reset)(jnp.stack(reset_keys))
+    return phase_start(env_state, timestep, env_key,
+                       jnp.zeros(k, jnp.float32))
+
+  def phase_start(env_state, timestep, env_key, running) -> Streams:
+    """Return streams at a phase's start: zero statistics."""
+    return Streams(env_state, timestep, env_key,
+                   phase_accounting.start(running, xp=jnp), jnp.float32(0),
+                   jnp.int32(0), jnp.int32(0))
+
+  def start_train(state: SeedState, env_key) -> SeedState:
+    """Return the state at a training phase's start: its streams fresh at
+    K = 1 (DQN Zoo), going on at K > 1 (as zoo.loops.train_streams')."""
+    streams = state.train_streams
+    return state._replace(train_streams=start_phase(env_key) if k == 1 else
+                          phase_start(*streams[:3], streams.tally.running))
+
+  def env_step(streams: Streams, actions) -> Streams:
+    """Step the K streams (the adapter cuts episodes at the frame cap)."""
+    env_key, step_key = jax.random.split(streams.env_key)
+    env_state, timestep = jax.vmap(env.step)(
+        streams.env_state, actions, jax.random.split(step_key, k))
+    return streams._replace(env_state=env_state, timestep=timestep,
+                            env_key=env_key)
+
+  def account(streams: Streams, budget: int) -> Streams:
+    """Count the current timestep (zoo.loops.phase_accounting; frames = steps)."""
+    timestep = streams.timestep
+    return streams._replace(
+        tally=phase_accounting.count(streams.tally, timestep.step_type,
+                                     timestep.reward, budget, 1, xp=jnp),
+        non_binary=streams.non_binary + jnp.any(
+            timestep.observation > 1).astype(jnp.int32))
+
+  def block(state: SeedState, frame_t):
+    """Act, store and step for one block, then learn when due (one seed)."""
+    streams = state.train_streams
+    for i in range(cfg.steps_per_block):
+      epsilon = agent_lib.linear_schedule(
+          frame_t + i * k, cfg.epsilon_begin, cfg.epsilon_end,
+          cfg.epsilon_begin_frame, cfg.epsilon_decay_frames, xp=jnp)
+      observation = streams.timestep.observation[..., None]
+      rng_key, actions, values = agent_lib.select_action(
+          network, state.params, state.rng_key, observation, epsilon)
+      state = state._replace(rng_key=rng_key)
+      replay, episode_step = packed_replay.store(
+          state.replay, state.episode_step, streams.timestep, actions,
+          cfg.max_abs_reward)
+      state = state._replace(replay=replay, episode_step=episode_step)
+      streams = account(streams, cfg.num_train_frames)
+      streams = streams._replace(
+          value_sum=streams.value_sum + jnp.sum(values),
+          value_count=streams.value_count + k)
+      streams = env_step(streams, actions)
+    end_t = frame_t + cfg.block_frames
+    # Unbatched (frame_t is shared): real branches under the seeds' vmap.
+    held = k * jnp.minimum(end_t // k, cfg.stream_capacity)
+    learning = held >= cfg.min_replay_size
+    # Only the learner's state passes through the branches: the replay is
+    # read there, and a loop-carried replay passed through a branch may be
+    # copied on every block.
+    replay = state.replay
+
+    def learn_from_replay(learner):
+      params, opt_state, rng_key = learner
+      updated, _ = learn(state._replace(params=params, opt_state=opt_state,
+                                        rng_key=rng_key, replay=replay))
+      return updated.params, updated.opt_state, updated.rng_key
+
+    params, opt_state, rng_key = jax.lax.cond(
+        learning, learn_from_replay, lambda learner: learner,
+        (state.params, state.opt_state, state.rng_key))
+    copy = learning & (end_t // cfg.target_period >
+                       frame_t // cfg.target_period)
+    target_params = jax.lax.cond(copy, lambda p, t: p, lambda p, t: t,
+                                 params, state.target_params)
+    return state._replace(params=params, opt_state=opt_state,
+                          rng_key=rng_key, target_params=target_params,
+                          train_streams=streams)
+
+  def train_chunk(states: SeedState, frame_t, num_blocks: int):
+    """Run `num_blocks` blocks of every seed; return (states, frame_t)."""
+
+    def body(carry, _):
+      states, frame_t = carry
+      states = jax.vmap(block, in_axes=(0, None))(states, frame_t)
+      return (states, frame_t + cfg.block_frames), None
+
+    (states, frame_t), _ = jax.lax.scan(body, (states, frame_t), None,
+                                        length=num_blocks)
+    return states, frame_t
+
+  def eval_seed(params, eval_rng_key, env_key):
+    """Evaluate one seed; only the key and the streams are carried."""
+    streams = start_phase(env_key)
+    whole_episodes = k > 1  # zoo.loops.python_loop's rule for evaluation.
+
+    def body(carry):
+      eval_rng_key, streams, _ = carry
+      observation = streams.timestep.observation[..., None]
+      eval_rng_key, actions, _ = agent_lib.select_action(
+          network, params, eval_rng_key, observation, cfg.eval_epsilon)
+      streams = account(streams, cfg.num_eval_frames)
+      done = phase_accounting.is_over(streams.tally, cfg.num_eval_frames,
+                                      whole_episodes, xp=jnp)
+      return eval_rng_key, env_step(streams, actions), done
+
+    eval_rng_key, streams, _ = jax.lax.while_loop(
+        lambda carry: ~carry[2], body,
+        (eval_rng_key, streams, jnp.bool_(False)))
+    return eval_rng_key, streams
+
+  def eval_phase(states: SeedState, env_keys):
+    eval_rng_key, streams = jax.vmap(eval_seed)(
+        states.params, states.eval_rng_key, env_keys)
+    return states._replace(eval_rng_key=eval_rng_key), streams
+
+  return Functions(init, start_train, train_chunk, eval_phase)
+

@@ -1,0 +1,176 @@
+"""The resume policy, and what both loops share around it.
+
+Which checkpoint a run may continue from (check_resume); the run directory
+held while a run works (held); what a checkpoint's meta records
+(checkpoint_meta); the interrupt and finished-run messages.
+
+A checkpoint resumes with equal settings (`Settings.checkpoint_config`),
+except those in EXTENDABLE, which may change when the iterations already run
+would not have run differently. A checkpoint stores every setting (one
+format, zoo.storage.checkpoint.FORMAT), so nothing is implied.
+"""
+
+import contextlib
+import os
+from typing import (Any, Callable, Dict, Iterator, List, Mapping, NamedTuple,
+                    Optional, Sequence)
+
+import numpy as np
+
+from zoo.storage import checkpoint
+from zoo.loops import interrupts
+from zoo.storage import results_csv
+from zoo.storage import run_directory
+from zoo.configuration import settings as settings_lib
+
+ConfigError = settings_lib.ConfigError
+
+# Settings a finished or interrupted run may change when resumed, provided
+# the iterations already run would not have run differently.
+EXTENDABLE = ('num_iterations', 'exploration_epsilon_decay_frame_fraction')
+
+
+class Resume(NamedTuple):
+  path: str                # The checkpoint directory to restore.
+  meta: Dict[str, Any]     # Its meta.json: 'iteration' (next), 'rows', ...
+
+
+def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any],
+                       ignore: Sequence[str] = ()) -> List[str]:
+  """Return '--name=saved in the checkpoint, current now' per difference."""
+  out = []
+  for name in sorted(set(saved) | set(current)):
+    if name not in ignore and saved.get(name) != current.get(name):
+      out.append(f'--{name}={saved.get(name)!r} in the checkpoint, '
+                 f'{current.get(name)!r} now')
+  return out
+
+
+def checkpoint_meta(s: settings_lib.Settings, iteration: int,
+                    rows: List[Dict[str, Any]], **parts) -> Dict[str, Any]:
+  """Return the meta of a run's checkpoint after `iteration` (both loops).
+
+  It records the run's results CSV and its own directory (absolute), so that
+  a checkpoint directory is never continued by another run
+  (zoo.storage.run_directory); `parts`: the loop's own state, each under its key.
+  """
+  return dict(parts, iteration=iteration + 1, config=s.checkpoint_config(),
+              rows=rows, checkpoint_dir=os.path.abspath(s.checkpoint_dir),
+              results_csv_path=(os.path.abspath(s.results_csv_path)
+                                if s.results_csv_path else ''))
+
+
+def interrupted(signum: int, iteration: int, frame: int,
+                resume_iteration: Optional[int]) -> interrupts.Interrupted:
+  """Return the exception whose message says where the run stopped."""
+  if resume_iteration is not None:
+    how = f'rerun the same command to resume from iteration {resume_iteration}'
+  else:
+    how = 'without --checkpoint_dir, a rerun starts over from iteration 0'
+  return interrupts.Interrupted(
+      signum, f'Interrupted ({interrupts.signal_name(signum)}) at iteration '
+      f'{iteration}, frame {frame}; {how}.')
+
+
+def finished(runs: Sequence[settings_lib.Settings],
+             rows: Sequence[List[Dict[str, Any]]],
+             say: Callable[[str], None]) -> List[List[Dict[str, Any]]]:
+  """Say that the runs are complete and where their results are; return rows.
+
+  A deleted results CSV is written again from the checkpoint's rows.
+  """
+  out = []
+  for s, seed_rows in zip(runs, rows):
+    out.append(seed_rows[:s.num_iterations + 1])
+    where = s.results_csv_path
+    if where and not os.path.exists(where):
+      results_csv.write_rows(where, out[-1])
+    say(f'Run complete: iterations 0..{s.num_iterations} are in '
+        f'{where or "the checkpoint (no --results_csv_path)"} (checkpoint '
+        f'{checkpoint.latest(s.checkpoint_dir)}); nothing to do. To train '
+        'longer, raise --num_iterations.')
+  return out
+
+
+@contextlib.contextmanager
+def held(runs: Sequence[settings_lib.Settings]) -> Iterator[None]:
+  """Hold the runs' directories (zoo.storage.run_directory.held) while they run.
+
+  Raises:
+    ConfigError: another process holds one, naming it.
+  """
+  directories = [run_directory.directory_of(
+      s.results_csv_path, s.checkpoint_dir, s.tensorboard_dir) for s in runs]
+  try:
+    with run_directory.held([d for d in directories if d]):
+      yield
+  except run_directory.Refused as e:
+    raise ConfigError(str(e)) from e
+
+
+def _fraction_keeping(decay_frames: int, s: settings_lib.Settings) -> float:
+  """Return the decay fraction giving `decay_frames` with s's other values."""
+  frames = s.num_iterations * s.num_train_frames
+  fraction = decay_frames / frames
+  while int(fraction * frames) < decay_frames:  # Float rounding.
+    fraction = float(np.nextafter(fraction, 1.0))
+  return fraction
+
+
+def check_resume(s: settings_lib.Settings) -> Optional[Resume]:
+  """Return the checkpoint to resume (None: none) after checking it.
+
+  A checkpoint resumes with equal settings, except that a longer run
+  (--num_iterations) may continue a finished one when nothing already run
+  would change: ε decays over exploration_epsilon_decay_frame_fraction x
+  num_iterations x num_train_frames frames, so the decay must stay as long
+  (or must not have begun yet).
+
+  The checkpoint is the newest intact one of this run (zoo.storage.run_directory:
+  verified, owned by this results CSV, dropping no finished CSV row).
+
+  Raises:
+    ConfigError: naming the differing settings, or why an extension would
+      change what already ran and the flag value that keeps it; or why the
+      run directory refuses (zoo.storage.run_directory.resume_point).
+  """
+  try:  # The newest intact checkpoint, its run's own; no finished row lost.
+    path, meta = run_directory.resume_point(s.checkpoint_dir,
+                                            s.results_csv_path)
+  except run_directory.Refused as e:
+    raise ConfigError(str(e)) from e
+  if path is None:
+    return None
+  saved = meta['config']
+  config = s.checkpoint_config()
+  differences = config_differences(saved, config, EXTENDABLE)
+  if differences:
+    raise ConfigError(
+        f'The checkpoint {path} was written by another agent or '
+        'configuration: ' + '; '.join(differences) + '. Rerun with the same '
+        'flags to resume, or use a new --checkpoint_dir.')
+  if all(saved.get(name) == config.get(name) for name in EXTENDABLE):
+    return Resume(path, meta)
+  done = meta['iteration'] - 1  # The last iteration run.
+  if s.num_iterations < done:
+    raise ConfigError(
+        f'The checkpoint {path} holds iterations 0..{done}; '
+        f'--num_iterations={s.num_iterations} is fewer. Pass '
+        f'--num_iterations={saved["num_iterations"]} (or more, to extend).')
+  frames_run = done * s.num_train_frames
+  old_decay = settings_lib.Settings.from_dict(saved).epsilon_decay_frames()
+  if (s.epsilon_decay_frames() != old_decay and
+      frames_run > s.epsilon_begin_frame()):
+    fraction = _fraction_keeping(old_decay, s)
+    changes = ' and '.join(
+        f'--{name} from {saved.get(name)} to {getattr(s, name)}'
+        for name in EXTENDABLE if saved.get(name) != getattr(s, name))
+    raise ConfigError(
+        f'Changing {changes} would change the ε schedule of the '
+        f'{frames_run} frames already run: ε decays over '
+        'exploration_epsilon_decay_frame_fraction x num_iterations x '
+        f'num_train_frames = {old_decay} frames in the checkpoint, '
+        f'{s.epsilon_decay_frames()} now. To extend the run with the same '
+        f'schedule, add --exploration_epsilon_decay_frame_fraction={fraction!r}'
+        f' (same {old_decay} frames).')
+  return Resume(path, meta)

@@ -1,0 +1,292 @@
+"""Uniform replay of K streams that stores each frame once.
+
+Each stream k owns a circular region of `capacity // K` slots. A slot holds
+what one agent step of the stream produced: the newest processed frame of the
+observation, the step's episode index (0 on FIRST), its clipped reward and
+environment discount, and the action the agent chose on it. The 4-frame
+stacks of s_tm1 and s_t are rebuilt on sampling with one numpy gather.
+
+Slot p (p >= 1 steps into its episode) gives the transition
+(s_tm1 = stack at p-1, a_tm1 = action at p-1, r_t, discount_t = at p,
+s_t = stack at p). A FIRST slot gives none (the step into a new episode is no
+transition), nor does a slot whose stacks need frames already overwritten.
+
+Stacks follow DQN Zoo's layout (zoo.environments.environment), with n = min(episode_step +
+1, S): the n frames first, oldest first, then zeros: A000, AB00, ABC0, ABCD,
+BCDE.
+"""
+
+from typing import Any, Dict, List, NamedTuple, Tuple
+
+import numpy as np
+
+from zoo.environments import environment
+
+
+class Transitions(NamedTuple):
+  s_tm1: np.ndarray       # [B, H, W, S] uint8
+  a_tm1: np.ndarray       # [B] int32
+  r_t: np.ndarray         # [B] float32, clipped reward
+  discount_t: np.ndarray  # [B] float32, environment discount
+  s_t: np.ndarray         # [B, H, W, S] uint8
+
+
+def stack_indices(logical, episode_step, num_stacked: int, xp=np):
+  """Return logical frame indices [B, S] of the stacks at `logical` [B].
+
+  Also returns which of the S positions hold a frame (the others are padding
+  zeros near an episode start). `episode_step` [B] is the episode step of the
+  stack's newest frame; `xp` is numpy, or jax.numpy inside jitted code, so
+  that the host and the device replay assemble the same stacks.
+  """
+  offsets = xp.arange(num_stacked)
+  count = xp.minimum(episode_step, num_stacked - 1)[:, None] + 1
+  index = logical[:, None] - (count - 1) + offsets
+  valid = offsets < count
+  return index, valid
+
+
+def is_valid_transition(logical, episode_step, oldest, num_stacked: int, xp=np):
+  """Return whether slot `logical` gives a transition whose frames are held.
+
+  `episode_step` is the slot's, `oldest` the oldest logical index its stream
+  still holds: not an episode start, and both stacks' frames not overwritten.
+  """
+  first_needed = logical - 1 - xp.minimum(episode_step - 1, num_stacked - 1)
+  return (episode_step >= 1) & (first_needed >= oldest)
+
+
+class FrameReplay:
+  """Uniform transition replay for K streams, one stored frame per step."""
+
+  def __init__(
+      self,
+      capacity: int,
+      num_streams: int,
+      frame_shape=(84, 84),
+      num_stacked_frames: int = 4,
+      seed: int = 0,
+  ):
+    """Allocate the replay (pages are touched, hence resident, as it fills).
+
+    Args:
+      capacity: total transitions kept, split evenly over the streams.
+      num_streams: K, the number of environment streams adding each step.
+      frame_shape: (H, W) of one processed frame.
+      num_stacked_frames: S, frames per observation stack.
+      seed: seeds the sampling generator.
+    """
+    if num_streams < 1:
+      raise ValueError(f'num_streams must be >= 1, got {num_streams}.')
+    if num_stacked_frames < 1:
+      raise ValueError(f'num_stacked_frames must be >= 1, got '
+                       f'{num_stacked_frames}.')
+    stream_capacity = capacity // num_streams
+    if stream_capacity < num_stacked_frames + 1:
+      raise ValueError(
+          f'replay_capacity={capacity} over {num_streams} streams leaves '
+          f'{stream_capacity} slots per stream; need at least '
+          f'{num_stacked_frames + 1}. Raise the capacity.')
+    self._num_streams = num_streams
+    self._stream_capacity = stream_capacity
+    self._num_stacked = num_stacked_frames
+    self._frame_shape = tuple(frame_shape)
+    shape = (num_streams, stream_capacity)
+    self._frames = np.zeros(shape + self._frame_shape, np.uint8)
+    self._actions = np.zeros(shape, np.int32)
+    self._rewards = np.zeros(shape, np.float32)
+    self._discounts = np.zeros(shape, np.float32)
+    self._episode_steps = np.zeros(shape, np.int32)
+    self._num_added = np.zeros(num_streams, np.int64)  # Per stream, ever.
+    self._episode_step = np.zeros(num_streams, np.int64)  # Current, per stream.
+    self._rng = np.random.default_rng(seed)
+
+  @property
+  def capacity(self) -> int:
+    return self._num_streams * self._stream_capacity
+
+  @property
+  def num_streams(self) -> int:
+    return self._num_streams
+
+  @property
+  def size(self) -> int:
+    """Return the number of steps held (all streams)."""
+    return int(np.minimum(self._num_added, self._stream_capacity).sum())
+
+  @property
+  def nbytes(self) -> int:
+    """Return the exact bytes of the replay's arrays once full."""
+    return sum(a.nbytes for a in self._arrays().values())
+
+  def _arrays(self) -> Dict[str, np.ndarray]:
+    return dict(frames=self._frames, actions=self._actions,
+                rewards=self._rewards, discounts=self._discounts,
+                episode_steps=self._episode_steps)
+
+  def add(self, step_type: np.ndarray, observation: np.ndarray,
+          action: np.ndarray, reward: np.ndarray,
+          discount: np.ndarray) -> None:
+    """Add one step of every stream.
+
+    Args:
+      step_type: [K] dm_env step types (FIRST=0).
+      observation: [K, H, W, S] uint8 stacks as the environment emitted them.
+      action: [K] actions the agent chose on these observations.
+      reward: [K] clipped rewards of the steps (ignored on FIRST).
+      discount: [K] environment discounts of the steps.
+    """
+    k = self._num_streams
+    if observation.shape != (k,) + self._frame_shape + (self._num_stacked,):
+      raise ValueError(f'Expected observations {(k,) + self._frame_shape}'
+                       f'+({self._num_stacked},), got {observation.shape}.')
+    first = np.asarray(step_type) == 0
+    self._episode_step = np.where(first, 0, self._episode_step + 1)
+    slot = self._num_added % self._stream_capacity
+    streams = np.arange(k)
+    self._frames[streams, slot] = observation[
+        streams, ..., environment.newest_frame_index(self._episode_step,
+                                                     self._num_stacked)]
+    self._actions[streams, slot] = action
+    self._rewards[streams, slot] = reward
+    self._discounts[streams, slot] = discount
+    self._episode_steps[streams, slot] = self._episode_step
+    self._num_added += 1
+
+  def _draw_valid(self, batch_size: int):
+    """Draw (stream, logical index) of valid transitions, uniformly."""
+    held = np.minimum(self._num_added, self._stream_capacity)
+    oldest = self._num_added - held
+    total = int(held.sum())
+    starts = np.concatenate([[0], np.cumsum(held)[:-1]])
+    streams_out, logical_out = [], []
+    num_found = 0
+    for _ in range(1000):  # Rejection; episode starts are rare.
+      u = self._rng.integers(total, size=2 * batch_size)
+      stream = np.searchsorted(starts, u, side='right') - 1
+      logical = oldest[stream] + (u - starts[stream])
+      step = self._episode_steps[stream, logical % self._stream_capacity]
+      valid = is_valid_transition(logical, step, oldest[stream],
+                                  self._num_stacked)
+      streams_out.append(stream[valid])
+      logical_out.append(logical[valid])
+      num_found += int(valid.sum())
+      if num_found >= batch_size:
+        stream = np.concatenate(streams_out)[:batch_size]
+        logical = np.concatenate(logical_out)[:batch_size]
+        return stream, logical
+    raise ValueError('The replay holds no valid transition (every held step '
+                     'is an episode start); add more steps before sampling.')
+
+  def sample(self, batch_size: int, stacks_last: bool = True) -> Transitions:
+    """Sample `batch_size` valid transitions uniformly (O(batch) cost).
+
+    Args:
+      batch_size: number of transitions.
+      stacks_last: True: s_tm1 and s_t are [B, H, W, S] as the environment
+        emitted them. False: [B, S, H, W], which skips a slow strided numpy
+        transpose (the learner transposes on the device instead).
+    """
+    if self.size == 0:
+      raise ValueError('Cannot sample from an empty replay.')
+    stream, logical = self._draw_valid(batch_size)
+    return self.gather(stream, logical, stacks_last)
+
+  def gather(self, stream: np.ndarray, logical: np.ndarray,
+             stacks_last: bool = True) -> Transitions:
+    """Return the transitions at (stream, logical index) pairs [B].
+
+    A logical index counts a stream's steps since its first (slot = logical
+    mod stream capacity).
+    """
+    cap = self._stream_capacity
+    slot_t = logical % cap
+    slot_tm1 = (logical - 1) % cap
+    step_t = self._episode_steps[stream, slot_t]
+    stacks = []
+    for logical_s, step_s in ((logical - 1, step_t - 1), (logical, step_t)):
+      index, valid = stack_indices(logical_s, step_s, self._num_stacked)
+      frames = self._frames[stream[:, None], index % cap]  # [B, S, H, W]
+      frames[~valid] = 0  # Padding of stacks near an episode start.
+      if stacks_last:
+        frames = np.ascontiguousarray(np.moveaxis(frames, 1, -1))
+      stacks.append(frames)
+    return Transitions(
+        s_tm1=stacks[0],
+        a_tm1=self._actions[stream, slot_tm1],
+        r_t=self._rewards[stream, slot_t],
+        discount_t=self._discounts[stream, slot_t],
+        s_t=stacks[1],
+    )
+
+  @property
+  def num_steps(self) -> int:
+    """Return the steps ever added (each adds one slot to every stream)."""
+    return int(self._num_added[0])
+
+  def steps(self, begin: int, end: int
+            ) -> List[Tuple[int, Dict[str, np.ndarray]]]:
+    """Return views of the steps [begin, end), in at most two slot ranges.
+
+    Steps are counted as `num_steps` counts them. The ring wraps, so the steps
+    come back as (first step, {name: [K, n, ...] view}) pieces whose slots
+    are contiguous: nothing is copied (checkpoints write them as they are).
+
+    Raises:
+      ValueError: if the replay no longer (or not yet) holds every step.
+    """
+    oldest = max(self.num_steps - self._stream_capacity, 0)
+    if not oldest <= begin <= end <= self.num_steps:
+      raise ValueError(f'Steps [{begin}, {end}) are not held: the replay holds '
+                       f'[{oldest}, {self.num_steps}).')
+    return [(first, {name: array[:, slot:slot + n]
+                     for name, array in self._arrays().items()})
+            for first, slot, n in self._slot_ranges(begin, end)]
+
+  def put_steps(self, begin: int, arrays: Dict[str, np.ndarray]) -> None:
+    """Write [K, n, ...] arrays (as `steps` returned them) as steps begin...
+
+    Only the slots are written (restore the counters with `set_state`); of
+    more than `capacity / K` steps, only the newest are kept.
+    """
+    n = arrays['frames'].shape[1]
+    for name, array in self._arrays().items():
+      shape = arrays[name].shape
+      if (shape[0] != array.shape[0] or shape[1] != n or
+          shape[2:] != array.shape[2:]):
+        raise ValueError(f'Replay steps {name} have shape {shape}, '
+                         f'incompatible with {array.shape}.')
+    skip = max(n - self._stream_capacity, 0)
+    for first, slot, count in self._slot_ranges(begin + skip, begin + n):
+      offset = first - begin
+      for name, array in self._arrays().items():
+        array[:, slot:slot + count] = arrays[name][:, offset:offset + count]
+
+  def _slot_ranges(self, begin: int, end: int):
+    """Yield (first step, first slot, count) of contiguous slot ranges."""
+    cap = self._stream_capacity
+    while begin < end:
+      count = min(end - begin, cap - begin % cap)
+      yield begin, begin % cap, count
+      begin += count
+  def get_state(self) -> Dict[str, Any]:
+    """Return the counters and the RNG state (JSON-able; steps excluded)."""
+    return {'num_added': self._num_added.tolist(),
+            'episode_step': self._episode_step.tolist(),
+            'rng_state': self._rng.bit_generator.state}
+
+  def set_state(self, state: Dict[str, Any]) -> None:
+    """Restore what `get_state` returned (the steps: `put_steps`)."""
+    num_added = np.asarray(state['num_added'], np.int64)
+    if num_added.shape != (self._num_streams,):
+      raise ValueError(f'Replay state has {num_added.shape[0]} streams, this '
+                       f'replay {self._num_streams}.')
+    self._num_added = num_added.copy()
+    self._episode_step = np.asarray(state['episode_step'], np.int64).copy()
+    self._rng.bit_generator.state = state['rng_state']
+
+
+def replay_bytes(capacity: int, frame_shape=(84, 84)) -> int:
+  """Return the exact bytes a full FrameReplay of `capacity` steps uses."""
+  per_step = int(np.prod(frame_shape)) + 4 * 4  # frame, action/reward/disc/step
+  return capacity * per_step

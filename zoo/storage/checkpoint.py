@@ -1,0 +1,382 @@
+"""Run checkpoints: their layout and format, and the writer.
+
+  DIR/iteration_NNNNNN/meta.json   counters, config, CSV rows, RNG states,
+                                   the replay chunks this checkpoint uses, the
+                                   size and SHA-256 of every file it needs
+                                   (and of its own content); written last
+  DIR/iteration_NNNNNN/tree.npz    a pytree (params, optimizer state, ...),
+                                   one array per leaf, named by its path
+  DIR/replay/steps_B_E/*.npy       replay steps [B, E), one file per array,
+                                   written once and loaded memory-mapped
+
+A checkpoint directory `iteration_NNNNNN` is written under a temporary name
+and renamed when complete, and so is each chunk `steps_B_E`; a directory
+with either name therefore is complete. A checkpoint is trusted only once
+verified (`verify`: every file listed in its meta has its size and hash);
+`newest_intact` skips damaged ones (truncated, emptied or corrupted files),
+so a run falls back to the previous checkpoint, which is kept: each save
+writes only the steps added since the previous one (one chunk) plus the small
+state, the two newest checkpoints share their chunks, and older checkpoints
+and unused chunks are deleted. Disk use is therefore at most a full replay
+plus one iteration's steps plus the small state of two checkpoints.
+Each meta records the FORMAT that wrote it; a checkpoint of another format
+is refused (FormatError), never read by guesswork. Reading back (verify,
+choose, load) is zoo.storage.checkpoint_read's job.
+"""
+
+import errno
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import jax
+import numpy as np
+
+_NAME = re.compile(r'^iteration_(\d{6,})$')
+_CHUNK = re.compile(r'^steps_(\d+)_(\d+)$')
+META_FILE = 'meta.json'
+TREE_FILE = 'tree.npz'
+REPLAY_DIR = 'replay'
+# Tests set it to 'kill|enospc:ITERATION:FILE' to fail a save of ITERATION
+# just before FILE (e.g. tree.npz, frames.npy, meta.json) is written: SIGKILL
+# of the process, or OSError(ENOSPC) as from a full disk.
+FAULT_ENV = 'ZOO_CHECKPOINT_TEST_FAULT'
+_BLOCK = 1 << 22
+# The layout of a checkpoint (meta keys, tree, replay chunks, what a loop
+# keeps in its meta); raise it whenever a change makes older ones unreadable.
+FORMAT = 2
+
+Steps = Tuple[int, Dict[str, np.ndarray]]  # (first step, {name: [K, n, ...]})
+
+
+class Checkpoint(NamedTuple):
+  meta: Dict[str, Any]
+  tree: Any
+  replay_chunks: List[Steps]  # Memory-mapped, oldest first.
+
+
+class Damage(NamedTuple):
+  """A checkpoint that failed verification: which file, and how."""
+  path: str    # The checkpoint (DIR/iteration_NNNNNN).
+  file: str    # The damaged file's path.
+  reason: str  # E.g. 'truncated: 1000 bytes, 5000 written'.
+
+  def __str__(self) -> str:
+    return f'{self.file} is {self.reason}'
+
+
+class DamagedError(ValueError):
+  """No intact checkpoint to use; the message names the damaged files."""
+
+  def __init__(self, message: str, damages: Sequence[Damage]):
+    super().__init__(message)
+    self.damages = list(damages)
+
+
+class FormatError(ValueError):
+  """A checkpoint of another format than this code's (FORMAT)."""
+
+
+class WriteError(Exception):
+  """A checkpoint could not be written; the previous one is kept intact."""
+
+  def __init__(self, message: str, errno_value: Optional[int]):
+    super().__init__(message)
+    self.errno = errno_value
+
+
+def _fsync_dir(path: str) -> None:
+  fd = os.open(path, os.O_RDONLY)
+  try:
+    os.fsync(fd)
+  finally:
+    os.close(fd)
+
+
+def iterations(directory: str) -> List[Tuple[int, str]]:
+  """Return (iteration, path) of every checkpoint directory, newest first."""
+  if not directory or not os.path.isdir(directory):
+    return []
+  found = []
+  for name in os.listdir(directory):
+    match = _NAME.match(name)
+    if match:
+      found.append((int(match.group(1)), os.path.join(directory, name)))
+  return sorted(found, reverse=True)
+
+
+def latest(directory: str) -> Optional[str]:
+  """Return the newest complete checkpoint (unverified), or None."""
+  for _, path in iterations(directory):
+    if os.path.exists(os.path.join(path, META_FILE)):
+      return path
+  return None
+
+
+def iteration_of(path: str) -> int:
+  """Return N of a checkpoint path DIR/iteration_N."""
+  return int(_NAME.match(os.path.basename(path)).group(1))
+
+
+def _fault(iteration: int, file_name: str) -> None:
+  """Fail here if FAULT_ENV asks to (fault-injection tests only)."""
+  fault = os.environ.get(FAULT_ENV)
+  if not fault:
+    return
+  action, at_iteration, at_file = fault.split(':')
+  if int(at_iteration) != iteration or at_file != file_name:
+    return
+  if action == 'kill':
+    os.kill(os.getpid(), signal.SIGKILL)
+  if action == 'enospc':
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC) + ' (injected)',
+                  file_name)
+
+
+class _Hashing:
+  """A binary file that records the size and SHA-256 of what is written."""
+
+  def __init__(self, f):
+    self._file, self._hash, self.size = f, hashlib.sha256(), 0
+
+  def write(self, data) -> int:
+    data = memoryview(data).cast('B')
+    self._hash.update(data)
+    self.size += len(data)
+    return self._file.write(data)
+
+  def digest(self) -> List[Any]:
+    return [self.size, self._hash.hexdigest()]
+
+
+def file_digest(path: str) -> List[Any]:
+  """Return [size, SHA-256 hex] of a file."""
+  digest, size = hashlib.sha256(), 0
+  with open(path, 'rb') as f:
+    while True:
+      block = f.read(_BLOCK)
+      if not block:
+        return [size, digest.hexdigest()]
+      digest.update(block)
+      size += len(block)
+
+
+def meta_digest(meta: Dict[str, Any]) -> str:
+  body = {k: v for k, v in meta.items() if k != 'meta_sha256'}
+  return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def chunk_range(name: str) -> Tuple[int, int]:
+  begin, end = _CHUNK.match(name).groups()
+  return int(begin), int(end)
+
+
+def _path_entry(key) -> Any:
+  for attribute in ('key', 'name', 'idx'):  # DictKey, GetAttrKey, SequenceKey
+    if hasattr(key, attribute):
+      return getattr(key, attribute)
+  return str(key)
+
+
+def named_leaves(tree: Any) -> Tuple[List[List[Any]], List[str], List[Any]]:
+  """Return (paths, names, leaves) of a pytree; names join paths with '/'."""
+  with_paths, _ = jax.tree_util.tree_flatten_with_path(tree)
+  paths = [[_path_entry(k) for k in path] for path, _ in with_paths]
+  names = ['/'.join(str(entry) for entry in path) for path in paths]
+  if len(set(names)) != len(names):
+    raise ValueError('Pytree leaves with equal names: ' + ', '.join(
+        sorted({n for n in names if names.count(n) > 1})))
+  return paths, names, [leaf for _, leaf in with_paths]
+
+
+def _write_npy(path: str, pieces: Sequence[np.ndarray]) -> List[Any]:
+  """Write the concatenation of [K, n_i, ...] pieces along axis 1 as .npy.
+
+  Stream by stream, piece by piece: each write is a contiguous view, so the
+  steps are never copied into one array first. Returns [size, SHA-256].
+  """
+  first = pieces[0]
+  shape = (first.shape[0], sum(p.shape[1] for p in pieces)) + first.shape[2:]
+  with open(path, 'wb') as raw:
+    f = _Hashing(raw)
+    np.lib.format.write_array_header_2_0(f, {
+        'descr': np.lib.format.dtype_to_descr(first.dtype),
+        'fortran_order': False, 'shape': shape})
+    for k in range(shape[0]):
+      for piece in pieces:
+        f.write(np.ascontiguousarray(piece[k]))
+    raw.flush()
+    os.fsync(raw.fileno())
+  return f.digest()
+
+
+def _remove(path: str) -> None:
+  """Delete a directory; a kill meanwhile leaves only a temporary name."""
+  if not os.path.exists(path):
+    return
+  parent, name = os.path.split(path)
+  doomed = os.path.join(parent, f'.tmp-deleted-{name}-{os.getpid()}')
+  os.rename(path, doomed)
+  shutil.rmtree(doomed, ignore_errors=True)
+
+
+def _write_chunk(directory: str, iteration: int, new_steps: Sequence[Steps]
+                 ) -> Tuple[str, Dict[str, List[Any]]]:
+  """Write consecutive step pieces as one chunk; return its name, digests."""
+  begin = new_steps[0][0]
+  end = begin
+  for first, arrays in new_steps:
+    if first != end:
+      raise ValueError(f'Replay steps are not consecutive: {first} after '
+                       f'{end}.')
+    end += next(iter(arrays.values())).shape[1]
+  name = f'steps_{begin:012d}_{end:012d}'
+  replay_dir = os.path.join(directory, REPLAY_DIR)
+  os.makedirs(replay_dir, exist_ok=True)
+  temp = os.path.join(replay_dir, f'.tmp-{name}-{os.getpid()}')
+  shutil.rmtree(temp, ignore_errors=True)
+  os.makedirs(temp)
+  digests = {}
+  for array_name in new_steps[0][1]:
+    file_name = f'{array_name}.npy'
+    _fault(iteration, file_name)
+    digests[f'{name}/{file_name}'] = _write_npy(
+        os.path.join(temp, file_name),
+        [arrays[array_name] for _, arrays in new_steps])
+  _fsync_dir(temp)
+  final = os.path.join(replay_dir, name)
+  # A chunk of this name that no checkpoint uses was left by a killed
+  # process; its steps may differ from these (it never became part of a run).
+  _remove(final)
+  os.rename(temp, final)
+  _fsync_dir(replay_dir)
+  return name, digests
+
+
+def _previous(directory: str, iteration: int
+              ) -> Tuple[Optional[str], Dict[str, Any]]:
+  """Return the newest checkpoint before `iteration` whose meta loads."""
+  for number, path in iterations(directory):
+    if number < iteration:
+      try:
+        return path, load_meta(path)
+      except (OSError, ValueError):
+        continue
+  return None, {}
+
+
+def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
+         new_steps: Sequence[Steps] = (), keep_steps_from: int = 0) -> str:
+  """Write a checkpoint for `iteration` atomically; return its path.
+
+  The newest earlier checkpoint is kept (the fallback if this one is ever
+  damaged); every other checkpoint goes, and so do the chunks neither uses.
+
+  Args:
+    directory: the run's checkpoint directory.
+    iteration: names the checkpoint.
+    meta: JSON-able state (counters, config, rows, RNG states).
+    tree: pytree of arrays (agent state).
+    new_steps: replay steps added since the previous checkpoint, as
+      FrameReplay.steps returns them (consecutive pieces); written once, as
+      one chunk.
+    keep_steps_from: the oldest replay step still needed; the previous
+      checkpoint's chunks that end at or before it are not used by this one.
+
+  Raises:
+    ValueError: if the new steps do not continue the previous checkpoint's.
+    WriteError: the disk is full (or another OSError); what this save wrote
+      is removed and the previous checkpoint stays intact.
+  """
+  os.makedirs(directory, exist_ok=True)
+  previous, previous_meta = _previous(directory, iteration)
+  # Before writing: the disk then holds at most the previous checkpoint and
+  # the new chunk (what zoo.loops.runner's disk check counts).
+  for _, path in iterations(directory):
+    if path != previous:
+      _remove(path)
+  for name in os.listdir(directory):  # Left by killed processes.
+    if name.startswith('.tmp-'):
+      shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+  previous_files = previous_meta.get('replay_files', {})
+  replay_dir = os.path.join(directory, REPLAY_DIR)
+  if os.path.isdir(replay_dir):
+    for name in os.listdir(replay_dir):
+      if name not in previous_meta.get('replay_chunks', []):
+        _remove(os.path.join(replay_dir, name))
+  chunks = [name for name in previous_meta.get('replay_chunks', [])
+            if chunk_range(name)[1] > keep_steps_from]
+  if new_steps:
+    begin = new_steps[0][0]
+    if chunks and chunk_range(chunks[-1])[1] != begin:
+      raise ValueError(f'New replay steps start at {begin}, the checkpoint '
+                       f'{previous} ends at {chunk_range(chunks[-1])[1]}.')
+  final = os.path.join(directory, f'iteration_{iteration:06d}')
+  temp = os.path.join(directory,
+                      f'.tmp-iteration_{iteration:06d}-{os.getpid()}')
+  new_chunk = None
+  try:
+    replay_files = {}
+    for name in chunks:
+      for file_name in sorted(os.listdir(os.path.join(replay_dir, name))):
+        key = f'{name}/{file_name}'
+        replay_files[key] = previous_files[key]
+    if new_steps:
+      new_chunk, digests = _write_chunk(directory, iteration, new_steps)
+      chunks.append(new_chunk)
+      replay_files.update(digests)
+    shutil.rmtree(temp, ignore_errors=True)
+    os.makedirs(temp)
+    paths, names, leaves = named_leaves(tree)
+    _fault(iteration, TREE_FILE)
+    with open(os.path.join(temp, TREE_FILE), 'wb') as f:
+      np.savez(f, **{name: np.asarray(leaf)
+                     for name, leaf in zip(names, leaves)})
+      f.flush()
+      os.fsync(f.fileno())
+    meta = dict(meta, format=FORMAT, tree_paths=paths, replay_chunks=chunks,
+                files={TREE_FILE: file_digest(os.path.join(temp, TREE_FILE))},
+                replay_files=replay_files)
+    meta['meta_sha256'] = meta_digest(meta)
+    _fault(iteration, META_FILE)
+    with open(os.path.join(temp, META_FILE), 'w') as f:
+      json.dump(meta, f, sort_keys=True)
+      f.flush()
+      os.fsync(f.fileno())
+    _fsync_dir(temp)
+    os.rename(temp, final)
+    _fsync_dir(directory)
+  except OSError as e:
+    shutil.rmtree(temp, ignore_errors=True)
+    if new_chunk is not None:  # No checkpoint uses it.
+      shutil.rmtree(os.path.join(replay_dir, new_chunk), ignore_errors=True)
+    for name in os.listdir(replay_dir) if os.path.isdir(replay_dir) else ():
+      if name.startswith('.tmp-'):
+        shutil.rmtree(os.path.join(replay_dir, name), ignore_errors=True)
+    kept = (f'the previous checkpoint, {previous}, is intact: free some '
+            'disk space (or fix the cause) and rerun the same command to '
+            'resume from it' if previous else
+            'there is no earlier checkpoint: free some disk space (or fix '
+            'the cause) and rerun the same command to start again')
+    raise WriteError(
+        f'Cannot write the checkpoint of iteration {iteration} in '
+        f'{directory} ({e}); what it wrote was removed, and {kept}.',
+        e.errno) from e
+  return final
+
+
+def load_meta(path: str) -> Dict[str, Any]:
+  """Return a checkpoint's meta; FormatError if another format wrote it."""
+  with open(os.path.join(path, META_FILE)) as f:
+    meta = json.load(f)
+  if meta.get('format') != FORMAT:
+    raise FormatError(
+        f'The checkpoint {path} has format {meta.get("format", 0)}; this code '
+        f'reads format {FORMAT} only. Add --restart to start the run over '
+        "(moves the run's files aside), or resume it with the code that "
+        'wrote it.')
+  return meta

@@ -1,0 +1,292 @@
+"""Run checkpoints read back: verified, chosen, loaded (zoo.storage.checkpoint).
+
+A checkpoint is trusted only once verified (`verify`: every file listed in its
+meta has its size and hash); `newest_intact` skips damaged ones, `choose`
+picks the one to resume and says why, `load` reads the tree and maps the
+replay chunks, `load_params` serves evaluation.
+"""
+
+import json
+import os
+import zipfile
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import jax
+import numpy as np
+
+from zoo.storage import checkpoint
+
+
+# Checkpoints verified in this process: path -> what their files looked like.
+_VERIFIED: Dict[str, Any] = {}
+
+
+def _check_file(path: str, file: str, size: int, digest: str
+                ) -> Optional[checkpoint.Damage]:
+  try:
+    actual = os.path.getsize(file)
+  except OSError:
+    return checkpoint.Damage(path, file, 'missing')
+  if actual == 0 < size:
+    return checkpoint.Damage(path, file, f'empty (0 bytes, {size:,} written)')
+  if actual < size:
+    return checkpoint.Damage(
+        path, file, f'truncated ({actual:,} bytes, {size:,} '
+        'written)')
+  if actual > size:
+    return checkpoint.Damage(
+        path, file, f'longer than written ({actual:,} bytes, '
+        f'{size:,} written)')
+  if checkpoint.file_digest(file)[1] != digest:
+    return checkpoint.Damage(
+        path, file, 'corrupted (its content does not match the '
+        'SHA-256 recorded when it was written)')
+  return None
+
+
+def _listed_files(path: str, meta: Dict[str, Any]) -> Dict[str, List[Any]]:
+  """Return {file path: [size, SHA-256]} of what a checkpoint needs."""
+  replay_dir = os.path.join(os.path.dirname(path), checkpoint.REPLAY_DIR)
+  listed = {os.path.join(path, name): value
+            for name, value in meta.get('files', {}).items()}
+  listed.update({os.path.join(replay_dir, name): value
+                 for name, value in meta.get('replay_files', {}).items()})
+  return listed
+
+
+def _stats(files) -> Tuple[Any, ...]:
+  out = []
+  for file in files:
+    try:
+      stat = os.stat(file)
+    except OSError:
+      return ()
+    out.append((file, stat.st_size, stat.st_mtime_ns, stat.st_ino))
+  return tuple(out)
+
+
+def verify(path: str) -> Optional[checkpoint.Damage]:
+  """Return the first damage found in the checkpoint at `path`, or None.
+
+  Checks that meta.json parses and matches its own SHA-256, and that every
+  file it lists (tree.npz, the replay chunks' arrays) has the size and
+  SHA-256 recorded when it was written. Another format is not damage:
+  it passes here, and load_meta refuses it.
+  """
+  meta_file = os.path.join(path, checkpoint.META_FILE)
+  try:
+    with open(meta_file, 'rb') as f:
+      text = f.read()
+  except FileNotFoundError:
+    return checkpoint.Damage(path, meta_file, 'missing')
+  except OSError as e:
+    return checkpoint.Damage(path, meta_file, f'unreadable ({e.strerror})')
+  if not text:
+    return checkpoint.Damage(path, meta_file, 'empty (0 bytes)')
+  try:
+    meta = json.loads(text)
+    if not isinstance(meta, dict):
+      raise ValueError('not an object')
+  except ValueError:  # UnicodeDecodeError and JSONDecodeError too.
+    return checkpoint.Damage(
+        path, meta_file, f'truncated or corrupted ({len(text):,} '
+        'bytes that are not a complete JSON object)')
+  if meta.get('format') != checkpoint.FORMAT:
+    return None
+  if meta.get('meta_sha256') != checkpoint.meta_digest(meta):
+    return checkpoint.Damage(
+        path, meta_file, 'corrupted (its content does not match '
+        'the SHA-256 recorded in it)')
+  listed = _listed_files(path, meta)
+  stats = _stats([meta_file] + sorted(listed))
+  if stats and _VERIFIED.get(path) == stats:
+    return None
+  for file in sorted(listed, key=lambda f: (not f.startswith(path), f)):
+    damage = _check_file(path, file, *listed[file])
+    if damage:
+      return damage
+  _VERIFIED[path] = stats
+  return None
+
+
+def newest_intact(directory: str
+                  ) -> Tuple[Optional[str], List[checkpoint.Damage]]:
+  """Return (the newest verified checkpoint or None, the damaged newer ones).
+
+  Checkpoints are tried newest first; each damaged one is listed with its
+  first damaged file.
+  """
+  damages = []
+  for _, path in checkpoint.iterations(directory):
+    damage = verify(path)
+    if damage is None:
+      return path, damages
+    damages.append(damage)
+  return None, damages
+
+
+def describe(damages: Sequence[checkpoint.Damage]) -> str:
+  """Return 'FILE is REASON; ...' for damaged checkpoints."""
+  return '; '.join(str(d) for d in damages)
+
+
+def fallback_warning(path: str, damages: Sequence[checkpoint.Damage]) -> str:
+  """Return the warning printed when newer checkpoints were skipped."""
+  return (f'Warning: the newest checkpoint is damaged: {describe(damages)}. '
+          f'Using the previous one, {path}.')
+
+
+def no_intact_message(directory: str,
+                      damages: Sequence[checkpoint.Damage]) -> str:
+  """Return why `directory` has no usable checkpoint (callers add choices)."""
+  return (f'No intact checkpoint in {directory}: {describe(damages)}.')
+
+
+def choose(checkpoint_dir: str, iteration: Optional[int] = None
+           ) -> Tuple[str, List[checkpoint.Damage]]:
+  """Return (verified checkpoint path, damaged newer ones skipped).
+
+  Args:
+    checkpoint_dir: a run's checkpoint directory.
+    iteration: a kept checkpoint's iteration; None: the newest intact one.
+
+  Raises:
+    DamagedError: none intact (or the one asked for is damaged).
+    ValueError: no checkpoint at all, or none of that iteration.
+  """
+  kept = [number for number, _ in checkpoint.iterations(checkpoint_dir)]
+  if iteration is not None:
+    path = os.path.join(checkpoint_dir, f'iteration_{iteration:06d}')
+    if iteration not in kept:
+      raise ValueError(
+          f'No checkpoint of iteration {iteration} in {checkpoint_dir}; it '
+          'keeps ' + (', '.join(f'--iteration={n}' for n in sorted(kept))
+                      or 'none') + '.')
+    damage = verify(path)
+    if damage:
+      raise checkpoint.DamagedError(
+          f'The checkpoint {path} is damaged: {damage}.',
+          [damage])
+    return path, []
+  path, damages = newest_intact(checkpoint_dir)
+  if path is None:
+    if damages:
+      raise checkpoint.DamagedError(
+          no_intact_message(checkpoint_dir, damages), damages)
+    raise ValueError(f'No checkpoint in {checkpoint_dir!r} (a run writes '
+                     'iteration_NNNNNN directories there).')
+  return path, damages
+
+
+def _unreadable(path: str, error: Exception) -> checkpoint.DamagedError:
+  damage = checkpoint.Damage(
+      path, path, f'unreadable ({type(error).__name__}: {error})')
+  return checkpoint.DamagedError(f'The checkpoint {damage}.', [damage])
+
+
+def _read(path: str, meta: Dict[str, Any], names: Optional[Sequence[str]]
+          ) -> Tuple[Dict[str, np.ndarray], List[checkpoint.Steps]]:
+  """Read a checkpoint's tree arrays (those in `names`, None: all), chunks."""
+  with np.load(
+      os.path.join(path, checkpoint.TREE_FILE), allow_pickle=False) as saved:
+    arrays = {name: saved[name] for name in saved.files
+              if names is None or name in names}
+  directory = os.path.dirname(path)
+  chunks = []
+  for name in meta.get('replay_chunks', []):
+    chunk_dir = os.path.join(directory, checkpoint.REPLAY_DIR, name)
+    files = sorted(key.split('/')[1] for key in meta['replay_files']
+                   if key.startswith(name + '/'))
+    chunks.append((checkpoint.chunk_range(name)[0], {
+        file[:-len('.npy')]: _load_array(os.path.join(chunk_dir, file))
+        for file in files if file.endswith('.npy')}))
+  return arrays, chunks
+
+
+def load(path: str, template: Any) -> checkpoint.Checkpoint:
+  """Return the checkpoint at `path`, its tree shaped like `template`.
+
+  Raises:
+    DamagedError: a file fails verification or cannot be read.
+    FormatError: another format wrote it.
+    ValueError: the checkpoint holds a differently structured state.
+  """
+  damage = verify(path)
+  if damage:
+    raise checkpoint.DamagedError(
+        f'The checkpoint {path} is damaged: {damage}.',
+        [damage])
+  try:
+    meta = checkpoint.load_meta(path)
+  except (OSError, ValueError) as e:
+    if isinstance(e, checkpoint.FormatError):
+      raise
+    raise _unreadable(path, e) from e
+  try:
+    arrays, chunks = _read(path, meta, None)
+  except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as e:
+    raise _unreadable(path, e) from e
+  leaves, treedef = jax.tree.flatten(template)
+  _, names, _ = checkpoint.named_leaves(template)
+  if sorted(names) != sorted(arrays):
+    raise ValueError(
+        f'Checkpoint {path} holds a differently structured state (another '
+        'network or optimizer?): leaves only in the checkpoint: '
+        f'{sorted(set(arrays) - set(names))[:5]}, only expected: '
+        f'{sorted(set(names) - set(arrays))[:5]}.')
+  loaded = [arrays[name] for name in names]
+  for name, want, got in zip(names, leaves, loaded):
+    if np.shape(want) != got.shape:
+      raise ValueError(f'Checkpoint {path}: leaf {name} has shape '
+                       f'{got.shape}, expected {np.shape(want)}.')
+  tree = jax.tree.unflatten(treedef, loaded)
+  return checkpoint.Checkpoint(meta, tree, chunks)
+
+
+def load_params(checkpoint_dir: str, iteration: Optional[int] = None,
+                path: Optional[str] = None
+                ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+  """Return (network parameters, settings) of a run's checkpoint.
+
+  The newest intact checkpoint, or that of `iteration` (or at `path`, as
+  `choose` returned it). The parameters are the online network's Haiku
+  params (nested dicts of arrays, as `hk.transform(network_fn).init` returns
+  them), read by name from the checkpoint without rebuilding the agent. The
+  settings are the run's (`zoo.configuration.settings.Settings.checkpoint_config()`: every
+  setting but paths, plus 'agent' and 'suite'), enough to rebuild the network:
+
+    params, settings = checkpoint.load_params(
+        'runs/cr_dqn/pong/seed_1/checkpoints')
+    suite = suites.suite_by_name(settings['suite'])
+    network = hk.transform(suite.network_fn(
+        settings_lib.Settings.from_dict(settings), num_actions))
+    network.apply(params, None, observations)
+
+  Raises:
+    ValueError: no checkpoint there (DamagedError: none intact;
+      FormatError: another format).
+  """
+  if path is None:
+    path, _ = choose(checkpoint_dir, iteration)
+  meta = checkpoint.load_meta(path)
+  names = {'/'.join(str(k) for k in p): p for p in meta['tree_paths']
+           if p[0] == 'params'}
+  try:
+    arrays, _ = _read(path, {}, list(names))
+  except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as e:
+    raise _unreadable(path, e) from e
+  params: Dict[str, Any] = {}
+  for name, tree_path in names.items():
+    node = params
+    for key in tree_path[1:-1]:
+      node = node.setdefault(key, {})
+    node[tree_path[-1]] = arrays[name]
+  return params, meta['config']
+
+
+def _load_array(path: str) -> np.ndarray:
+  # Memory-mapped so that restoring a 7 GB replay does not need 14 GB.
+  try:
+    return np.load(path, mmap_mode='r', allow_pickle=False)
+  except ValueError:  # Empty arrays cannot be mapped.
+    return np.load(path, allow_pickle=False)

@@ -1,0 +1,79 @@
+"""The run CSV: one row per iteration (ARCHITECTURE.md), written atomically."""
+
+import csv
+import io
+import math
+import os
+from typing import Any, Dict, List, Sequence
+
+from zoo.storage import files
+
+COLUMNS = (
+    'agent', 'environment_name', 'seed',
+    'iteration', 'frame', 'eval_episode_return', 'train_episode_return',
+    'eval_num_episodes', 'train_num_episodes', 'eval_frame_rate',
+    'train_frame_rate', 'train_exploration_epsilon', 'train_state_value',
+    'normalized_return', 'capped_normalized_return', 'human_gap',
+)
+# Columns that an interrupted-and-resumed run reproduces exactly.
+DETERMINISTIC_COLUMNS = tuple(c for c in COLUMNS
+                              if c not in ('eval_frame_rate',
+                                           'train_frame_rate'))
+
+Row = Dict[str, Any]
+
+
+def make_row(*, agent: str, environment_name: str, seed: int, iteration: int,
+             frame: int, eval_stats, train_stats, train_exploration_epsilon,
+             train_state_value, normalized_return: float) -> Row:
+  """Return one CSV row; iteration 0 (eval only) has NaN train columns."""
+  nan = float('nan')
+  trained = train_stats is not None
+  capped = min(normalized_return, 1.0)
+  return {
+      'agent': agent,
+      'environment_name': environment_name,
+      'seed': seed,
+      'iteration': iteration,
+      'frame': frame,
+      'eval_episode_return': eval_stats.episode_return,
+      'train_episode_return': train_stats.episode_return if trained else nan,
+      'eval_num_episodes': eval_stats.num_episodes,
+      'train_num_episodes': train_stats.num_episodes if trained else nan,
+      'eval_frame_rate': eval_stats.frame_rate,
+      'train_frame_rate': train_stats.frame_rate if trained else nan,
+      'train_exploration_epsilon': (train_exploration_epsilon if trained
+                                    else nan),
+      'train_state_value': train_state_value if trained else nan,
+      'normalized_return': normalized_return,
+      'capped_normalized_return': capped,
+      'human_gap': 1.0 - capped if not math.isnan(capped) else nan,
+  }
+
+
+def write_rows(path: str, rows: Sequence[Row]) -> None:
+  """Write all rows to `path` atomically (temp file, then rename)."""
+  buffer = io.StringIO()
+  writer = csv.DictWriter(buffer, fieldnames=COLUMNS)
+  writer.writeheader()
+  for row in rows:
+    writer.writerow({c: row[c] for c in COLUMNS})
+  files.write_atomically(path, buffer.getvalue())
+
+
+def read_rows(path: str) -> List[Dict[str, str]]:
+  """Return the rows of a run CSV as dicts of strings."""
+  with open(path, newline='') as f:
+    return list(csv.DictReader(f))
+
+
+def iterations(path: str) -> List[int]:
+  """Return the iterations a run CSV holds, in order ([]: no CSV).
+
+  Raises:
+    OSError, ValueError, KeyError, TypeError: a CSV that cannot be read.
+  """
+  if not path or not os.path.exists(path):
+    return []
+  return [int(float(row['iteration'])) for row in read_rows(path)
+          if row.get('iteration') not in (None, '')]

@@ -1,0 +1,308 @@
+"""One run, one directory: where a run resumes, and what it may overwrite.
+
+A run's directory is that of its results CSV; its checkpoints, TensorBoard
+events and run.json default to it (zoo.configuration.settings). Before any work,
+`resume_point` picks the checkpoint to resume and refuses, with the fix:
+
+- a checkpoint directory that belongs to another run (each checkpoint
+  records its results CSV; a run directory moved as a whole still resumes);
+- checkpoints of which none is intact (each damaged file named);
+- going on where that would replace finished CSV rows that no interrupted
+  save explains (e.g. after the checkpoints were deleted), unless `--restart`
+  moved the run's files aside (`restart`; nothing is ever deleted).
+
+A damaged newest checkpoint is not refused: the run warns, naming the file,
+and resumes from the previous one (its later rows are run again).
+
+One process at a time works in a run directory: `lock` takes an exclusive
+lock on its LOCK_FILE (flock: the operating system releases it when the
+process dies, so a killed run never blocks its rerun) and refuses, naming the
+holder, while another process holds it.
+"""
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+from zoo.storage import checkpoint
+from zoo.storage import checkpoint_read
+from zoo.storage import results_csv
+from zoo.storage import run_json
+
+LOCK_FILE = 'run.lock'
+# The number of an open descriptor of LOCK_FILE, locked by the parent process
+# (scripts.experiments.sweep) and handed down: the run takes that lock over.
+LOCK_FD_ENV = 'ZOO_RUN_LOCK_FD'
+
+
+class Refused(ValueError):
+  """The run must not start as asked; the message says why and the fix."""
+
+
+def _choices(checkpoint_dir: str, results_csv_path: str) -> str:
+  run_dir = os.path.dirname(results_csv_path) if results_csv_path else None
+  where = (f'move the run directory {run_dir or "."} aside' if run_dir
+           else f'move {checkpoint_dir} aside')
+  return (f'Either pass another --checkpoint_dir, or {where}, or add '
+          '--restart (moves the run\'s files aside to <name>.<time>.bak) to '
+          'start over.')
+
+
+def check_owner(meta: Dict[str, Any], checkpoint_dir: str,
+                results_csv_path: str) -> None:
+  """Raise Refused if the checkpoint was written for another results CSV.
+
+  A run directory moved or copied as a whole keeps its CSV where its
+  checkpoints expect it (same relative path), and is accepted.
+  """
+  recorded = meta['results_csv_path']
+  current = os.path.abspath(results_csv_path) if results_csv_path else ''
+  if recorded == current:
+    return
+  if recorded and current and (
+      os.path.relpath(recorded, meta['checkpoint_dir']) ==
+      os.path.relpath(current, os.path.abspath(checkpoint_dir))):
+    return  # The run directory was moved.
+  theirs = recorded or 'none (--results_csv_path=\'\')'
+  fix = (f'To continue that run, pass --results_csv_path={recorded}; '
+         if recorded else "To continue that run, pass --results_csv_path=''; ")
+  raise Refused(
+      f'The checkpoint directory {checkpoint_dir} belongs to another run: '
+      f'its results CSV is {theirs}, not {current or "none"}. {fix}for a new '
+      'run, pass a new --checkpoint_dir (by default the checkpoints lie '
+      'beside the results CSV, in its directory\'s checkpoints/).')
+
+
+def _csv_iterations(path: str) -> List[int]:
+  try:
+    return results_csv.iterations(path)
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    raise Refused(f'Cannot read the results CSV {path} ({e}); move it aside, '
+                  'or add --restart (moves it aside for you).') from e
+
+
+def check_rows(results_csv_path: str, checkpoint_dir: str,
+               start_iteration: int, damages: List[checkpoint.Damage]) -> None:
+  """Raise Refused if starting at `start_iteration` drops finished rows.
+
+  The CSV may hold one row more than the checkpoint resumed (a process
+  stopped between writing the row and the checkpoint) and, after a fallback
+  from damaged checkpoints, the rows those held; rows beyond are finished
+  work that a rerun would replace.
+  """
+  iterations = _csv_iterations(results_csv_path)
+  if not iterations:
+    return
+  last = max(iterations)
+  allowed = start_iteration
+  if damages:
+    newest = max(checkpoint.iteration_of(d.path) for d in damages)
+    allowed = max(allowed, newest + 1)
+  if last <= allowed:
+    return
+  if not checkpoint_dir:
+    why = 'this run has no --checkpoint_dir, so it starts at iteration 0'
+  elif start_iteration == 0:
+    why = (f'{checkpoint_dir} holds no checkpoint, so the run starts at '
+           'iteration 0')
+  else:
+    why = (f'the newest intact checkpoint in {checkpoint_dir} resumes at '
+           f'iteration {start_iteration}')
+  raise Refused(
+      f'The results CSV {results_csv_path} holds iterations 0..{last}, but '
+      f'{why}: going on would replace the finished rows of iterations '
+      f'{start_iteration}..{last}. To keep them, pass the --checkpoint_dir '
+      'of the run that wrote this CSV (or put its checkpoints back); to '
+      'start over, add --restart (moves the CSV to '
+      f'{results_csv_path}.<time>.bak; nothing is deleted).')
+
+
+def resume_point(checkpoint_dir: str, results_csv_path: str,
+                 warn: Callable[[str], None] = None
+                 ) -> Tuple[Optional[str], Optional[Dict[str, Any]]]:
+  """Return (checkpoint to resume, its meta), or (None, None): start at 0.
+
+  Verifies the checkpoints (newest first), warns (stderr) when the newest is
+  damaged, and checks ownership and the CSV's rows.
+
+  Raises:
+    Refused: another run's checkpoints, none intact, or finished rows that
+      would be replaced; the message names the files and the fix.
+  """
+  warn = warn or (lambda text: print(text, file=sys.stderr, flush=True))
+  path, damages = (checkpoint_read.newest_intact(checkpoint_dir) if checkpoint_dir
+                   else (None, []))
+  if path is None and damages:
+    raise Refused(checkpoint_read.no_intact_message(checkpoint_dir, damages) + ' '
+                  + _choices(checkpoint_dir, results_csv_path))
+  try:
+    meta = checkpoint.load_meta(path) if path else None
+  except checkpoint.FormatError as e:
+    raise Refused(str(e)) from e
+  if meta is not None:
+    check_owner(meta, checkpoint_dir, results_csv_path)
+  start = meta.get('iteration', 0) if meta else 0
+  check_rows(results_csv_path, checkpoint_dir, start, damages)
+  if damages:
+    warn(checkpoint_read.fallback_warning(path, damages) +
+         f' The run goes on from iteration {start}.')
+  return path, meta
+
+
+def _aside(path: str, stamp: str) -> str:
+  target = f'{path}.{stamp}.bak'
+  number = 1
+  while os.path.exists(target):
+    number += 1
+    target = f'{path}.{stamp}-{number}.bak'
+  os.rename(path, target)
+  return target
+
+
+def restart(results_csv_path: str, checkpoint_dir: str, tensorboard_dir: str,
+            log: Callable[[str], None] = None) -> List[Tuple[str, str]]:
+  """Move a run's files aside to <name>.<time>.bak; return (from, to) pairs."""
+  log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+  stamp = time.strftime('%Y%m%d-%H%M%S')
+  paths = [results_csv_path, checkpoint_dir, tensorboard_dir]
+  if results_csv_path:
+    paths.insert(1, run_json.path_next_to(results_csv_path))
+  moved = []
+  for path in paths:
+    empty = os.path.isdir(path or '') and not os.listdir(path)
+    if path and os.path.exists(path) and not empty:  # Empty: nothing to keep.
+      moved.append((path, _aside(path, stamp)))
+      log(f'--restart: moved {path} to {moved[-1][1]}')
+  return moved
+
+
+def _holder(fd: int) -> str:
+  """Return who holds the lock, as its holder wrote it."""
+  try:
+    found = json.loads(os.pread(fd, 4096, 0).decode() or '{}')
+    since = time.localtime(found['since'])
+    return (f'PID {found["pid"]} on {found["host"]}, since '
+            f'{time.strftime("%Y-%m-%d %H:%M:%S %Z", since)}')
+  except (OSError, ValueError, KeyError, TypeError):
+    return 'a process that is starting'
+
+
+def _same_file(fd: int, path: str) -> bool:
+  try:
+    return os.path.samestat(os.fstat(fd), os.stat(path))
+  except OSError:
+    return False
+
+
+def _inherited(path: str) -> Optional[int]:
+  """Return the handed-down descriptor of `path`'s lock (LOCK_FD_ENV)."""
+  try:
+    fd = int(os.environ.get(LOCK_FD_ENV, ''))
+  except ValueError:
+    return None
+  return fd if _same_file(fd, path) else None
+
+
+def lock(directory: str) -> int:
+  """Take the exclusive lock of a run directory (made if missing); return it.
+
+  Raises:
+    Refused: another process holds it; the message names that process.
+  """
+  path = os.path.join(directory, LOCK_FILE)
+  fd = _inherited(path)
+  while fd is None:
+    os.makedirs(directory, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      holder = _holder(fd)
+      os.close(fd)
+      raise Refused(
+          f'Another process is running in {directory}: {holder} (it holds '
+          f'{path}). Wait for it to end, or stop it; one process at a time '
+          'writes a run directory.') from None
+    if not _same_file(fd, path):  # Its holder removed it meanwhile: again.
+      os.close(fd)
+      fd = None
+  fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+  record_holder(fd, os.getpid())
+  return fd
+
+
+def record_holder(fd: int, pid: int) -> None:
+  """Write into the lock's file who holds it (what a refusal names)."""
+  os.ftruncate(fd, 0)
+  os.pwrite(fd, json.dumps({'pid': pid, 'host': socket.gethostname(),
+                            'since': time.time()}).encode(), 0)
+
+
+def unlock(fd: int, directory: str) -> None:
+  """Release `lock`'s lock (its file is removed unless it was handed down)."""
+  path = os.path.join(directory, LOCK_FILE)
+  if fd != _inherited(path) and _same_file(fd, path):
+    os.remove(path)
+  os.close(fd)
+
+
+def holder(directory: str) -> Optional[str]:
+  """Return who holds the run directory's lock (None: nobody)."""
+  try:
+    fd = os.open(os.path.join(directory, LOCK_FILE), os.O_RDONLY)
+  except OSError:
+    return None
+  try:
+    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    return None
+  except BlockingIOError:
+    return _holder(fd)
+  finally:
+    os.close(fd)
+
+
+def directory_of(results_csv_path: str, checkpoint_dir: str,
+                 tensorboard_dir: str) -> Optional[str]:
+  """Return the run directory: the CSV's, else where the others lie.
+
+  Without a CSV it is the parent of the checkpoint (or TensorBoard)
+  directory, which --restart may move aside.
+  """
+  path = results_csv_path or checkpoint_dir or tensorboard_dir
+  return os.path.dirname(os.path.abspath(path)) if path else None
+
+
+def _missing(path: str) -> List[str]:
+  """Return the directories, deepest first, that making `path` would create."""
+  out, path = [], os.path.abspath(path)
+  while not os.path.exists(path):
+    out.append(path)
+    path = os.path.dirname(path)
+  return out
+
+
+@contextlib.contextmanager
+def held(directories: List[str]) -> Iterator[None]:
+  """Hold the locks of run directories; remove what stayed empty after.
+
+  A run that stops before it wrote anything (refused, interrupted) leaves
+  no directory behind.
+  """
+  made = sorted({d for directory in directories for d in _missing(directory)},
+                key=len, reverse=True)
+  taken = []
+  try:
+    for directory in directories:
+      taken.append((lock(directory), directory))
+    yield
+  finally:
+    for fd, directory in taken:
+      unlock(fd, directory)
+    for directory in made:
+      with contextlib.suppress(OSError):
+        os.rmdir(directory)  # Only if empty.

@@ -1,0 +1,1 @@
+"""The suites a run can use: Atari and MinAtar."""

@@ -1,0 +1,80 @@
+"""The Atari suite: DQN Zoo's 57 games, protocol and network.
+
+Each agent package's `run_atari.py` runs it (zoo.loops.runner.main). Every
+setting has DQN Zoo's name and default (zoo.configuration.settings).
+"""
+
+from typing import Any, Dict
+
+import numpy as np
+
+from zoo.environments import atari_data
+from zoo.environments import atari_env
+from zoo.environments import environment
+import networks
+from zoo.configuration import settings as settings_lib
+from zoo.configuration import suites
+
+_VECTOR_ONLY = dict(num_action_repeats=4, num_stacked_frames=4,
+                    environment_height=84, environment_width=84)
+
+
+def _resolve(s: Dict[str, Any]) -> Dict[str, Any]:
+  """Resolve --environment_mode=auto: vector when num_envs > 1."""
+  if s['environment_mode'] == 'auto':
+    s = dict(s, environment_mode='vector' if s['num_envs'] > 1 else
+             'reference')
+  return s
+
+
+def _validate(s: settings_lib.Settings) -> None:
+  if s.environment_mode == 'vector':
+    for name, value in _VECTOR_ONLY.items():
+      if getattr(s, name) != value:
+        raise settings_lib.ConfigError(
+            f'--{name}={getattr(s, name)} is not supported in vector mode '
+            f'(only {value}); use --environment_mode=reference.')
+
+
+def _observation_shape(s: settings_lib.Settings):
+  return (s.environment_height, s.environment_width, s.num_stacked_frames)
+
+
+def _make_environment(s: settings_lib.Settings, seed: int
+                      ) -> environment.BatchedEnvironment:
+  reference = s.environment_mode == 'reference'
+  return atari_env.make_atari_environment(
+      s.environment_name, seed, num_envs=s.num_envs, mode=s.environment_mode,
+      max_episode_frames=s.max_frames_per_episode,
+      **(dict(num_action_repeats=s.num_action_repeats,
+              num_stacked_frames=s.num_stacked_frames,
+              height=s.environment_height, width=s.environment_width)
+         if reference else {}))
+
+
+def _network_fn(s: settings_lib.Settings, num_actions: int):
+  return networks.atari_quantile_network(
+      num_actions, s.num_quantiles, head=s.head,
+      num_layers=s.num_hidden_layers, hidden_size=s.hidden_size,
+      nc_scale_activation=s.nc_scale_activation)
+
+
+def _render(env: atari_env.ReferenceBatchedEnvironment):
+  """Return the streams' current RGB screens [K, 210, 160, 3]."""
+  return np.stack([e.ale.getScreenRGB() for e in env.environments])
+
+
+ATARI = suites.Suite(
+    name='atari',
+    csv_prefix='',
+    check_game=atari_data.check_game,
+    flag_defaults={},
+    resolve=_resolve,
+    validate=_validate,
+    observation_shape=_observation_shape,
+    make_environment=_make_environment,
+    network_fn=_network_fn,
+    normalize=atari_data.human_normalized_score,
+    render=_render,
+)
+

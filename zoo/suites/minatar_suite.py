@@ -1,0 +1,110 @@
+"""The MinAtar suite: five small games after Young & Tian (2019).
+
+Each agent package's `run_minatar.py` runs it (zoo.loops.runner.main) after
+`settings_flags.set_flag_defaults(MINATAR)`. The defaults below follow
+Young & Tian's DQN where the paper's agents do not differ.
+"""
+
+import math
+from typing import Any, Dict
+
+import networks
+from zoo.environments import environment
+from zoo.loops import jitted_loop
+from zoo.environments import minatar_env
+from zoo.configuration import settings as settings_lib
+from zoo.configuration import suites
+
+FLAG_DEFAULTS = {
+    'environment_name': 'breakout',
+    'environment_height': 10,
+    'environment_width': 10,
+    'num_stacked_frames': 1,                     # No frame stacking.
+    'num_action_repeats': 1,                     # One frame per step.
+    'replay_capacity': 100_000,
+    'min_replay_capacity_fraction': 0.05,        # Learning from 5,000 steps.
+    'exploration_epsilon_end_value': 0.1,
+    # 0.02 x 50 x 100k = 100k steps of decay, from the learning start.
+    'exploration_epsilon_decay_frame_fraction': 0.02,
+    'target_network_update_period': 1000,
+    'max_abs_reward': 10.0,      # MinAtar's largest reward: nothing clipped.
+    'learning_rate': 1e-4,       # Adam (Obando-Ceron & Castro's MinAtar).
+    'learn_period': 4,           # The paper's one update per 4 agent steps.
+    'num_iterations': 50,
+    'num_train_frames': 100_000,  # 50 x 100k = 5M steps.
+    'num_eval_frames': 25_000,
+    'hidden_size': 128,
+    **settings_lib.default_paths(settings_lib.RUNS_ROOT + '/minatar'),
+}
+_FIXED = dict(environment_height=10, environment_width=10, num_stacked_frames=1,
+              num_action_repeats=1)
+
+
+def _resolve(s: Dict[str, Any]) -> Dict[str, Any]:
+  if s['environment_mode'] == 'auto':
+    s = dict(s, environment_mode='reference')
+  return s
+
+
+def _validate(s: settings_lib.Settings) -> None:
+  try:
+    minatar_env.check_installed()
+  except minatar_env.NotInstalledError as e:
+    raise settings_lib.ConfigError(str(e)) from None
+  for name, value in _FIXED.items():
+    if getattr(s, name) != value:
+      raise settings_lib.ConfigError(
+          f'--{name}={getattr(s, name)}: MinAtar frames are 10x10, neither '
+          f'stacked nor repeated, so --{name} must be {value} (the default).')
+  if s.environment_mode != 'reference':
+    raise settings_lib.ConfigError(
+        f'--environment_mode={s.environment_mode}: MinAtar streams are '
+        'Python environments; use --environment_mode=reference (or auto).')
+  if s.loop == 'jitted':  # What the jitted loop cannot run, refused here.
+    jitted_loop.make_environment(s)
+    jitted_loop.loop_config(s, _observation_shape(s)[:-1])
+
+
+def _observation_shape(s: settings_lib.Settings):
+  num_channels, _ = minatar_env.game_spec(s.environment_name)
+  return (10, 10, num_channels, 1)
+
+
+def _make_environment(s: settings_lib.Settings, seed: int
+                      ) -> environment.BatchedEnvironment:
+  return minatar_env.MinAtarEnvironment(
+      s.environment_name, seed, num_envs=s.num_envs,
+      max_episode_frames=s.max_frames_per_episode)
+
+
+def _network_fn(s: settings_lib.Settings, num_actions: int):
+  return networks.minatar_quantile_network(
+      num_actions, s.num_quantiles, head=s.head,
+      num_layers=s.num_hidden_layers, hidden_size=s.hidden_size,
+      nc_scale_activation=s.nc_scale_activation)
+
+
+def _render(env: minatar_env.MinAtarEnvironment):
+  return env.rgb_frames(scale=16)  # 160x160: a 10x10 grid is unwatchable.
+
+
+def _no_reference_scores(game: str, score: float) -> float:
+  del game, score
+  return math.nan
+
+
+MINATAR = suites.Suite(
+    name='minatar',
+    csv_prefix='minatar-',
+    check_game=minatar_env.check_game,
+    flag_defaults=FLAG_DEFAULTS,
+    resolve=_resolve,
+    validate=_validate,
+    observation_shape=_observation_shape,
+    make_environment=_make_environment,
+    network_fn=_network_fn,
+    normalize=_no_reference_scores,
+    render=_render,
+    loops={'jitted': jitted_loop.run},  # --loop=jitted: seeds vmapped.
+)
+
