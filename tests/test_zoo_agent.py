@@ -194,6 +194,10 @@ def test_linear_schedule_in_frames():
   assert schedule(0) == 1.0 and schedule(200_000) == 1.0
   assert math.isclose(schedule(2_200_000), 0.505)
   assert math.isclose(schedule(10**8), 0.01)
+  # The jitted loop's traced value is the same function's.
+  traced = jax.jit(lambda t: schedule.at(t, xp=jnp))
+  for t in (0, 200_000, 2_200_000, 10**8):
+    assert math.isclose(float(traced(t)), schedule(t), rel_tol=1e-6)
 
 
 class _ConstantEnv(environment.BatchedEnvironment):

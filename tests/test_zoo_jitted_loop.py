@@ -48,8 +48,8 @@ def _config(**overrides) -> jitted_train.LoopConfig:
   values = dict(
       num_streams=1, observation_shape=OBS_SHAPE, stream_capacity=64,
       batch_size=8, min_replay_size=16, learn_period=4, target_period=16,
-      max_abs_reward=10.0, eval_epsilon=0.001, epsilon_begin=1.0,
-      epsilon_end=0.1, epsilon_begin_frame=16, epsilon_decay_frames=100,
+      max_abs_reward=10.0, eval_epsilon=0.001,
+      epsilon=agent_lib.LinearSchedule(1.0, 0.1, 16, 100),
       num_train_frames=64, num_eval_frames=32)
   values.update(overrides)
   return jitted_train.LoopConfig(**values)

@@ -9,7 +9,7 @@ schedule turn a run's settings into the learner's parts (zoo.loops.build).
 """
 
 import functools
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import chex
 import haiku as hk
@@ -26,25 +26,21 @@ LossFn = Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]  # [B,N],[B,N]->[B]
 BASE_OPTIMIZER_EPSILON = 0.01 / 32
 
 
-class LinearSchedule:
+class LinearSchedule(NamedTuple):
   """Linear schedule in frames, as DQN Zoo's (exploration epsilon)."""
-
-  def __init__(self, begin_value: float, end_value: float, begin_t: int,
-               decay_steps: int):
-    self._begin_value, self._end_value = begin_value, end_value
-    self._begin_t, self._decay_steps = begin_t, max(decay_steps, 1)
+  begin_value: float
+  end_value: float
+  begin_t: int
+  decay_steps: int
 
   def __call__(self, t: int) -> float:
-    return float(linear_schedule(t, self._begin_value, self._end_value,
-                                 self._begin_t, self._decay_steps, xp=np))
+    return float(self.at(t))
 
-
-def linear_schedule(t, begin_value: float, end_value: float, begin_t: int,
-                    decay_steps: int, xp=np):
-  """Return LinearSchedule's value at frame `t` (xp: numpy or jax.numpy)."""
-  decay_steps = max(decay_steps, 1)
-  frac = xp.clip(t - begin_t, 0, decay_steps) / decay_steps
-  return (1 - frac) * begin_value + frac * end_value
+  def at(self, t, xp=np):
+    """Return the value at frame `t` (xp: numpy, or jax.numpy when traced)."""
+    decay_steps = max(self.decay_steps, 1)
+    frac = xp.clip(t - self.begin_t, 0, decay_steps) / decay_steps
+    return (1 - frac) * self.begin_value + frac * self.end_value
 
 
 def make_loss_fn(loss: str, huber_param: float = 1.0,

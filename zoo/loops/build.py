@@ -32,6 +32,14 @@ def make_environment_factory(suite, s: settings_lib.Settings
   return make
 
 
+def epsilon_schedule(s: settings_lib.Settings) -> agent_lib.LinearSchedule:
+  """Return the training ε by frame (both loops)."""
+  return agent_lib.LinearSchedule(
+      begin_value=s.exploration_epsilon_begin_value,
+      end_value=s.exploration_epsilon_end_value,
+      begin_t=s.epsilon_begin_frame(), decay_steps=s.epsilon_decay_frames())
+
+
 class LearnerParts(NamedTuple):
   """What a loop's learner is made of, from the settings."""
   network: hk.Transformed
@@ -63,11 +71,7 @@ def learner_parts(suite, s: settings_lib.Settings, num_actions: int,
       optimizer=agent_lib.make_optimizer(s.learning_rate, s.optimizer_epsilon,
                                          s.max_global_grad_norm),
       grad_scale=2.0 / s.num_quantiles if s.scale_grad else 1.0,
-      epsilon=agent_lib.LinearSchedule(
-          begin_value=s.exploration_epsilon_begin_value,
-          end_value=s.exploration_epsilon_end_value,
-          begin_t=s.epsilon_begin_frame(),
-          decay_steps=s.epsilon_decay_frames()),
+      epsilon=epsilon_schedule(s),
       replay_seed=replay_seed, agent_key=agent_key)
 
 

@@ -54,10 +54,7 @@ def loop_config(s: settings_lib.Settings, observation_shape
       target_period=s.target_network_update_period,
       max_abs_reward=s.max_abs_reward,
       eval_epsilon=s.eval_exploration_epsilon,
-      epsilon_begin=s.exploration_epsilon_begin_value,
-      epsilon_end=s.exploration_epsilon_end_value,
-      epsilon_begin_frame=s.epsilon_begin_frame(),
-      epsilon_decay_frames=s.epsilon_decay_frames(),
+      epsilon=build.epsilon_schedule(s),
       num_train_frames=s.num_train_frames,
       num_eval_frames=s.num_eval_frames)
   problems = []

@@ -8,8 +8,8 @@ seeds of a group are one `vmap` axis.
 The agent is zoo.agent's, not a copy: `select_action` (ε-greedy on K
 streams), `sample_and_update` (sampling inside the update, then `update`:
 the TD target of `td_target`, the loss of `make_loss_fn`, the gradient
-scale, clip then Adam of `make_optimizer`) and the ε schedule of
-`linear_schedule`.
+scale, clip then Adam of `make_optimizer`) and the ε schedule
+(`LinearSchedule.at`, traced).
 
 A block is `learn_period` frames (K < learn_period: learn_period / K steps
 of the K streams) or one step (K >= learn_period); after it, the block's
@@ -47,10 +47,7 @@ class LoopConfig(NamedTuple):
   target_period: int          # Frames between target copies.
   max_abs_reward: float
   eval_epsilon: float
-  epsilon_begin: float
-  epsilon_end: float
-  epsilon_begin_frame: int
-  epsilon_decay_frames: int
+  epsilon: agent_lib.LinearSchedule  # Training ε by frame (zoo.loops.build).
   num_train_frames: int
   num_eval_frames: int
 
@@ -202,9 +199,7 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
     """Act, store and step for one block, then learn when due (one seed)."""
     streams = state.train_streams
     for i in range(cfg.steps_per_block):
-      epsilon = agent_lib.linear_schedule(
-          frame_t + i * k, cfg.epsilon_begin, cfg.epsilon_end,
-          cfg.epsilon_begin_frame, cfg.epsilon_decay_frames, xp=jnp)
+      epsilon = cfg.epsilon.at(frame_t + i * k, xp=jnp)
       observation = streams.timestep.observation[..., None]
       rng_key, actions, values = agent_lib.select_action(
           network, state.params, state.rng_key, observation, epsilon)
