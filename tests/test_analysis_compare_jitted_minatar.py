@@ -27,3 +27,14 @@ def test_reference_and_jitted_finals_side_by_side(tmp_path):
   assert lines[2].startswith('| breakout | CR-DQN | 9.00 [8.00, 10.00] (2) | '
                              '9.00 [9.00, 9.00] (2) | 0.00 [-1.00, 1.00] |')
   assert os.path.exists(reference)
+  # Another configuration against the reference's CR-DQN.
+  for seed in (1, 2):
+    write_fake_run(str(tmp_path / 'study' / 'CR-DQN-MQ' / 'cr_dqn' /
+                       'breakout' / f'seed_{seed}' / 'results.csv'), 'cr_dqn',
+                   seed, [0.0, 1.0, 12.0])
+  lines = compare_jitted_minatar.comparison_lines(
+      finals, str(tmp_path / 'study'), ['CR-DQN-MQ'], ['breakout'], 2, 1000,
+      against=['CR-DQN'])
+  assert lines[2].startswith('| breakout | CR-DQN-MQ vs CR-DQN | 9.00 [8.00, '
+                             '10.00] (2) | 12.00 [12.00, 12.00] (2) | '
+                             '3.00 [2.00, 4.00] |')

@@ -257,6 +257,8 @@ def test_compare_jitted_minatar(inputs, tmp_path):
       + common,
       [f'--root_dir={jitted}', f'--reference_runs={good_reference}']
       + common,
+      [f'--root_dir={jitted}', f'--reference_runs={good_reference}',
+       '--against=QR-DQN-1'] + common,
   ], tmp_path)
   assert_clean_error(results[0], 'no jitted run of CR-DQN on breakout',
                      'Pass the --root_dir of python -m '
@@ -269,6 +271,8 @@ def test_compare_jitted_minatar(inputs, tmp_path):
                      'cut short or damaged')
   assert_accepted(results[5])
   assert '| breakout | CR-DQN |' in results[5]['stdout']
+  assert_clean_error(results[6], '--against: QR-DQN-1 not in',
+                     'it holds CR-DQN')
 
 
 def test_evidence(inputs, tmp_path):

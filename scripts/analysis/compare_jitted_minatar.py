@@ -2,7 +2,7 @@ r"""Compare jitted-loop MinAtar runs with the Python loop's, per game and agent.
 
   python -m scripts.analysis.compare_jitted_minatar --root_dir=runs/minatar_jitted
       [--reference_runs=docs/minatar/runs.csv] [--configs=CR-DQN,QR-DQN-1]
-      [--games=asterix,breakout] [--num_iterations=5]
+      [--games=asterix,breakout] [--num_iterations=5] [--against=CR-DQN,QR-DQN-1]
 
 The reference is the Python loop's per-seed final evaluation returns in the
 study report's runs.csv (scripts.analysis.minatar_report); the jitted runs are read
@@ -10,14 +10,16 @@ from ROOT/<label>/<agent>/<game>/seed_<s>/results.csv (scripts.experiments.sweep
 layout, as `--loop=jitted` of scripts.experiments.minatar_study writes them). Prints, per
 game and configuration, both means over complete seeds with 95% bootstrap
 CIs and the difference jitted - python with its CI (each side's seeds
-resampled).
+resampled). With --against, each jitted configuration is compared with the
+named configurations of the reference instead of its own (a new preset,
+e.g. CR-DQN-MQ, against CR-DQN and QR-DQN-1).
 """
 
 import csv
 import glob
 import os
 import sys
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from absl import app
 from absl import flags
@@ -83,19 +85,24 @@ def jitted_finals(root_dir: str, label: str, game: str, num_iterations: int
 
 
 def comparison_lines(reference, root_dir: str, configs, games,
-                     num_iterations: int, reps: int) -> List[str]:
+                     num_iterations: int, reps: int,
+                     against: Optional[Sequence[str]] = None) -> List[str]:
+  """Return the table's lines; `against`: reference configurations to
+  compare each jitted one with (None: its own)."""
   text = minatar_report._cell_text  # pylint: disable=protected-access
   lines = ['| game | configuration | python loop | jitted loop | '
            'jitted - python |', '|---|---|---|---|---|']
   for game in games:
     for label in configs:
-      ref = reference.get((label, game), [])
       new = jitted_finals(root_dir, label, game, num_iterations)
-      lines.append(
-          f'| {game} | {label} | '
-          f'{text(minatar_report.mean_with_ci(ref, reps))} ({len(ref)}) | '
-          f'{text(minatar_report.mean_with_ci(new, reps))} ({len(new)}) | '
-          f'{text(minatar_report.difference_ci(new, ref, reps))} |')
+      for ref_label in against or (label,):
+        ref = reference.get((ref_label, game), [])
+        name = label if ref_label == label else f'{label} vs {ref_label}'
+        lines.append(
+            f'| {game} | {name} | '
+            f'{text(minatar_report.mean_with_ci(ref, reps))} ({len(ref)}) | '
+            f'{text(minatar_report.mean_with_ci(new, reps))} ({len(new)}) | '
+            f'{text(minatar_report.difference_ci(new, ref, reps))} |')
   return lines
 
 
@@ -109,6 +116,8 @@ def define_flags() -> None:
   flags.DEFINE_list('games', ['asterix', 'breakout'], 'Games.')
   flags.DEFINE_integer('num_iterations', 5, 'Iterations of a complete run.')
   flags.DEFINE_integer('bootstrap_reps', 50_000, 'Bootstrap resamples.')
+  flags.DEFINE_list('against', [], 'Compare each configuration with these '
+                    'configurations of the reference (default: its own).')
 
 
 def main(argv):
@@ -127,9 +136,16 @@ def main(argv):
              'Pass the --root_dir of python -m scripts.experiments.minatar_study '
              '--loop=jitted.')
   try:
-    lines = comparison_lines(reference_finals(FLAGS.reference_runs),
-                             FLAGS.root_dir, FLAGS.configs, FLAGS.games,
-                             FLAGS.num_iterations, FLAGS.bootstrap_reps)
+    reference = reference_finals(FLAGS.reference_runs)
+    missing = [c for c in FLAGS.against
+               if not any(label == c for label, _ in reference)]
+    if missing:
+      raise ValueError(f'--against: {", ".join(missing)} not in '
+                       f'{FLAGS.reference_runs}; it holds '
+                       f'{", ".join(sorted({l for l, _ in reference}))}.')
+    lines = comparison_lines(reference, FLAGS.root_dir, FLAGS.configs,
+                             FLAGS.games, FLAGS.num_iterations,
+                             FLAGS.bootstrap_reps, FLAGS.against or None)
   except ValueError as e:
     sys.exit(f'Error: {e}')
   print('Final evaluation return, mean over complete seeds [95% bootstrap '
