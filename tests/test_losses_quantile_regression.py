@@ -153,7 +153,7 @@ def test_negative_huber_param_is_an_error():
 
 @pytest.mark.parametrize('kappa', [0.0, 0.5, 1.0])
 def test_array_kappa_equals_float_kappa(kappa):
-  """κ as data (an array, traced) gives the Python float's values, gradients."""
+  """κ as data (an array, traced): the Python float's values, gradients."""
   rng = np.random.default_rng(3)
   source = jnp.asarray(np.sort(rng.normal(size=(4, 6)), -1), jnp.float32)
   target = jnp.asarray(rng.normal(size=(4, 6)) * 2, jnp.float32)
