@@ -1,5 +1,7 @@
 """Quantile regression loss between staircases (DQN Zoo / rlax convention)."""
 
+import numbers
+
 import jax
 import jax.numpy as jnp
 
@@ -21,12 +23,18 @@ def quantile_regression_loss(source, target, huber_param=0.0):
     target: [..., M] atoms, any order. Leading dimensions broadcast. Gradients
       flow into target too (rlax stops them by default): wrap it in
       jax.lax.stop_gradient for a TD target.
-    huber_param: κ >= 0, a Python float.
+    huber_param: κ >= 0: a Python number (the Huber or the plain loss chosen
+      when traced, a negative one refused), or an array, scalar or
+      broadcasting to the leading dimensions, that may be traced under jit
+      or vmap: then data, not a constant of the compiled program, with the
+      plain loss selected where κ <= 0 (jnp.where: branch-free, so that one
+      program serves every κ). Both give the same values.
 
   Returns:
     [...] the losses; NaN for a row holding a NaN or an infinite atom.
   """
-  if not huber_param >= 0:
+  static = isinstance(huber_param, numbers.Real)
+  if static and not huber_param >= 0:
     raise ValueError(
         f'quantile_regression_loss: huber_param must be >= 0, got {huber_param}.')
   source, target = validation.check_atoms('quantile_regression_loss', source,
@@ -38,10 +46,18 @@ def quantile_regression_loss(source, target, huber_param=0.0):
   weight = jax.lax.stop_gradient(
       jnp.abs(tau[:, None] - (delta < 0).astype(source.dtype)))
   abs_delta = jnp.abs(delta)
-  if huber_param > 0:
-    quadratic = jnp.minimum(abs_delta, huber_param)
-    penalty = 0.5 * quadratic**2 + huber_param * (abs_delta - quadratic)
+  if static:
+    penalty = (_huber(abs_delta, huber_param) if huber_param > 0
+               else abs_delta)
   else:
-    penalty = abs_delta
+    kappa = jnp.asarray(huber_param, source.dtype)[..., None, None]
+    # At κ = 0 the Huber formula gives 0, not |u|: select.
+    penalty = jnp.where(kappa > 0, _huber(abs_delta, kappa), abs_delta)
   value = jnp.sum(jnp.mean(weight * penalty, axis=-1), axis=-1)
   return validation.nan_where_not_finite(value, source, target)
+
+
+def _huber(abs_delta, kappa):
+  """Return H_κ(u) of |u| for κ > 0 (no division by κ)."""
+  quadratic = jnp.minimum(abs_delta, kappa)
+  return 0.5 * quadratic**2 + kappa * (abs_delta - quadratic)

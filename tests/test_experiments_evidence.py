@@ -159,6 +159,9 @@ def test_first_quarter_hour_measures_then_runs_what_fits(tmp_path):
   env = starter.started[-1][2].env
   assert env['XLA_PYTHON_CLIENT_MEM_FRACTION'] == '0.23'
   assert env['JAX_LOG_COMPILES'] == '1'
+  assert env['JAX_COMPILATION_CACHE_DIR'] == str(tmp_path / 'work' /
+                                                 'jax-cache')
+  assert env['JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS'] == '0'
   with tarfile.open(archive) as tar:
     names = tar.getnames()
   assert any(n.endswith('benchmarks.md') for n in names)

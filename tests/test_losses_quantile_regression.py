@@ -149,3 +149,37 @@ def test_non_finite_atoms_give_nan(bad):
 def test_negative_huber_param_is_an_error():
   with pytest.raises(ValueError, match='huber_param'):
     quantile_regression.quantile_regression_loss(jnp.zeros(3), jnp.zeros(3), -1.0)
+
+
+@pytest.mark.parametrize('kappa', [0.0, 0.5, 1.0])
+def test_array_kappa_equals_float_kappa(kappa):
+  """κ as data (an array, traced): the Python float's values, gradients."""
+  rng = np.random.default_rng(3)
+  source = jnp.asarray(np.sort(rng.normal(size=(4, 6)), -1), jnp.float32)
+  target = jnp.asarray(rng.normal(size=(4, 6)) * 2, jnp.float32)
+  as_data = jax.jit(lambda s, t, k: jax.value_and_grad(
+      lambda s: quantile_regression.quantile_regression_loss(s, t, k).sum())(s))
+  as_float = jax.jit(lambda s, t: jax.value_and_grad(
+      lambda s: quantile_regression.quantile_regression_loss(s, t, kappa).sum()
+  )(s))
+  for got, want in zip(as_data(source, target, jnp.float32(kappa)),
+                       as_float(source, target)):
+    np.testing.assert_array_equal(got, want)
+  per_row = quantile_regression.quantile_regression_loss(
+      source, target, jnp.full((4,), kappa, jnp.float32))
+  np.testing.assert_allclose(per_row, _qr(kappa)(source, target), rtol=1e-6)
+
+
+def test_array_kappa_is_data_of_one_program():
+  """One compiled program serves κ = 0 and κ = 1; vmap over a vector of κ."""
+  source = jnp.zeros((2, 3), jnp.float32)
+  target = jnp.ones((2, 3), jnp.float32)
+  lowered = [jax.jit(quantile_regression.quantile_regression_loss).lower(
+      source, target, jnp.float32(k)).as_text() for k in (0.0, 1.0)]
+  assert lowered[0] == lowered[1]
+  kappas = jnp.array([0.0, 0.5, 1.0], jnp.float32)
+  vmapped = jax.vmap(quantile_regression.quantile_regression_loss,
+                     (None, None, 0))(source, target, kappas)
+  assert vmapped.shape == (3, 2)
+  for row, k in zip(vmapped, (0.0, 0.5, 1.0)):
+    np.testing.assert_allclose(row, _qr(k)(source, target), rtol=1e-6)

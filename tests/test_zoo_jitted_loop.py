@@ -4,6 +4,7 @@ resume through zoo.loops.resume, and learning on a fake JAX environment
 (tests.jax_bandit)."""
 
 import dataclasses
+import functools
 import json
 import os
 import signal
@@ -19,8 +20,10 @@ from tests import csv_check
 from tests import jax_bandit
 from tests import test_zoo_interrupts
 from cr_dqn import agent as cr_dqn_agent
+from qr_dqn import agent as qr_dqn_agent
 from zoo.agent import learning as agent_lib
 from zoo.agent import quantile_agent
+from zoo.loops import build
 from zoo.loops import runner
 from zoo.loops import interrupts
 from zoo.loops import jitted_loop
@@ -143,20 +146,24 @@ def _agent_parts(head, loss, kappa, scale_grad, num_actions=3):
   eps = agent_lib.default_optimizer_epsilon(loss, NUM_QUANTILES, scale_grad)
   optimizer = agent_lib.make_optimizer(1e-3, eps, 10.0)
   grad_scale = 2.0 / NUM_QUANTILES if scale_grad else 1.0
-  return network, agent_lib.make_loss_fn(loss, kappa), optimizer, grad_scale
+  loss_of_kappa = functools.partial(agent_lib.make_loss_fn, loss)
+  return network, loss_of_kappa, optimizer, grad_scale
 
 
 @pytest.mark.parametrize('name', list(AGENTS))
 def test_update_equals_zoo_agent(name):
   """One jitted learn = QuantileAgent.learn_from on the same params, batch."""
   head, loss, kappa, scale_grad = AGENTS[name]
-  network, loss_fn, optimizer, grad_scale = _agent_parts(head, loss, kappa,
-                                                         scale_grad)
+  network, loss_of_kappa, optimizer, grad_scale = _agent_parts(
+      head, loss, kappa, scale_grad)
+  loss_fn = loss_of_kappa(kappa)  # The Python loop's: κ a float.
   cfg = _config()
   functions = jitted_train.make_train(cfg, jax_bandit.Bandit(), network,
-                                     loss_fn, optimizer, 0.99, grad_scale)
+                                     loss_of_kappa, optimizer, 0.99,
+                                     grad_scale)
   seed_key = jax.random.PRNGKey(3)  # Both loops: build.learner_parts'.
-  state = jax.jit(functions.init)(seed_key, jax.random.PRNGKey(0))
+  state = jax.jit(functions.init)(seed_key, jax.random.PRNGKey(0),
+                                  jnp.float32(kappa))
   filled, _ = _filled_replay(cfg, 40, 7)
   agent = quantile_agent.QuantileAgent(
       network=network, loss_fn=loss_fn, optimizer=optimizer,
@@ -175,8 +182,8 @@ def test_update_equals_zoo_agent(name):
       replay=filled,
       params=jax.tree.map(lambda x: x * 1.1, state.params),
       target_params=jax.tree.map(lambda x: x * 0.9, state.params))
-  learn = jax.jit(jitted_train.make_learn(cfg, network, loss_fn, optimizer,
-                                          0.99, grad_scale))
+  learn = jax.jit(jitted_train.make_learn(cfg, network, loss_of_kappa,
+                                          optimizer, 0.99, grad_scale))
   state, _ = learn(state)
   before = state
   after, loss_value = learn(before)
@@ -204,9 +211,10 @@ def test_update_equals_zoo_agent(name):
   assert max(moved) > 0  # The update changed something.
 
 
-def _resolved(**values) -> settings_lib.Settings:
+def _resolved(preset=cr_dqn_agent.PRESETS[0], **values
+              ) -> settings_lib.Settings:
   return settings_lib.resolve_settings(
-      minatar_suite.MINATAR, cr_dqn_agent.PRESETS[0],
+      minatar_suite.MINATAR, preset,
       dict(settings_lib.default_settings(minatar_suite.MINATAR), loop='jitted',
            **values))
 
@@ -224,6 +232,34 @@ def test_loop_config_refuses_unfit_settings():
           cfg.stream_capacity, cfg.batch_size) == (5000, 4, 1000, 100_000, 32)
   assert (cfg.steps_per_block, cfg.updates_per_block) == (4, 1)
   assert cfg.replay_bytes_per_seed == 100_000 * (50 + 16) + 4
+
+
+def test_presets_apart_only_in_kappa_share_one_program():
+  """κ is data: QR-DQN-1 and QR-DQN-0 lower the same training program (and
+  share the loop's functions); CR-DQN's is another."""
+  env = jax_bandit.Bandit()
+
+  def lowered(preset):
+    s = _resolved(preset, num_train_frames=800, num_eval_frames=100,
+                  replay_capacity=2000, num_quantiles=NUM_QUANTILES,
+                  hidden_size=16)
+    cfg = jitted_loop.loop_config(s, env.observation_shape)
+    parts = build.learner_parts(minatar_suite.MINATAR, s, env.num_actions)
+    functions = jitted_train.make_train(
+        cfg, env, parts.network, parts.loss_of_kappa, parts.optimizer,
+        s.additional_discount, parts.grad_scale)
+    states = jax.eval_shape(jax.vmap(functions.init), parts.agent_key[None],
+                            jitted_loop.phase_keys([s.seed], 1, 'train'),
+                            jitted_loop.huber_params([s]))
+    text = jax.jit(functions.train_chunk, static_argnums=2).lower(
+        states, jnp.int32(0), 1).as_text()
+    return text, jitted_loop._functions(minatar_suite.MINATAR, s, cfg, env,
+                                        parts)
+
+  qr1, qr0 = (lowered(p) for p in qr_dqn_agent.PRESETS[:2])
+  assert qr1[0] == qr0[0]
+  assert qr1[1] is qr0[1]
+  assert lowered(cr_dqn_agent.PRESETS[0])[0] != qr1[0]
 
 
 def test_loop_is_a_stored_setting():

@@ -75,12 +75,13 @@ class JittedBench:
                                  dataclasses.replace(s, seed=x),
                                  env.num_actions) for x in seeds]
     functions = jitted_train.make_train(
-        cfg, env, parts[0].network, parts[0].loss_fn, parts[0].optimizer,
-        s.additional_discount, parts[0].grad_scale)
+        cfg, env, parts[0].network, parts[0].loss_of_kappa,
+        parts[0].optimizer, s.additional_discount, parts[0].grad_scale)
     self._chunk = jax.jit(functions.train_chunk, static_argnums=2)
     self.states = jax.jit(jax.vmap(functions.init))(
         jnp.stack([p.agent_key for p in parts]),
-        jitted_loop.phase_keys(seeds, 1, 'train'))
+        jitted_loop.phase_keys(seeds, 1, 'train'),
+        jitted_loop.huber_params([s] * num_seeds))
     self.num_blocks = num_steps // cfg.steps_per_block
     self.frame_t = 0
     one = jax.tree.map(lambda x: x[0], self.states)

@@ -23,6 +23,8 @@ b. advances the plan (scripts.experiments.evidence_plan) with what is left: the
    measured speeds say that more seeds in flight raise the total rate; an
    Atari piece takes as many iterations as fit and is judged by
    scripts.analysis.compare_published. Every task's compile time is printed;
+   the tasks share one JAX persistent compilation cache (--work_dir/jax-cache),
+   so a program compiled once (QR-DQN-1's serves QR-DQN-0: κ is data) loads;
 c. packs the session (session.json, the log, each benchmark's output and
    table, each run's CSV and run.json) into DIR/evidence-<id>.tar.gz; also
    when the deadline comes, on Ctrl-C or SIGTERM.
@@ -67,6 +69,7 @@ PROBE = ('import json, platform, jax; d = jax.devices()[0]; '
          'd.device_kind, "device_count": jax.device_count(), "jax": '
          'jax.__version__, "python": platform.python_version()}))')
 BENCHMARK_CAP = 2.0   # A benchmark is stopped at this many times its estimate.
+JAX_CACHE = 'jax-cache'  # The tasks' compilation cache, under --work_dir.
 _COMPILE = re.compile(r'Finished XLA compilation of (\S+) in ([0-9.]+) sec')
 # JAX_LOG_COMPILES' lines that only repeat shapes: dropped from the logs kept.
 _NOISE = ('with global shapes and types', 'Finished tracing + transforming',
@@ -228,7 +231,13 @@ class Session:
                                     self.opts.scale.name)
 
   def _env(self, concurrency: int = 1) -> Dict[str, str]:
-    env = dict(os.environ, JAX_LOG_COMPILES='1', PYTHONUNBUFFERED='1')
+    # One persistent compilation cache for every task (in the work folder,
+    # outside the session folder that is packed): a task whose program
+    # another compiled loads it, and its compile time printed says so.
+    env = dict(os.environ, JAX_LOG_COMPILES='1', PYTHONUNBUFFERED='1',
+               JAX_COMPILATION_CACHE_DIR=os.path.join(self.opts.work_dir,
+                                                      JAX_CACHE),
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS='0')
     if concurrency > 1:
       # Processes sharing one GPU: each its share, none the default 75%.
       env['XLA_PYTHON_CLIENT_MEM_FRACTION'] = f'{0.9 / concurrency:.2f}'

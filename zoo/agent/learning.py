@@ -47,6 +47,9 @@ def make_loss_fn(loss: str, huber_param: float = 1.0,
                  smoothing_width: float = 0.0) -> LossFn:
   """Return the per-transition loss between source and target atoms.
 
+  huber_param: QR's κ, a Python float or an array (traced: data of the
+  compiled program, losses.quantile_regression_loss); the Cramér losses
+  ignore it.
   smoothing_width: the multiquadric Cramér loss's width relative to the
   source atoms' spread (h = c · E|X − X'|, gradient stopped), so that the
   smoothing does not depend on the scale of the returns.

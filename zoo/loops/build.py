@@ -5,6 +5,7 @@ parts (network, loss, optimizer, gradient scale, ε schedule, the seed's
 draws); the Python loop's agent, the jitted loop and the benchmarks use it.
 """
 
+import functools
 from typing import Any, Callable, NamedTuple, Tuple
 
 import haiku as hk
@@ -43,7 +44,9 @@ def epsilon_schedule(s: settings_lib.Settings) -> agent_lib.LinearSchedule:
 class LearnerParts(NamedTuple):
   """What a loop's learner is made of, from the settings."""
   network: hk.Transformed
-  loss_fn: agent_lib.LossFn
+  loss_fn: agent_lib.LossFn            # The loss of the settings' κ.
+  # fn(κ) -> the loss, κ a float or an array (the jitted loop's: κ as data).
+  loss_of_kappa: Callable[[Any], agent_lib.LossFn]
   optimizer: Any                       # optax, with Adam's ε of the settings.
   grad_scale: float                    # 2/N with scale_grad, else 1.
   epsilon: agent_lib.LinearSchedule    # ε of training, by frame.
@@ -64,10 +67,11 @@ def learner_parts(suite, s: settings_lib.Settings, num_actions: int,
   rng = np.random.RandomState(s.seed)
   replay_seed = int(rng.randint(2**31 - 1))
   agent_key = jax.random.PRNGKey(rng.randint(2**31 - 1))
+  loss_of_kappa = functools.partial(agent_lib.make_loss_fn, s.loss,
+                                    smoothing_width=s.smoothing_width)
   return LearnerParts(
       network=hk.transform(network_fn),
-      loss_fn=agent_lib.make_loss_fn(s.loss, s.huber_param,
-                                      s.smoothing_width),
+      loss_fn=loss_of_kappa(s.huber_param), loss_of_kappa=loss_of_kappa,
       optimizer=agent_lib.make_optimizer(s.learning_rate, s.optimizer_epsilon,
                                          s.max_global_grad_norm),
       grad_scale=2.0 / s.num_quantiles if s.scale_grad else 1.0,

@@ -88,6 +88,11 @@ def chunk_sizes(num_blocks: int, target: int = TARGET_CHUNK_BLOCKS
   return [size] * (num_blocks // size)
 
 
+def huber_params(runs: Sequence[settings_lib.Settings]) -> jnp.ndarray:
+  """Return the seeds' κ [S] float32: data of the compiled program."""
+  return jnp.asarray([r.huber_param for r in runs], jnp.float32)
+
+
 def phase_keys(seeds: Sequence[int], iteration: int, phase: str):
   """Return the environment keys [S, 2] of a phase (zoo.loops.python_loop's seeds)."""
   return jnp.stack([jax.random.PRNGKey(
@@ -206,7 +211,7 @@ def run_group(*, cfg: jitted_train.LoopConfig,
   eval_phase = jax.jit(functions.eval_phase)
 
   states = init(jnp.stack([p.agent_key for p in parts]),
-                phase_keys(seeds, 1, 'train'))
+                phase_keys(seeds, 1, 'train'), huber_params(runs))
   # A real copy: the target must not share the online parameters' buffers.
   states = states._replace(target_params=jax.tree.map(jnp.copy,
                                                       states.target_params))
@@ -304,13 +309,16 @@ def _functions(suite, s: settings_lib.Settings, cfg, env,
   """Return make_train's functions, reused for the same settings and env.
 
   Reuse keeps JAX's compilations (a resumed group in one process, tests).
+  κ is the seeds' data, not part of the functions: settings that differ
+  only in κ share them.
   """
   key = (cfg, env, suite.name, dataclasses.replace(
-      s, seed=0, results_csv_path='', checkpoint_dir='', tensorboard_dir='',
-      progress_interval_seconds=0.0, tensorboard_loss_period=0))
+      s, seed=0, huber_param=0.0, results_csv_path='', checkpoint_dir='',
+      tensorboard_dir='', progress_interval_seconds=0.0,
+      tensorboard_loss_period=0))
   if key not in _FUNCTIONS:
     _FUNCTIONS[key] = jitted_train.make_train(
-        cfg, env, parts.network, parts.loss_fn, parts.optimizer,
+        cfg, env, parts.network, parts.loss_of_kappa, parts.optimizer,
         s.additional_discount, parts.grad_scale)
   return _FUNCTIONS[key]
 

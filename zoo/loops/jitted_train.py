@@ -9,7 +9,9 @@ The agent is zoo.agent's, not a copy: `select_action` (ε-greedy on K
 streams), `sample_and_update` (sampling inside the update, then `update`:
 the TD target of `td_target`, the loss of `make_loss_fn`, the gradient
 scale, clip then Adam of `make_optimizer`) and the ε schedule
-(`LinearSchedule.at`, traced).
+(`LinearSchedule.at`, traced). QR's κ is data, the seed's `huber_param`,
+not a constant of the compiled program: runs that differ only in κ
+(QR-DQN-1, QR-DQN-0) share one program.
 
 A block is `learn_period` frames (K < learn_period: learn_period / K steps
 of the K streams) or one step (K >= learn_period); after it, the block's
@@ -89,33 +91,36 @@ class SeedState(NamedTuple):
   episode_step: jnp.ndarray           # [K] int32, the replay's per stream.
   rng_key: jnp.ndarray                # Acting (train) and learning.
   eval_rng_key: jnp.ndarray
+  huber_param: jnp.ndarray            # float32 [], QR's κ, read by the loss.
   # The training streams; their timestep is the next to act on.
   train_streams: Streams
 
 
 class Functions(NamedTuple):
   """The pure functions of a group (make_train); run_group jits them."""
-  init: Callable           # (seed key, first train env key) -> SeedState
+  init: Callable           # (seed key, first train env key, κ) -> SeedState
   start_train: Callable    # (state, env key) -> the phase's SeedState
   train_chunk: Callable    # (states, frame_t, num_blocks) -> ...
   eval_phase: Callable     # (states, env keys) -> (states, streams)
 
 
 def make_learn(cfg: LoopConfig, network: hk.Transformed,
-               loss_fn: agent_lib.LossFn, optimizer, additional_discount: float,
-               grad_scale: float) -> Callable:
+               loss_of_kappa: Callable[[Any], agent_lib.LossFn], optimizer,
+               additional_discount: float, grad_scale: float) -> Callable:
   """Return learn(SeedState) -> (SeedState, loss): one block's updates.
 
-  Batches come from the seed's packed replay; the update is zoo.agent's.
+  Batches come from the seed's packed replay; the update is zoo.agent's,
+  with the loss of the seed's κ (`loss_of_kappa(state.huber_param)`).
   """
-  update_fn = lambda *a: agent_lib.update(  # pylint: disable=g-long-lambda
-      network, optimizer, loss_fn, additional_discount, grad_scale, *a)
   target_fn = lambda *a: agent_lib.td_target(  # pylint: disable=g-long-lambda
       network, additional_discount, *a)
   sampler = lambda replay, key, n: packed_replay.sample(  # pylint: disable=g-long-lambda
       replay, key, n, cfg.observation_shape)
 
   def learn(state: SeedState):
+    loss_fn = loss_of_kappa(state.huber_param)
+    update_fn = lambda *a: agent_lib.update(  # pylint: disable=g-long-lambda
+        network, optimizer, loss_fn, additional_discount, grad_scale, *a)
     params, opt_state, rng_key, losses = agent_lib.sample_and_update(
         update_fn, target_fn, sampler, cfg.updates_per_block, cfg.batch_size,
         state.params, state.target_params, state.opt_state, state.replay,
@@ -127,8 +132,8 @@ def make_learn(cfg: LoopConfig, network: hk.Transformed,
 
 
 def make_train(cfg: LoopConfig, env, network: hk.Transformed,
-               loss_fn: agent_lib.LossFn, optimizer, additional_discount: float,
-               grad_scale: float) -> Functions:
+               loss_of_kappa: Callable[[Any], agent_lib.LossFn], optimizer,
+               additional_discount: float, grad_scale: float) -> Functions:
   """Return the pure functions of a group of runs (jit them in one place).
 
   Args:
@@ -136,16 +141,17 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
     env: a JAX environment (zoo.environments.minatar_jax_env.make's interface): pure
       reset(key) and step(state, action, key), one stream each.
     network: the Haiku network on [B, 10, 10, C, 1] observations.
-    loss_fn: zoo.agent.learning.make_loss_fn's.
+    loss_of_kappa: fn(κ) -> the loss, κ a traced float32 (a seed's
+      `huber_param`): zoo.loops.build.LearnerParts'.
     optimizer: zoo.agent.learning.make_optimizer's.
     additional_discount: γ applied to the environment's discounts.
     grad_scale: the gradient's factor (2/N with scale_grad, else 1).
   """
   k = cfg.num_streams
-  learn = make_learn(cfg, network, loss_fn, optimizer, additional_discount,
-                     grad_scale)
+  learn = make_learn(cfg, network, loss_of_kappa, optimizer,
+                     additional_discount, grad_scale)
 
-  def init(key, env_key) -> SeedState:
+  def init(key, env_key, huber_param) -> SeedState:
     """Return a seed's state; its streams: the first training phase's."""
     init_key, rng_key, eval_rng_key = jax.random.split(key, 3)
     sample_observation = jnp.zeros((1,) + cfg.observation_shape + (1,),
@@ -156,6 +162,7 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
                      packed_replay.empty(k, cfg.stream_capacity,
                                          cfg.observation_shape),
                      jnp.zeros(k, jnp.int32), rng_key, eval_rng_key,
+                     jnp.asarray(huber_param, jnp.float32),
                      start_phase(env_key))
 
   def start_phase(env_key) -> Streams:
