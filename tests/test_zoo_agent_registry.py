@@ -100,5 +100,6 @@ def test_the_readme_shows_the_agents_table():
   table = agent_registry.markdown_table(agent_registry.presets().values())
   assert table in readme, (
       'README.md must contain the agents table; paste the output of\n'
-      '  python -c "from zoo import agents; print(agent_registry.markdown_table('
+      '  python -c "from zoo.configuration import agent_registry; '
+      'print(agent_registry.markdown_table('
       'agent_registry.presets().values()))"\n' + table)

@@ -51,7 +51,7 @@ def test_a_signal_is_recorded_and_execution_goes_on(installed, signum, status):
 
 def test_a_second_signal_exits_at_once():
   code = ('import os, signal, time\n'
-          'from zoo import interrupts\n'
+          'from zoo.loops import interrupts\n'
           'interrupts.install()\n'
           'os.kill(os.getpid(), signal.SIGTERM)\n'
           'time.sleep(0.1)\n'

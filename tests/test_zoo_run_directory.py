@@ -317,7 +317,7 @@ def test_a_checkpoint_directory_of_another_run_is_refused(base, tmp_path):
 
 def test_the_lock_names_its_holder_and_dies_with_it(tmp_path):
   holder = subprocess.Popen(
-      [sys.executable, '-c', 'import sys, time; from zoo import run_directory;'
+      [sys.executable, '-c', 'import sys, time; from zoo.storage import run_directory;'
        ' run_directory.lock(sys.argv[1]); print("held", flush=True); '
        'time.sleep(120)', str(tmp_path)],
       cwd=ROOT, env=ENV, stdout=subprocess.PIPE, text=True)

@@ -204,9 +204,10 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
 
   def block(state: SeedState, frame_t):
     """Act, store and step for one block, then learn when due (one seed)."""
-    streams = state.train_streams
-    for i in range(cfg.steps_per_block):
-      epsilon = cfg.epsilon.at(frame_t + i * k, xp=jnp)
+
+    def act(carry, step_frame):
+      state, streams = carry
+      epsilon = cfg.epsilon.at(step_frame, xp=jnp)
       observation = streams.timestep.observation[..., None]
       rng_key, actions, values = agent_lib.select_action(
           network, state.params, state.rng_key, observation, epsilon)
@@ -219,7 +220,13 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
       streams = streams._replace(
           value_sum=streams.value_sum + jnp.sum(values),
           value_count=streams.value_count + k)
-      streams = env_step(streams, actions)
+      return (state, env_step(streams, actions)), None
+
+    # A scan, not an unrolled loop: the network and the environment are
+    # compiled once per block instead of once per step.
+    (state, streams), _ = jax.lax.scan(
+        act, (state, state.train_streams),
+        frame_t + k * jnp.arange(cfg.steps_per_block))
     end_t = frame_t + cfg.block_frames
     # Unbatched (frame_t is shared): real branches under the seeds' vmap.
     held = k * jnp.minimum(end_t // k, cfg.stream_capacity)
