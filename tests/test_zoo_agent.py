@@ -75,8 +75,8 @@ def test_multiquadric_loss_fn_takes_its_width_relative_to_the_source_spread():
   np.testing.assert_allclose(
       jax.grad(lambda s: jnp.sum(loss_fn(s, target)))(jnp.asarray(source)),
       jax.grad(fixed)(jnp.asarray(source)), rtol=1e-4, atol=1e-7)
-  assert agent_lib.default_optimizer_epsilon(
-      'multiquadric_cramer', 200, False) == agent_lib.default_optimizer_epsilon(
+  assert agent_registry.default_optimizer_epsilon(
+      'multiquadric_cramer', 200, False) == agent_registry.default_optimizer_epsilon(
           'cramer', 200, False)
 
 
@@ -181,9 +181,9 @@ def test_fused_updates_equal_sequential_updates():
 
 def test_default_optimizer_epsilon_follows_spec_table():
   base = 0.01 / 32
-  assert agent_lib.default_optimizer_epsilon('qr', 201, False) == base
+  assert agent_registry.default_optimizer_epsilon('qr', 201, False) == base
   for loss, scale in (('cramer', False), ('qr', True)):
-    assert math.isclose(agent_lib.default_optimizer_epsilon(loss, 201, scale),
+    assert math.isclose(agent_registry.default_optimizer_epsilon(loss, 201, scale),
                         base * 2 / 201)
   assert math.isclose(base * 2 / 201, 3.11e-6, rel_tol=1e-3)
 

@@ -33,6 +33,7 @@ from zoo.replay import frame_replay as replay_lib
 from zoo.storage import results_csv
 from zoo.loops import resume
 from zoo.suites import minatar_suite
+from zoo.configuration import agent_registry
 from zoo.configuration import settings as settings_lib
 
 NUM_QUANTILES = 11
@@ -143,7 +144,7 @@ def test_sampling_rules(num_streams):
 def _agent_parts(head, loss, kappa, scale_grad, num_actions=3):
   network = hk.transform(networks.minatar_quantile_network(
       num_actions, NUM_QUANTILES, head=head, hidden_size=16))
-  eps = agent_lib.default_optimizer_epsilon(loss, NUM_QUANTILES, scale_grad)
+  eps = agent_registry.default_optimizer_epsilon(loss, NUM_QUANTILES, scale_grad)
   optimizer = agent_lib.make_optimizer(1e-3, eps, 10.0)
   grad_scale = 2.0 / NUM_QUANTILES if scale_grad else 1.0
   loss_of_kappa = functools.partial(agent_lib.make_loss_fn, loss)

@@ -23,7 +23,6 @@ from zoo.replay import device_replay
 from zoo.replay import frame_replay as replay_lib
 
 LossFn = Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]  # [B,N],[B,N]->[B]
-BASE_OPTIMIZER_EPSILON = 0.01 / 32
 
 
 class LinearSchedule(NamedTuple):
@@ -67,14 +66,6 @@ def make_loss_fn(loss: str, huber_param: float = 1.0,
                              huber_param=huber_param)
   raise ValueError(f"loss must be 'qr', 'cramer' or 'multiquadric_cramer', "
                    f'got {loss!r}.')
-
-
-def default_optimizer_epsilon(loss: str, num_quantiles: int,
-                              scale_grad: bool) -> float:
-  """Return Adam's ε: 0.01/32, × 2/N for the Cramér losses or scale_grad."""
-  if loss != 'qr' or scale_grad:
-    return BASE_OPTIMIZER_EPSILON * 2 / num_quantiles
-  return BASE_OPTIMIZER_EPSILON
 
 
 def make_optimizer(learning_rate: float, eps: float,

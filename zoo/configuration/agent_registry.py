@@ -2,7 +2,7 @@
 
 A preset fixes what makes an agent: the network head, the loss, QR's κ and
 whether the gradient is scaled by 2/N (Adam's ε follows from the loss and the
-scaling, zoo.agent.learning.default_optimizer_epsilon). Every top-level package of the
+scaling, default_optimizer_epsilon). Every top-level package of the
 project with an `agent.py` defining `PRESETS` (a tuple of AgentPreset) and
 `DEFAULT_PRESET` (one of their names) is an agent package. zoo's run code
 never calls the discovery here: an entry point hands its own package's presets
@@ -18,6 +18,7 @@ from typing import Dict, Iterable, Optional, Sequence, Tuple
 
 HEADS = ('fc', 'nc')
 LOSSES = ('qr', 'cramer', 'multiquadric_cramer')
+BASE_OPTIMIZER_EPSILON = 0.01 / 32
 AGENT_MODULE = 'agent'
 
 
@@ -49,6 +50,14 @@ class AgentPreset:
       raise ValueError(f'Preset {self.name}: smoothing_width must be '
                        + ('> 0 with' if smoothed else '0 without')
                        + ' the multiquadric_cramer loss.')
+
+
+def default_optimizer_epsilon(loss: str, num_quantiles: int,
+                              scale_grad: bool) -> float:
+  """Return Adam's ε: 0.01/32, × 2/N for the Cramér losses or scale_grad."""
+  if loss != 'qr' or scale_grad:
+    return BASE_OPTIMIZER_EPSILON * 2 / num_quantiles
+  return BASE_OPTIMIZER_EPSILON
 
 
 def check_package(package: str, package_presets: Sequence[AgentPreset],

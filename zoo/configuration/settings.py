@@ -16,7 +16,6 @@ import os
 from typing import Any, Dict, Mapping, Optional
 
 
-from zoo.agent import learning as agent_lib
 from zoo.configuration import agent_registry as agents_lib
 
 # The run directory: {root}/{RUN_DIR}/ holds RESULTS_FILE, run.json,
@@ -225,7 +224,7 @@ def resolve_settings(suite, preset, values: Mapping[str, Any]) -> Settings:
     if s[name] is None:
       s[name] = getattr(preset, name)
   if s['optimizer_epsilon'] is None and s['num_quantiles'] > 0:
-    s['optimizer_epsilon'] = agent_lib.default_optimizer_epsilon(
+    s['optimizer_epsilon'] = agents_lib.default_optimizer_epsilon(
         s['loss'], s['num_quantiles'], s['scale_grad'])
   s = suite.resolve(s)
   return Settings(**s, agent=preset.package, suite=suite.name)
