@@ -29,6 +29,16 @@ if _CACHE_ENV not in os.environ:
   })
 
 
+def pytest_collection_modifyitems(items):
+  """Run the end-to-end tests first (stable otherwise).
+
+  xdist's workers steal queued tests from the tail of a busy worker's queue:
+  with the long tests at the head, the run ends on short ones, and no core
+  waits for a long test started last.
+  """
+  items.sort(key=lambda item: item.get_closest_marker('end_to_end') is None)
+
+
 def pytest_unconfigure(config):
   del config
   if _made_here is not None and 'PYTEST_XDIST_WORKER' not in os.environ:

@@ -296,6 +296,7 @@ def test_dry_run_starts_nothing_and_packs_nothing(tmp_path):
   assert any('minatar-cr-vs-qr1-asterix: pending' in l for l in lines)
 
 
+@pytest.mark.end_to_end
 @pytest.mark.timeout(240)
 def test_a_tiny_piece_end_to_end_on_the_cpu(tmp_path):
   """The real command: a rehearsal of the first MinAtar piece (CR-DQN, 2

@@ -357,6 +357,7 @@ def test_missing_ray_gives_a_clear_error(monkeypatch):
     sweep.run_ray([], 'auto', 1, 0)
 
 
+@pytest.mark.end_to_end
 def test_end_to_end_two_tiny_real_runs_then_skip(tmp_path):
   root = tmp_path / 'runs'
   tiny = ('--num_iterations=1 --num_train_frames=400 --num_eval_frames=200 '

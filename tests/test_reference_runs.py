@@ -44,6 +44,7 @@ def _same(expected: str, got: str) -> bool:
   return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-7)
 
 
+@pytest.mark.end_to_end
 @pytest.mark.parametrize('name', sorted(RUNS))
 def test_a_tiny_run_gives_the_reference_csv(tmp_path, name):
   if name.startswith('minatar'):

@@ -163,6 +163,7 @@ def _check_csv(path, agent, num_iterations, num_envs=1):
 
 @pytest.mark.parametrize('agent', ['qr_dqn', 'cr_dqn', 'nc_cr_dqn',
                                    'nc_qr_dqn'])
+@pytest.mark.end_to_end
 def test_agent_end_to_end_on_a_real_rom(agent, tmp_path):
   path = str(tmp_path / 'run.csv')
   argv = ['prog'] + TINY_FLAGS + [f'--results_csv_path={path}',
@@ -259,6 +260,7 @@ def _final_params(directory):
     return {k: f[k] for k in f.files}
 
 
+@pytest.mark.end_to_end
 def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
   # One XLA thread: multi-threaded CPU kernels may split sums differently
   # from run to run (a 1-ulp difference seen once under load), which would

@@ -295,6 +295,7 @@ def _run(values, seeds, log=lambda *a: None, restart=False):
                               env=jax_bandit.Bandit(), log=log)
 
 
+@pytest.mark.end_to_end
 def test_csvs_learning_and_resume(tmp_path):
   """One CSV per seed; the bandit is learnt; an interrupted run resumes equal."""
   lines = []
@@ -357,6 +358,7 @@ def test_csvs_learning_and_resume(tmp_path):
   assert any(p.name.startswith('checkpoints.') for p in seed_2.parent.iterdir())
 
 
+@pytest.mark.end_to_end
 def test_training_streams_go_on_and_resume_exactly_at_k2(tmp_path):
   """K = 2: episodes outlast a phase; the resumed run equals the whole one."""
   # 400 steps per stream per phase, episodes of 600: none ends in

@@ -130,6 +130,7 @@ def random_breakout_return():
                   .episode_return for seed in (1, 2, 3)])
 
 
+@pytest.mark.end_to_end
 @pytest.mark.parametrize('seed', [1, 2, 3])
 def test_cr_dqn_learns_breakout_well_above_a_random_policy(
     seed, random_breakout_return):

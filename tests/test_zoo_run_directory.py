@@ -363,6 +363,7 @@ def _refused_by(process, holder):
   assert f': PID {holder.pid} on ' in errors[0], errors[0]
 
 
+@pytest.mark.end_to_end
 @pytest.mark.parametrize('loop', ['python', 'jitted'])
 def test_two_processes_on_one_run_directory_never_both_run(tmp_path, loop):
   run_dir = tmp_path / 'run'

@@ -288,6 +288,7 @@ class _Recording(environment.BatchedEnvironment):
     self._env.close()
 
 
+@pytest.mark.end_to_end
 def test_a_short_pong_run_completes_whole_training_games(tmp_path):
   # 8 streams, 1,000 frames (250 steps) each per training phase: a Pong game
   # lasts about 760 to 1,200 steps, so games end only if streams go on.
