@@ -57,3 +57,17 @@ def test_csv_rows_with_commas_and_quotes_parse_back(tmp_path):
   files.write_csv_atomically(path, ['label', 'value'], rows)
   with open(path, newline='', encoding='utf-8') as f:
     assert list(csv.DictReader(f)) == rows
+
+
+def test_fsync_path_flushes_files_and_directories_and_names_a_missing_one(
+    tmp_path, monkeypatch):
+  (tmp_path / 'a.txt').write_text('x')
+  synced = []
+  real_fsync = os.fsync
+  monkeypatch.setattr(os, 'fsync',
+                      lambda fd: synced.append(fd) or real_fsync(fd))
+  files.fsync_path(str(tmp_path / 'a.txt'))
+  files.fsync_path(str(tmp_path))
+  assert len(synced) == 2
+  with pytest.raises(FileNotFoundError):
+    files.fsync_path(str(tmp_path / 'missing'))

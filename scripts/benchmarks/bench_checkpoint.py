@@ -31,6 +31,7 @@ from absl import flags
 import numpy as np
 
 from zoo.storage import checkpoint
+from zoo.storage import files
 from zoo.replay import frame_replay as replay_lib
 
 FLAGS = flags.FLAGS
@@ -45,14 +46,6 @@ def _written_bytes() -> int:
 def _disk_bytes(directory: str) -> int:
   return sum(os.path.getsize(os.path.join(root, name))
              for root, _, names in os.walk(directory) for name in names)
-
-
-def _fsync(path: str) -> None:
-  fd = os.open(path, os.O_RDONLY)
-  try:
-    os.fsync(fd)
-  finally:
-    os.close(fd)
 
 
 def save_whole_replay(directory: str, iteration: int, tree, replay) -> None:
@@ -76,9 +69,9 @@ def save_whole_replay(directory: str, iteration: int, tree, replay) -> None:
     json.dump(replay.get_state(), f)
     f.flush()
     os.fsync(f.fileno())
-  _fsync(temp)
+  files.fsync_path(temp)
   os.rename(temp, final)
-  _fsync(directory)
+  files.fsync_path(directory)
   for name in os.listdir(directory):
     if name != os.path.basename(final):
       shutil.rmtree(os.path.join(directory, name))

@@ -207,7 +207,8 @@ def ingest(archive: str, evidence_dir: str) -> str:
     session_id = ids.pop()
     target = os.path.join(evidence_dir, SESSIONS, session_id)
     if os.path.exists(target):
-      raise ValueError(f'{target} exists: this session is already in.')
+      raise ValueError(f'{target} exists: the archive\'s recorded run set is '
+                       'already in the results folder.')
     if not any(m.name == f'{SESSIONS}/{session_id}/{SESSION_FILE}'
                for m in members):
       raise ValueError(f'{archive}: no {SESSION_FILE}.')

@@ -36,6 +36,8 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 import jax
 import numpy as np
 
+from zoo.storage import files
+
 _NAME = re.compile(r'^iteration_(\d{6,})$')
 _CHUNK = re.compile(r'^steps_(\d+)_(\d+)$')
 META_FILE = 'meta.json'
@@ -87,14 +89,6 @@ class WriteError(Exception):
   def __init__(self, message: str, errno_value: Optional[int]):
     super().__init__(message)
     self.errno = errno_value
-
-
-def _fsync_dir(path: str) -> None:
-  fd = os.open(path, os.O_RDONLY)
-  try:
-    os.fsync(fd)
-  finally:
-    os.close(fd)
 
 
 def iterations(directory: str) -> List[Tuple[int, str]]:
@@ -247,13 +241,13 @@ def _write_chunk(directory: str, iteration: int, new_steps: Sequence[Steps]
     digests[f'{name}/{file_name}'] = _write_npy(
         os.path.join(temp, file_name),
         [arrays[array_name] for _, arrays in new_steps])
-  _fsync_dir(temp)
+  files.fsync_path(temp)
   final = os.path.join(replay_dir, name)
   # A chunk of this name that no checkpoint uses was left by a killed
   # process; its steps may differ from these (it never became part of a run).
   _remove(final)
   os.rename(temp, final)
-  _fsync_dir(replay_dir)
+  files.fsync_path(replay_dir)
   return name, digests
 
 
@@ -347,9 +341,9 @@ def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
       json.dump(meta, f, sort_keys=True)
       f.flush()
       os.fsync(f.fileno())
-    _fsync_dir(temp)
+    files.fsync_path(temp)
     os.rename(temp, final)
-    _fsync_dir(directory)
+    files.fsync_path(directory)
   except OSError as e:
     shutil.rmtree(temp, ignore_errors=True)
     if new_chunk is not None:  # No checkpoint uses it.

@@ -57,6 +57,15 @@ def atomic_path(path: str) -> Iterator[str]:
       os.remove(tmp)
 
 
+def fsync_path(path: str) -> None:
+  """Flush a file or a directory (its entries: a rename) to the disk."""
+  fd = os.open(path, os.O_RDONLY)
+  try:
+    os.fsync(fd)
+  finally:
+    os.close(fd)
+
+
 def write_atomically(path: str, data: Union[str, bytes]) -> None:
   """Write text or bytes to `path` atomically (temp file, fsync, rename)."""
   binary = isinstance(data, bytes)
