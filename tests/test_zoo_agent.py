@@ -21,6 +21,7 @@ from zoo.loops import build
 from zoo.environments import environment
 from zoo.replay import frame_replay as replay_lib
 from zoo.suites import atari_suite
+from zoo.loops import driver
 from zoo.loops import python_loop
 from zoo.configuration import settings as settings_lib
 
@@ -274,11 +275,11 @@ def test_learning_and_target_update_periods_are_in_frames():
 def _run_catch(agent_name, **overrides):
   s = _settings(agent_name, **overrides)
   agent, replay = _catch_agent(s)
-  return python_loop.run_experiment(
-      agent=agent, replay=replay,
-      make_environment=lambda it, phase: catch.CatchBatchedEnvironment(
-          s.num_envs, python_loop.environment_seed(0, it, phase)),
-      settings=s, environment_name='catch', normalize=lambda x: float('nan'))
+  make = lambda it, phase: catch.CatchBatchedEnvironment(
+      s.num_envs, build.environment_seed(0, it, phase))
+  return driver.run(
+      [s], lambda: python_loop.PythonLoop(s, agent, replay, make),
+      environment_name='catch', normalize=lambda x: float('nan'))[0]
 
 
 @pytest.mark.parametrize('agent_name,overrides', [

@@ -92,10 +92,10 @@ def test_unwritable_paths_are_refused(tmp_path):
   blocker.write_text('x')
   with pytest.raises(settings_lib.ConfigError, match='results CSV'):
     runner.run(atari_suite.ATARI, _preset('qr_dqn'), _settings(
-        results_csv_path=str(blocker / 'run.csv')), _no_environment)
+        results_csv_path=str(blocker / 'run.csv')), make_environment=_no_environment)
   with pytest.raises(settings_lib.ConfigError, match='checkpoints'):
     runner.run(atari_suite.ATARI, _preset('qr_dqn'), _settings(checkpoint_dir=str(blocker / 'c')),
-                  _no_environment)
+                  make_environment=_no_environment)
 
 
 def test_checkpoint_of_another_agent_or_config_is_refused(tmp_path):
@@ -108,10 +108,10 @@ def test_checkpoint_of_another_agent_or_config_is_refused(tmp_path):
   with pytest.raises(settings_lib.ConfigError,
                      match=r"--agent='qr_dqn' in the checkpoint, 'cr_dqn' now"):
     runner.run(atari_suite.ATARI, _preset('cr_dqn'), _settings(checkpoint_dir=directory),
-                  _no_environment)
+                  make_environment=_no_environment)
   with pytest.raises(settings_lib.ConfigError, match='--num_quantiles=201'):
     runner.run(atari_suite.ATARI, _preset('qr_dqn'), _settings(checkpoint_dir=directory,
-                                      num_quantiles=51), _no_environment)
+                                      num_quantiles=51), make_environment=_no_environment)
 
 
 def test_agent_defaults_follow_spec_table():

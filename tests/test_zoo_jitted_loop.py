@@ -6,6 +6,7 @@ resume through zoo.loops.resume, and learning on a fake JAX environment
 import dataclasses
 import functools
 import json
+import math
 import os
 import signal
 
@@ -18,6 +19,7 @@ import pytest
 import networks
 from tests import csv_check
 from tests import jax_bandit
+from tests import tb_events
 from tests import test_zoo_interrupts
 from cr_dqn import agent as cr_dqn_agent
 from qr_dqn import agent as qr_dqn_agent
@@ -221,8 +223,13 @@ def _resolved(preset=cr_dqn_agent.PRESETS[0], **values
 
 
 def test_loop_config_refuses_unfit_settings():
-  with pytest.raises(settings_lib.ConfigError, match='one must divide'):
+  with pytest.raises(settings_lib.ConfigError, match='one must divide') as e:
     jitted_loop.loop_config(_resolved(num_envs=3), OBS_SHAPE)
+  assert 'multiple' not in str(e.value)  # No block size without whole updates.
+  with pytest.raises(settings_lib.ConfigError,
+                     match='multiple of 8 frames.*else --num_envs'):
+    jitted_loop.loop_config(_resolved(num_envs=8, num_train_frames=1004),
+                            OBS_SHAPE)
   with pytest.raises(settings_lib.ConfigError, match='num_fused_updates'):
     jitted_loop.loop_config(_resolved(num_envs=8, num_fused_updates=2),
                             OBS_SHAPE)
@@ -233,6 +240,24 @@ def test_loop_config_refuses_unfit_settings():
           cfg.stream_capacity, cfg.batch_size) == (5000, 4, 1000, 100_000, 32)
   assert (cfg.steps_per_block, cfg.updates_per_block) == (4, 1)
   assert cfg.replay_bytes_per_seed == 100_000 * (50 + 16) + 4
+
+
+@pytest.mark.parametrize('k,learn_period,capacity,minimum', [
+    (1, 4, 100, 20), (8, 4, 800, 100), (2, 4, 50, 30), (3, 3, 30, 7),
+    (4, 4, 4, 8)])  # The last: the replay never holds the minimum.
+def test_updates_done_counts_the_blocks_that_learn(k, learn_period, capacity,
+                                                   minimum):
+  cfg = jitted_train.LoopConfig(
+      num_streams=k, observation_shape=OBS_SHAPE, stream_capacity=capacity // k,
+      batch_size=1, min_replay_size=minimum, learn_period=learn_period,
+      target_period=100, max_abs_reward=1.0, eval_epsilon=0.0, epsilon=None,
+      num_train_frames=0, num_eval_frames=0)
+  updates = 0
+  for block in range(60):  # As jitted_train's block decides, one by one.
+    end_t = (block + 1) * cfg.block_frames
+    if k * min(end_t // k, cfg.stream_capacity) >= minimum:
+      updates += cfg.updates_per_block
+    assert cfg.updates_done(end_t) == updates, block
 
 
 def test_presets_apart_only_in_kappa_share_one_program():
@@ -297,11 +322,31 @@ def _run(values, seeds, log=lambda *a: None, restart=False):
 
 @pytest.mark.end_to_end
 def test_csvs_learning_and_resume(tmp_path):
-  """One CSV per seed; the bandit is learnt; an interrupted run resumes equal."""
+  """One CSV per seed; the bandit is learnt; an interrupted run resumes equal.
+
+  Each seed logs the Python loop's lines and writes its TensorBoard scalars.
+  """
   lines = []
-  whole = _run(_values(str(tmp_path / 'whole')), [1, 2],
+  whole = _run(dict(_values(str(tmp_path / 'whole')),
+                    tensorboard_dir=str(tmp_path / 'whole' / 'tb_{seed}'),
+                    tensorboard_loss_period=400), [1, 2],
                log=lambda *a: lines.append(a[0] % a[1:]))
-  assert any('train: 800/800 frames per seed' in line for line in lines)
+  for seed, seed_rows in zip((1, 2), whole):
+    # Blocks of 4 frames learn from the one ending at 200 frames held.
+    assert any(line.startswith(f'seed {seed}: iteration 1/3, frame 800: '
+                               'eval return') and
+               f'updates {(800 - 200) // 4 + 1},' in line
+               for line in lines), lines
+    scalars = tb_events.read_scalars(str(tmp_path / 'whole' / f'tb_{seed}'))
+    assert [step for step, _ in scalars['eval/episode_return']] == [
+        0, 800, 1600, 2400]
+    assert [value for _, value in scalars['eval/episode_return']] == [
+        pytest.approx(r['eval_episode_return']) for r in seed_rows]
+    assert scalars['train/state_value'][0][1] == pytest.approx(
+        seed_rows[1]['train_state_value'])
+    losses = scalars['train/loss']
+    assert len(losses) >= 3 and all(math.isfinite(v) for _, v in losses)
+    assert 'eval/normalized_return' not in scalars  # MinAtar's is NaN.
   for seed in (1, 2):
     path = tmp_path / 'whole' / 'cr_dqn' / f'seed_{seed}' / 'results.csv'
     rows = csv_check.read_back_file(str(path))
@@ -328,7 +373,8 @@ def test_csvs_learning_and_resume(tmp_path):
   values = _values(str(tmp_path / 'split'))
   with test_zoo_interrupts.installed_handlers():
     def log(message, *args):
-      if message.startswith('Iteration %d/%d: eval') and args[0] == 1:
+      if (message.startswith('%siteration %d/%d, frame') and
+          args[:2] == ('seed 1: ', 1)):
         signal.raise_signal(signal.SIGINT)
 
     with pytest.raises(interrupts.Interrupted, match='iteration 2'):
@@ -377,7 +423,7 @@ def test_training_streams_go_on_and_resume_exactly_at_k2(tmp_path):
   assert 200 < whole[2]['train_episode_return'] <= 599
   with test_zoo_interrupts.installed_handlers():
     def log(message, *args):
-      if message.startswith('Iteration %d/%d: eval') and args[0] == 1:
+      if message.startswith('%siteration %d/%d, frame') and args[1] == 1:
         signal.raise_signal(signal.SIGINT)
 
     with pytest.raises(interrupts.Interrupted, match='iteration 2'):

@@ -13,7 +13,10 @@ from tests import test_zoo_agent
 from zoo.storage import checkpoint
 from zoo.environments import environment
 from zoo.loops import resume
+from zoo.loops import build
+from zoo.loops import driver
 from zoo.loops import python_loop
+from zoo.loops import run_hooks
 
 
 class _ScriptedEnv(environment.BatchedEnvironment):
@@ -186,10 +189,10 @@ def test_k_stream_evaluation_counts_whole_episodes_only(num_envs, num_frames,
 
 
 def test_environment_seeds_differ_by_iteration_and_phase():
-  seeds = {python_loop.environment_seed(1, i, p)
-           for i in range(5) for p in python_loop.PHASES}
+  seeds = {build.environment_seed(1, i, p)
+           for i in range(5) for p in build.PHASES}
   assert len(seeds) == 10
-  assert python_loop.environment_seed(1, 3, 'eval') == python_loop.environment_seed(
+  assert build.environment_seed(1, 3, 'eval') == build.environment_seed(
       1, 3, 'eval')
 
 
@@ -222,7 +225,7 @@ class _Stop(Exception):
   pass
 
 
-class _StopAfter(python_loop.RunHooks):
+class _StopAfter(run_hooks.RunHooks):
   """Stop the run once `iteration` is checkpointed (as an interrupt would)."""
 
   def __init__(self, iteration):
@@ -248,20 +251,18 @@ def _catch_run(stop_after, checkpoint_dir, hooks=(), made=None, **overrides):
   s = test_zoo_agent._settings('cr_dqn', **values)
 
   def make(it, phase):
-    env = _CountingCatch(s.num_envs, python_loop.environment_seed(5, it, phase))
+    env = _CountingCatch(s.num_envs, build.environment_seed(5, it, phase))
     if made is not None:
       made.append((it, phase, env))
     return env
 
-  found = resume.check_resume(s)
   agent, replay = test_zoo_agent._catch_agent(s)
   try:
-    rows = python_loop.run_experiment(
-        agent=agent, replay=replay, make_environment=make,
-        settings=s, environment_name='catch', normalize=lambda x: x / 2,
-        resume_from=found.path if found else None,
-        hooks=list(hooks) + ([_StopAfter(stop_after)]
-                             if stop_after < s.num_iterations else []))
+    rows, = driver.run(
+        [s], lambda: python_loop.PythonLoop(s, agent, replay, make),
+        environment_name='catch', normalize=lambda x: x / 2,
+        extra_hooks=[list(hooks) + ([_StopAfter(stop_after)]
+                                    if stop_after < s.num_iterations else [])])
   except _Stop:
     rows = None
   return rows, agent
@@ -356,7 +357,7 @@ def test_checkpoint_of_another_configuration_is_refused(tmp_path):
     _catch_run(1, str(tmp_path), num_quantiles=13)
 
 
-class _Recorder(python_loop.RunHooks):
+class _Recorder(run_hooks.RunHooks):
   """Records the hook calls; raises in on_step at a given call."""
 
   def __init__(self, raise_at_step=None):

@@ -304,7 +304,7 @@ def test_a_checkpoint_directory_of_another_run_is_refused(base, tmp_path):
       f'its results CSV is {base}/results.csv, not {tmp_path}/y/results.csv.')):
     runner.run(minatar_suite.MINATAR, CR_DQN, _settings(
         tmp_path / 'y', checkpoint_dir=str(base / 'checkpoints')),
-        _no_environment)
+        make_environment=_no_environment)
   assert not os.path.exists(tmp_path / 'y')  # Refused: nothing left behind.
   # A run directory moved as a whole is still its own.
   moved = _copy(base, tmp_path, 'moved')

@@ -8,12 +8,15 @@ import signal
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 
 from tests import tb_events
 from zoo.configuration import agent_registry
 from zoo.storage import checkpoint
+from zoo.loops import driver
+from zoo.loops import phase_accounting
 from zoo.loops import runner
 from zoo.storage import results_csv
 from zoo.loops import resume
@@ -108,7 +111,7 @@ def _finished_checkpoint(tmp_path, **overrides):
 def test_rerunning_a_finished_run_says_it_is_complete(tmp_path, capsys):
   s = _finished_checkpoint(tmp_path, num_iterations=3)
   rows = runner.run(atari_suite.ATARI, CR_DQN,
-                        _settings(tmp_path, num_iterations=3), _no_environment)
+                        _settings(tmp_path, num_iterations=3), make_environment=_no_environment)
   assert [r['iteration'] for r in rows] == [0, 1, 2, 3]
   # The CSV was missing: it is rewritten from the checkpoint.
   assert len(results_csv.read_rows(s.results_csv_path)) == 4
@@ -125,7 +128,7 @@ def test_extending_a_finished_run_keeps_or_explains_the_epsilon_schedule(
   _finished_checkpoint(tmp_path, num_iterations=3)
   with pytest.raises(settings_lib.ConfigError) as error:
     runner.run(atari_suite.ATARI, CR_DQN,
-                   _settings(tmp_path, num_iterations=5), _no_environment)
+                   _settings(tmp_path, num_iterations=5), make_environment=_no_environment)
   assert str(error.value) == (
       'Changing --num_iterations from 3 to 5 would change the ε schedule of '
       'the 1200 frames already run: ε decays over '
@@ -142,16 +145,16 @@ def test_extending_a_finished_run_keeps_or_explains_the_epsilon_schedule(
       r'0.03 would change the ε schedule')):
     runner.run(atari_suite.ATARI, CR_DQN, _settings(
         tmp_path, num_iterations=3,
-        exploration_epsilon_decay_frame_fraction=0.03), _no_environment)
+        exploration_epsilon_decay_frame_fraction=0.03), make_environment=_no_environment)
   with pytest.raises(settings_lib.ConfigError,
                      match='iterations 0..3; --num_iterations=2 is fewer'):
     runner.run(atari_suite.ATARI, CR_DQN,
-                   _settings(tmp_path, num_iterations=2), _no_environment)
+                   _settings(tmp_path, num_iterations=2), make_environment=_no_environment)
   with pytest.raises(settings_lib.ConfigError,
                      match='--learning_rate=5e-05 in the checkpoint'):
     runner.run(atari_suite.ATARI, CR_DQN,
                    _settings(tmp_path, num_iterations=5, learning_rate=1e-3),
-                   _no_environment)
+                   make_environment=_no_environment)
 
 
 def test_extension_before_epsilon_decays_needs_no_change(tmp_path):
@@ -171,7 +174,7 @@ def test_a_checkpoint_disk_too_small_for_the_replay_is_refused(
   with pytest.raises(settings_lib.ConfigError) as error:
     runner.run(atari_suite.ATARI, CR_DQN, _settings(
         tmp_path, replay_capacity=10**6, num_iterations=200,
-        num_train_frames=10**6), _no_environment)
+        num_train_frames=10**6), make_environment=_no_environment)
   assert str(error.value).startswith(
       f'The disk of --checkpoint_dir={tmp_path}/run/ckpt has 5.00 GB free; '
       "this run's checkpoints need 8.84 GB for the replay (1,250,000 "
@@ -305,24 +308,61 @@ def test_sigint_and_sigterm_stop_cleanly_at_any_moment_and_resume(tmp_path):
       f'Run complete: iterations 0..1 are in {tmp_path}/results.csv')
 
 
-def test_run_seeds_hands_another_loop_every_seed(tmp_path):
-  """--loop=jitted goes to the suite's loop with all seeds; Atari has none."""
+class _FakeLoop(driver.Loop):
+  """Evaluates only, returning each seed's number as its return."""
+
+  def __init__(self, runs):
+    self._seeds = [s.seed for s in runs]
+    self.learners = [types.SimpleNamespace(frame_t=0, num_updates=0,
+                                           last_loss=None) for _ in runs]
+
+  def restore(self, paths):
+    raise AssertionError('nothing to resume')
+
+  def train(self, iteration, on_step):
+    raise AssertionError('iteration 0 only')
+
+  def evaluate(self, iteration, on_step):
+    on_step(10)
+    return [phase_accounting.PhaseStats(float(seed), 1, 10, 10.0, 1.0)
+            for seed in self._seeds]
+
+  def save(self, iteration, rows):
+    pass
+
+
+@pytest.mark.parametrize('vmaps', [True, False])
+def test_run_seeds_groups_the_seeds_as_the_loop_module_says(
+    tmp_path, monkeypatch, vmaps):
+  """--loop=NAME is zoo.loops.NAME_loop: one group of every seed where it
+  vmaps them, else one per seed; the driver writes each seed's rows."""
   from zoo.suites import minatar_suite  # pylint: disable=g-import-not-at-top
   calls = []
 
-  def fake_loop(suite, preset, runs):
-    calls.append((suite.name, preset.name, runs[0].loop,
-                  [s.seed for s in runs]))
-    return [[{'seed': s.seed}] for s in runs]
+  def make(suite, preset, runs):
+    calls.append((suite.name, preset.name, [s.seed for s in runs]))
+    return _FakeLoop(runs)
 
-  suite = minatar_suite.MINATAR._replace(loops={'jitted': fake_loop})
+  module = types.SimpleNamespace(VMAPS_SEEDS=vmaps, make=make,
+                                 check=lambda suite, s: calls.append('check'))
+  monkeypatch.setattr(runner, '_loop_module', lambda name: module)
   preset = agent_registry.presets()['CR-DQN']
-  values = dict(loop='jitted', results_csv_path=str(
-      tmp_path / '{agent}/seed_{seed}/results.csv'))
-  rows = runner.run_seeds(suite, preset, values, [1, 2], restart=True)
-  assert rows == [[{'seed': 1}], [{'seed': 2}]]
-  assert calls == [('minatar', 'CR-DQN', 'jitted', [1, 2])]
-  # runner.run of one seed goes the same way.
-  assert runner.run(suite, preset, dict(values, seed=5)) == [{'seed': 5}]
+  values = dict(loop='jitted', num_iterations=0, results_csv_path=str(
+      tmp_path / '{agent}/seed_{seed}/results.csv'), checkpoint_dir='',
+      tensorboard_dir='')
+  rows = runner.run_seeds(minatar_suite.MINATAR, preset, values, [1, 2])
+  assert [[r['eval_episode_return'] for r in seed_rows]
+          for seed_rows in rows] == [[1.0], [2.0]]
+  assert [r[0]['environment_name'] for r in rows] == ['minatar-breakout'] * 2
+  groups = ([[1, 2]] if vmaps else [[1], [2]])
+  assert calls == ['check', 'check'] + [('minatar', 'CR-DQN', g)
+                                        for g in groups]
+  assert len(results_csv.read_rows(
+      str(tmp_path / 'cr_dqn' / 'seed_2' / 'results.csv'))) == 1
+
+
+def test_a_loop_the_suite_does_not_list_is_refused(tmp_path):
+  preset = agent_registry.presets()['CR-DQN']
   with pytest.raises(settings_lib.ConfigError, match='--loop=python'):
-    runner.run_seeds(atari_suite.ATARI, preset, values, [1])
+    runner.run_seeds(atari_suite.ATARI, preset, dict(
+        loop='jitted', results_csv_path=str(tmp_path / 'r.csv')), [1])

@@ -25,6 +25,9 @@ RUN_DIR = '{agent}/{environment_name}/seed_{seed}'
 RESULTS_FILE = 'results.csv'
 CHECKPOINT_DIR = 'checkpoints'
 TENSORBOARD_DIR = 'tensorboard'
+# The iteration loops, declared once: --loop=NAME runs zoo.loops.NAME_loop,
+# where the suite lists NAME (Suite.loops).
+LOOPS = ('python', 'jitted')
 
 
 def run_dir(root: str, agent: str, environment_name: str, seed: int) -> str:
@@ -145,10 +148,11 @@ class Settings:
       "its batches. Doubles the replay's memory (the host copy is kept for "
       'checkpoints).', 'bool')
   loop: str = _flag(
-      'python', 'python: zoo.loops.python_loop, one seed per process, any suite; '
-      'jitted: MinAtar only, the whole loop in JAX (zoo.loops.jitted_loop) with '
-      'the --seeds vmapped in one process (docs/minatar-jitted-loop.md).',
-      'enum', enum_values=['python', 'jitted'])
+      'python', 'The iteration loop (zoo.loops.<loop>_loop). python: one seed '
+      'per process, any suite; jitted: the whole loop in JAX with the --seeds '
+      'vmapped in one process, where the suite has a JAX environment '
+      '(MinAtar; docs/minatar-jitted-loop.md).',
+      'enum', enum_values=list(LOOPS))
   # Not flags: set by the entry point.
   agent: str = ''        # The agent package ('cr_dqn'): CSV and run.json.
   suite: str = 'atari'   # The suite's name (zoo.configuration.suites.suite_by_name).
@@ -276,8 +280,8 @@ def validate_settings(suite, s: Settings) -> None:
   if s.replay_capacity // s.num_envs < s.num_stacked_frames + 1:
     raise ConfigError('--replay_capacity must hold at least '
                       f'{s.num_stacked_frames + 1} steps per stream.')
-  if s.loop != 'python' and s.loop not in (suite.loops or {}):
+  if s.loop not in suite.loops:
     raise ConfigError(
         f'--loop={s.loop}: the {suite.name} suite runs with --loop='
-        + '|'.join(('python',) + tuple(suite.loops or {})) + '.')
+        + '|'.join(suite.loops) + '.')
   suite.validate(s)

@@ -40,11 +40,12 @@ class Suite(NamedTuple):
       streams of an environment made by make_environment with
       environment_mode='reference' (videos of scripts.analysis.evaluate); None where
       the suite cannot render.
-    loops: the loops other than the Python loop (zoo.loops.python_loop, every
-      suite's) that run the suite, by --loop name: fn(suite, preset, runs,
-      restart) -> rows per seed, `runs` the seeds' settings resolved and
-      validated by zoo.loops.runner.run_seeds (zoo.loops.jitted_loop.run); None:
-      none.
+    jax_environment: fn(settings) -> the game's JAX environment (pure
+      reset(key) and step(state, action, key), one stream each; the jitted
+      loop's), raising ConfigError for a game it cannot run; None: the
+      suite has none.
+    loops: the --loop names (zoo.configuration.settings.LOOPS) that run the
+      suite.
   """
   name: str
   csv_prefix: str
@@ -59,7 +60,8 @@ class Suite(NamedTuple):
   normalize: Callable[[str, float], float]
   render: Optional[Callable[[environment.BatchedEnvironment],
                             np.ndarray]] = None
-  loops: Optional[Mapping[str, Callable[..., Any]]] = None
+  jax_environment: Optional[Callable[[settings_lib.Settings], Any]] = None
+  loops: Tuple[str, ...] = ('python',)
 
 
 def suite_by_name(name: str) -> Suite:

@@ -17,8 +17,16 @@ from zoo.agent import quantile_agent
 from zoo.replay import device_replay
 from zoo.environments import environment
 from zoo.replay import frame_replay as replay_lib
-from zoo.loops import python_loop
 from zoo.configuration import settings as settings_lib
+
+
+PHASES = ('train', 'eval')
+
+
+def environment_seed(seed: int, iteration: int, phase: str) -> int:
+  """Return the seed of the environment of one phase of one iteration."""
+  state = np.random.SeedSequence([seed, iteration, PHASES.index(phase)])
+  return int(state.generate_state(1)[0] % (2**31 - 1))
 
 
 def make_environment_factory(suite, s: settings_lib.Settings
@@ -28,7 +36,7 @@ def make_environment_factory(suite, s: settings_lib.Settings
 
   def make(iteration: int, phase: str) -> environment.BatchedEnvironment:
     return suite.make_environment(
-        s, python_loop.environment_seed(s.seed, iteration, phase))
+        s, environment_seed(s.seed, iteration, phase))
 
   return make
 

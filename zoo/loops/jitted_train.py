@@ -65,6 +65,21 @@ class LoopConfig(NamedTuple):
   def updates_per_block(self) -> int:
     return self.block_frames // self.learn_period
 
+  def updates_done(self, frame_t: int) -> int:
+    """Return the updates run by frame `frame_t` (a block boundary).
+
+    A block learns once the replay holds min_replay_size transitions at its
+    end (`block`'s condition); the replay only grows, so every block from
+    the first that learns does.
+    """
+    k = self.num_streams
+    if k * self.stream_capacity < self.min_replay_size:
+      return 0
+    first_end = k * -(-self.min_replay_size // k)  # Frames held >= minimum.
+    first_block = -(-first_end // self.block_frames)  # Blocks up to then.
+    return self.updates_per_block * max(
+        frame_t // self.block_frames - first_block + 1, 0)
+
   @property
   def replay_bytes_per_seed(self) -> int:
     return packed_replay.nbytes(self.num_streams, self.stream_capacity,
@@ -203,7 +218,9 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
             timestep.observation > 1).astype(jnp.int32))
 
   def block(state: SeedState, frame_t):
-    """Act, store and step for one block, then learn when due (one seed)."""
+    """Act, store and step for one block, then learn when due (one seed).
+
+    Returns (state, the latest update's loss, NaN if none ran)."""
 
     def act(carry, step_frame):
       state, streams = carry
@@ -237,33 +254,41 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
     replay = state.replay
 
     def learn_from_replay(learner):
-      params, opt_state, rng_key = learner
-      updated, _ = learn(state._replace(params=params, opt_state=opt_state,
-                                        rng_key=rng_key, replay=replay))
-      return updated.params, updated.opt_state, updated.rng_key
+      params, opt_state, rng_key, _ = learner
+      updated, loss = learn(state._replace(params=params, opt_state=opt_state,
+                                           rng_key=rng_key, replay=replay))
+      return (updated.params, updated.opt_state, updated.rng_key,
+              loss.astype(jnp.float32))
 
-    params, opt_state, rng_key = jax.lax.cond(
+    params, opt_state, rng_key, loss = jax.lax.cond(
         learning, learn_from_replay, lambda learner: learner,
-        (state.params, state.opt_state, state.rng_key))
+        (state.params, state.opt_state, state.rng_key, jnp.float32(jnp.nan)))
     copy = learning & (end_t // cfg.target_period >
                        frame_t // cfg.target_period)
     target_params = jax.lax.cond(copy, lambda p, t: p, lambda p, t: t,
                                  params, state.target_params)
     return state._replace(params=params, opt_state=opt_state,
                           rng_key=rng_key, target_params=target_params,
-                          train_streams=streams)
+                          train_streams=streams), loss
 
   def train_chunk(states: SeedState, frame_t, num_blocks: int):
-    """Run `num_blocks` blocks of every seed; return (states, frame_t)."""
+    """Run `num_blocks` blocks of every seed.
+
+    Returns (states, frame_t, last_loss [S]): the loss of each seed's
+    latest update in the chunk, NaN if none ran.
+    """
 
     def body(carry, _):
-      states, frame_t = carry
-      states = jax.vmap(block, in_axes=(0, None))(states, frame_t)
-      return (states, frame_t + cfg.block_frames), None
+      states, frame_t, last_loss = carry
+      states, loss = jax.vmap(block, in_axes=(0, None))(states, frame_t)
+      last_loss = jnp.where(jnp.isnan(loss), last_loss, loss)
+      return (states, frame_t + cfg.block_frames, last_loss), None
 
-    (states, frame_t), _ = jax.lax.scan(body, (states, frame_t), None,
-                                        length=num_blocks)
-    return states, frame_t
+    num_seeds = states.huber_param.shape[0]
+    (states, frame_t, last_loss), _ = jax.lax.scan(
+        body, (states, frame_t, jnp.full(num_seeds, jnp.nan, jnp.float32)),
+        None, length=num_blocks)
+    return states, frame_t, last_loss
 
   def eval_seed(params, eval_rng_key, env_key):
     """Evaluate one seed; only the key and the streams are carried."""

@@ -9,7 +9,10 @@ iteration, then every remaining phase at the latest measured rate of its
 kind, train or eval, plus the measured time between phases: checkpoints,
 environment set-up). A resumed run starts from the rates in its CSV rows.
 Until a training phase has been measured the run's ETA is reported as
-unknown rather than guessed from the evaluation rate. On a terminal, a
+unknown rather than guessed from the evaluation rate; while the replay
+fills (no update yet) training runs several times faster than it will, so
+the run's ETA waits for the first update, and a phase in which learning
+starts is measured from then. On a terminal, a
 one-line bar on stderr is also redrawn every second.
 """
 
@@ -20,7 +23,7 @@ from typing import Callable, Dict, Optional, TextIO
 
 from absl import logging
 
-from zoo.loops import python_loop
+from zoo.loops import run_hooks
 
 
 def format_duration(seconds: float) -> str:
@@ -32,14 +35,14 @@ def format_duration(seconds: float) -> str:
   return f'{hours}h{rest // 60:02d}m{rest % 60:02d}s'
 
 
-class Progress(python_loop.RunHooks):
+class Progress(run_hooks.RunHooks):
   """Log progress lines and the per-iteration summary of a run."""
 
   def __init__(self, *, num_iterations: int, num_train_frames: int,
                num_eval_frames: int, interval_seconds: float = 30.0,
                clock: Callable[[], float] = time.monotonic,
                log: Callable[..., None] = logging.info,
-               bar_stream: Optional[TextIO] = None):
+               bar_stream: Optional[TextIO] = None, label: str = ''):
     """Set up; nothing is logged before the first phase.
 
     Args:
@@ -50,7 +53,9 @@ class Progress(python_loop.RunHooks):
       clock: seconds, monotonic (tests pass a fake).
       log: logging.info-like function.
       bar_stream: where to draw the bar; None: stderr if it is a terminal.
+      label: put before every line ('seed 2: ' where seeds run together).
     """
+    self._label = label
     self._num_iterations = num_iterations
     self._phase_frames = {'train': num_train_frames, 'eval': num_eval_frames}
     self._interval = interval_seconds
@@ -61,18 +66,19 @@ class Progress(python_loop.RunHooks):
     self._bar = bar_stream
     self._rates: Dict[str, float] = {}  # Latest measured frames/s per phase.
     self._overheads = []  # Seconds per iteration outside its phases.
-    self._agent = None
+    self._learner = None
     self._iteration = 0
     self._phase = None
     self._phase_start = 0.0
     self._origin = None  # (time, frames) where the rate is measured from.
+    self._learning_from = None  # (time, frames) of the phase's first update.
     self._phase_seconds = 0.0
     self._iteration_start = 0.0
     self._next_line = 0.0
     self._next_bar = 0.0
 
-  def begin_run(self, start_iteration: int, agent, rows) -> None:
-    self._agent = agent
+  def begin_run(self, start_iteration: int, learner, rows) -> None:
+    self._learner = learner
     self._iteration = start_iteration
     for row in rows:  # A resumed run: the rates its last iterations measured.
       for phase in self._phase_frames:
@@ -91,6 +97,7 @@ class Progress(python_loop.RunHooks):
     self._next_line = self._phase_start + self._interval
     self._next_bar = self._phase_start + 1.0
     self._origin = None
+    self._learning_from = None
 
   def on_step(self, frames: int) -> None:
     if self._interval <= 0 and self._bar is None:
@@ -100,6 +107,10 @@ class Progress(python_loop.RunHooks):
       # Rates count from the end of the first step, which may include
       # compiling the jitted functions (tens of seconds on a busy CPU).
       self._origin = (now, frames)
+    if (self._phase == 'train' and self._learning_from is None and
+        self._learning()):
+      # Updates began: steps cost what they will from now on.
+      self._learning_from = self._origin = (now, frames)
     if self._bar is not None and now >= self._next_bar:
       self._next_bar = now + 1.0
       self._draw_bar(frames, now)
@@ -111,9 +122,17 @@ class Progress(python_loop.RunHooks):
       # first update of a process) distorts one line only.
       self._origin = (now, frames)
 
+  def _learning(self) -> bool:
+    return self._learner is None or self._learner.num_updates > 0
+
   def end_phase(self, iteration: int, phase: str, stats) -> None:
     if stats.num_frames and stats.duration > 0:
       self._rates[phase] = stats.num_frames / stats.duration
+    if phase == 'train' and self._learning_from is not None:
+      since, since_frames = self._learning_from
+      now = self._clock()
+      if now > since and stats.num_frames > since_frames:
+        self._rates[phase] = (stats.num_frames - since_frames) / (now - since)
     self._phase_seconds += stats.duration
     self._phase = None
     self._clear_bar()
@@ -122,20 +141,20 @@ class Progress(python_loop.RunHooks):
     self._overheads.append(
         max(self._clock() - self._iteration_start - self._phase_seconds, 0.0))
     eta = self.run_eta(next_iteration=iteration + 1)
-    agent = self._agent
+    learner = self._learner
     # Suites without human reference scores (MinAtar) write NaN: say nothing.
     normalized = ('human-normalised %.3f, ' % row['normalized_return']
                   if not math.isnan(row['normalized_return']) else '')
     self._log(
-        'iteration %d/%d, frame %d: eval return %.2f (%d episodes), train '
+        '%siteration %d/%d, frame %d: eval return %.2f (%d episodes), train '
         'return %.2f, %sepsilon %.3f, train %.0f frames/s, eval %.0f '
         'frames/s, updates %s, run ETA %s',
-        iteration, self._num_iterations, row['frame'],
+        self._label, iteration, self._num_iterations, row['frame'],
         row['eval_episode_return'], row['eval_num_episodes'],
         row['train_episode_return'], normalized,
         row['train_exploration_epsilon'], row['train_frame_rate'],
         row['eval_frame_rate'],
-        agent.num_updates if agent is not None else '?', format_duration(eta))
+        learner.num_updates if learner is not None else '?', format_duration(eta))
 
   def end_run(self) -> None:
     self._clear_bar()
@@ -178,11 +197,13 @@ class Progress(python_loop.RunHooks):
                            if 'eval' in rates else math.nan)
       if math.isfinite(iteration_left):
         run_eta = self.run_eta(self._iteration + 1, iteration_left, rates)
-    return (f'iteration {self._iteration}/{self._num_iterations} '
-            f'{self._phase}: {frames}/{total} frames '
+    warming_up = self._phase == 'train' and not self._learning()
+    return (f'{self._label}iteration {self._iteration}/{self._num_iterations}'
+            f' {self._phase}: {frames}/{total} frames '
             f'({100 * min(frames / total, 1):.0f}%), {rate:.0f} frames/s; '
             f'phase ETA {format_duration(phase_left)}, run ETA '
-            f'{format_duration(run_eta)}')
+            + ('? (filling the replay: no update yet)' if warming_up
+               else format_duration(run_eta)))
 
   def _rate(self, frames: int, now: float) -> float:
     """Return frames/s since the last line, else the first step (or NaN)."""

@@ -1,12 +1,16 @@
 """Run a quantile agent on a suite of games: the shared runner.
 
 An agent package's entry point `<agent>/run_<suite>.py` hands its presets
-(`<agent>/agent.py`) to `main(argv, suite, presets, default_preset)`. The run
-resolves its settings once (zoo.configuration.settings), checks them and the checkpoint to
-resume (zoo.loops.resume) before any work, builds the agent (zoo.loops.build) and runs the
-iterations (zoo.loops.python_loop) with progress, TensorBoard and interrupt hooks.
+(`<agent>/agent.py`) to `main(argv, suite, presets, default_preset)`. The
+run resolves its settings once (zoo.configuration.settings), checks them,
+the chosen loop's limits and the run's files, disk and device before any
+work, holds the run directories, and runs the seeds through the one
+iteration driver (zoo.loops.driver) with --loop's adapter, the module
+zoo.loops.<loop>_loop (`VMAPS_SEEDS`, `check(suite, settings)`,
+`make(suite, preset, runs, **options)`).
 """
 
+import importlib
 import os
 import shutil
 import sys
@@ -17,73 +21,33 @@ from absl import logging
 import jax
 
 from zoo.configuration import agent_registry
-from zoo.loops import build
-from zoo.storage import checkpoint
-from zoo.storage import files
-from zoo.loops import interrupts
-from zoo.loops import progress
-from zoo.replay import frame_replay as replay_lib
-from zoo.loops import resume
-from zoo.storage import run_directory
-from zoo.storage import run_json
-from zoo.loops import python_loop
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import settings_flags
 from zoo.configuration import suites
-from zoo.loops import tensorboard_writer
-
-class _InterruptCheck(python_loop.RunHooks):
-  """Stop the run at a safe point once SIGINT or SIGTERM was recorded."""
-
-  def __init__(self, checkpointing: bool):
-    self._checkpointing = checkpointing
-    self._agent = None
-    self._iteration = 0
-    self._resume = 0 if checkpointing else None
-
-  def begin_run(self, start_iteration: int, agent, rows) -> None:
-    self._agent, self._iteration = agent, start_iteration
-    if self._checkpointing:
-      self._resume = start_iteration
-    self.on_step(0)
-
-  def begin_iteration(self, iteration: int) -> None:
-    self._iteration = iteration
-
-  def on_step(self, frames: int) -> None:
-    signum = interrupts.pending()
-    if signum is not None:
-      raise resume.interrupted(signum, self._iteration, self._agent.frame_t,
-                               self._resume)
-
-  def end_iteration(self, iteration: int, row: Dict[str, Any]) -> None:
-    if self._checkpointing:
-      self._resume = iteration + 1
-    self.on_step(0)
+from zoo.loops import driver
+from zoo.loops import interrupts
+from zoo.loops import resume
+from zoo.replay import frame_replay as replay_lib
+from zoo.storage import checkpoint
+from zoo.storage import files
+from zoo.storage import run_directory
 
 
-def _check_set_up(meta: Optional[Dict[str, Any]], checkpointing: bool) -> None:
-  """A safe point during set-up: raise Interrupted if a signal came."""
-  signum = interrupts.pending()
-  if signum is not None:
-    iteration = meta['iteration'] if meta else 0
-    frame = meta['rows'][-1]['frame'] if meta and meta['rows'] else 0
-    raise resume.interrupted(signum, iteration, frame,
-                             iteration if checkpointing else None)
+def _loop_module(name: str):
+  """Return the module of --loop=`name` (zoo.loops.<name>_loop)."""
+  return importlib.import_module(f'zoo.loops.{name}_loop')
 
 
 def run(suite: suites.Suite, preset: agent_registry.AgentPreset,
-        values: Mapping[str, Any],
-        make_environment: Optional[Callable] = None, restart: bool = False):
-  """Validate the settings, then train/evaluate (or resume); return rows.
+        values: Mapping[str, Any], restart: bool = False, **loop_options):
+  """Validate the settings, then train/evaluate (or resume) one seed; return rows.
 
   Args:
     suite: the family of games.
     preset: the agent variant (its package's agent.py).
     values: flag values (zoo.configuration.settings.resolve_settings).
-    make_environment: fn(iteration, phase) -> environment (default: the
-      suite's).
     restart: move the run's files aside first (zoo.storage.run_directory.restart).
+    **loop_options: as run_seeds'.
 
   Raises:
     ConfigError: bad settings or checkpoint, before any long work.
@@ -91,50 +55,7 @@ def run(suite: suites.Suite, preset: agent_registry.AgentPreset,
       with a message saying where the run stopped and how to resume.
   """
   seed = values.get('seed', settings_lib.Settings.seed)
-  options = {'make_environment': make_environment} if make_environment else {}
-  return run_seeds(suite, preset, values, [seed], restart, **options)[0]
-
-
-def _run_python(suite: suites.Suite, preset: agent_registry.AgentPreset,
-                s: settings_lib.Settings,
-                make_environment: Optional[Callable] = None):
-  """Run (or resume) one held seed with the Python loop (zoo.loops.python_loop)."""
-  found = resume.check_resume(s)
-  meta = found.meta if found else None
-  checkpointing = bool(s.checkpoint_dir)
-  if meta is not None and meta['iteration'] > s.num_iterations:
-    return resume.finished([s], [meta['rows']],
-                           lambda line: print(line, flush=True))[0]
-  _check_set_up(meta, checkpointing)
-  if s.results_csv_path:
-    run_json.write(s.results_csv_path, s.agent, s.suite, s.as_dict())
-  logging.info('%s (%s) on %s (%s); JAX device: %s', preset.name, s.agent,
-               s.suite, s.environment_name, jax.devices()[0])
-  if make_environment is None:
-    make_environment = build.make_environment_factory(suite, s)
-  probe = make_environment(0, 'eval')
-  num_actions = probe.num_actions
-  probe.close()
-  logging.info('Settings: %s', s.checkpoint_config())
-  _check_set_up(meta, checkpointing)
-  agent, replay = build.build_agent(suite, s, num_actions)
-  logging.info('Replay: %d transitions in %d streams, %.2f GB when full.',
-               replay.capacity, replay.num_streams, replay.nbytes / 1e9)
-  _check_set_up(meta, checkpointing)
-  hooks = [progress.Progress(
-      num_iterations=s.num_iterations, num_train_frames=s.num_train_frames,
-      num_eval_frames=s.num_eval_frames,
-      interval_seconds=s.progress_interval_seconds)]
-  if s.tensorboard_dir:
-    hooks.append(tensorboard_writer.TensorBoardWriter(
-        s.tensorboard_dir, s.tensorboard_loss_period))
-  hooks.append(_InterruptCheck(checkpointing))
-  game = s.environment_name
-  return python_loop.run_experiment(
-      agent=agent, replay=replay, make_environment=make_environment,
-      settings=s, environment_name=suite.csv_prefix + game,
-      normalize=lambda score: suite.normalize(game, score),
-      resume_from=found.path if found else None, hooks=hooks)
+  return run_seeds(suite, preset, values, [seed], restart, **loop_options)[0]
 
 
 def _check_writable(directory: str, what: str) -> None:
@@ -247,35 +168,55 @@ def resolve_runs(suite: suites.Suite, preset: agent_registry.AgentPreset,
         'given).')
   for s in runs:  # Each seed's paths are checked (they differ by seed).
     settings_lib.validate_settings(suite, s)
+    _loop_module(s.loop).check(suite, s)
     check_resources(suite, s)
   return runs
 
 
 def run_seeds(suite: suites.Suite, preset: agent_registry.AgentPreset,
               values: Mapping[str, Any], seeds: Sequence[int],
-              restart: bool = False, **loop_options
+              restart: bool = False, log: Callable[..., None] = logging.info,
+              extra_hooks: Optional[Sequence] = None, **loop_options
               ) -> List[List[Dict[str, Any]]]:
   """Run `seeds` with --loop's loop; return the rows of each seed.
 
   Resolves and checks every seed's settings (resolve_runs), holds their run
   directories (zoo.loops.resume.held), moves their files aside with `restart`
-  (zoo.storage.run_directory.restart), then dispatches --loop, the one place where
-  it is: the Python loop runs the seeds one after another; another loop of
-  the suite (Suite.loops, e.g. zoo.loops.jitted_loop.run) gets their settings as
-  one group. `loop_options` go to the loop (tests: the Python loop's
-  make_environment, the jitted loop's env and log).
+  (zoo.storage.run_directory.restart), then runs them through
+  zoo.loops.driver with --loop's adapter (zoo.loops.<loop>_loop.make): one
+  seed per group, or every seed in one group where the loop vmaps them.
+
+  Args:
+    log: where the run's lines go (progress, resume, finished).
+    extra_hooks: per seed, hooks (zoo.loops.run_hooks) after the default ones.
+    **loop_options: to the loop's make (tests: the Python loop's
+      make_environment, the jitted loop's env).
   """
   runs = resolve_runs(suite, preset, values, seeds)
+  module = _loop_module(runs[0].loop)
+  groups = ([list(range(len(runs)))] if module.VMAPS_SEEDS else
+            [[index] for index in range(len(runs))])
+  game = runs[0].environment_name
+  rows = [None] * len(runs)
   with resume.held(runs):
     if restart:
       for s in runs:
         run_directory.restart(s.results_csv_path, s.checkpoint_dir,
                               s.tensorboard_dir)
         check_resources(suite, s)  # Its directories anew.
-    loop = runs[0].loop
-    if loop == 'python':
-      return [_run_python(suite, preset, s, **loop_options) for s in runs]
-    return suite.loops[loop](suite, preset, runs, **loop_options)
+    for group in groups:
+      group_runs = [runs[i] for i in group]
+      group_rows = driver.run(
+          group_runs,
+          lambda: module.make(suite, preset, group_runs, **loop_options),
+          environment_name=suite.csv_prefix + game,
+          normalize=lambda score: suite.normalize(game, score),
+          extra_hooks=(None if extra_hooks is None else
+                       [extra_hooks[i] for i in group]),
+          log=log)
+      for i, seed_rows in zip(group, group_rows):
+        rows[i] = seed_rows
+  return rows
 
 
 def main(argv, suite: suites.Suite, presets: Sequence[agent_registry.AgentPreset],

@@ -6,7 +6,7 @@ Per iteration, at step = the iteration's training frames (the CSV's `frame`):
 `train/frame_rate`, `train/exploration_epsilon`, `train/state_value` (the
 CSV's columns; NaN ones, such as iteration 0's train columns, are skipped).
 During training, `train/loss` (the latest update's loss) as soon as there
-is one, then every `loss_period` frames, at step = the agent's frame
+is one, then every `loss_period` frames, at step = the learner's frame
 counter. A resumed run purges the events a killed process wrote after its
 last checkpoint, so the curves show each step once.
 
@@ -16,7 +16,7 @@ last checkpoint, so the curves show each step once.
 import math
 from typing import Dict
 
-from zoo.loops import python_loop
+from zoo.loops import run_hooks
 
 # CSV column -> scalar tag.
 ITERATION_SCALARS = {
@@ -33,7 +33,7 @@ ITERATION_SCALARS = {
 LOSS_TAG = 'train/loss'
 
 
-class TensorBoardWriter(python_loop.RunHooks):
+class TensorBoardWriter(run_hooks.RunHooks):
   """Write a run's scalars to event files in `logdir`."""
 
   def __init__(self, logdir: str, loss_period: int):
@@ -48,17 +48,17 @@ class TensorBoardWriter(python_loop.RunHooks):
     self._writer = None
     self._start_iteration = 0
     self._purge_step = None
-    self._agent = None
+    self._learner = None
     self._phase = None
     self._next_loss_frame = 0
 
-  def begin_run(self, start_iteration: int, agent, rows) -> None:
-    self._agent = agent
+  def begin_run(self, start_iteration: int, learner, rows) -> None:
+    self._learner = learner
     self._start_iteration = start_iteration
     # A resumed run starts after the frames of its checkpoint: hide whatever
     # a killed process logged beyond them.
-    self._purge_step = agent.frame_t + 1 if start_iteration > 0 else None
-    self._next_loss_frame = agent.frame_t  # The first loss, then periodic.
+    self._purge_step = learner.frame_t + 1 if start_iteration > 0 else None
+    self._next_loss_frame = learner.frame_t  # The first loss, then periodic.
 
   def _add_scalar(self, tag: str, value: float, step: int) -> None:
     if self._writer is None:
@@ -76,15 +76,15 @@ class TensorBoardWriter(python_loop.RunHooks):
     self._phase = phase
 
   def on_step(self, frames: int) -> None:
-    if self._phase != 'train' or self._agent.frame_t < self._next_loss_frame:
+    if self._phase != 'train' or self._learner.frame_t < self._next_loss_frame:
       return
-    loss = self._agent.last_loss
+    loss = self._learner.last_loss
     if loss is None:  # Learning has not started.
       return
     # Reading the value waits for that update; the next action selection
     # would wait for it anyway.
-    self._add_scalar(LOSS_TAG, float(loss), self._agent.frame_t)
-    self._next_loss_frame = self._agent.frame_t + self._loss_period
+    self._add_scalar(LOSS_TAG, float(loss), self._learner.frame_t)
+    self._next_loss_frame = self._learner.frame_t + self._loss_period
 
   def end_iteration(self, iteration: int, row: Dict) -> None:
     for column, tag in ITERATION_SCALARS.items():

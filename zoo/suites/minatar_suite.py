@@ -10,8 +10,8 @@ from typing import Any, Dict
 
 import networks
 from zoo.environments import environment
-from zoo.loops import jitted_loop
 from zoo.environments import minatar_env
+from zoo.environments import minatar_jax_env
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import suites
 
@@ -60,9 +60,6 @@ def _validate(s: settings_lib.Settings) -> None:
     raise settings_lib.ConfigError(
         f'--environment_mode={s.environment_mode}: MinAtar streams are '
         'Python environments; use --environment_mode=reference (or auto).')
-  if s.loop == 'jitted':  # What the jitted loop cannot run, refused here.
-    jitted_loop.make_environment(s)
-    jitted_loop.loop_config(s, _observation_shape(s)[:-1])
 
 
 def _observation_shape(s: settings_lib.Settings):
@@ -82,6 +79,21 @@ def _network_fn(s: settings_lib.Settings, num_actions: int):
       num_actions, s.num_quantiles, head=s.head,
       num_layers=s.num_hidden_layers, hidden_size=s.hidden_size,
       nc_scale_activation=s.nc_scale_activation)
+
+
+def _jax_environment(s: settings_lib.Settings):
+  """Return the JAX environment of s's game; ConfigError if refused."""
+  try:
+    env = minatar_jax_env.make(s.environment_name,
+                               max_episode_frames=s.max_frames_per_episode)
+  except ValueError as e:  # A game the adapter refuses, with the reason.
+    raise settings_lib.ConfigError(f'--loop=jitted: {e}') from e
+  _, action_set = minatar_env.game_spec(s.environment_name)
+  if env.num_actions != len(action_set):
+    raise settings_lib.ConfigError(
+        f'The JAX {s.environment_name} has {env.num_actions} actions, '
+        f'minatar {len(action_set)}: the jitted loop refuses this game.')
+  return env
 
 
 def _render(env: minatar_env.MinAtarEnvironment):
@@ -105,6 +117,7 @@ MINATAR = suites.Suite(
     network_fn=_network_fn,
     normalize=_no_reference_scores,
     render=_render,
-    loops={'jitted': jitted_loop.run},  # --loop=jitted: seeds vmapped.
+    jax_environment=_jax_environment,
+    loops=('python', 'jitted'),
 )
 

@@ -1,0 +1,45 @@
+"""What a run reports to: progress lines, TensorBoard scalars, tests' probes."""
+
+from typing import Any, Dict, Sequence
+
+from zoo.loops import phase_accounting
+
+
+class RunHooks:
+  """Told of one seed's run by zoo.loops.driver; every method a no-op here.
+
+  The order within an iteration: begin_iteration, then per phase
+  begin_phase, on_step as the phase goes (every environment step in the
+  Python loop, every compiled chunk in the jitted loop; it may raise to stop
+  the run), end_phase; then end_iteration once the CSV row and the
+  checkpoint are written. end_run is called however the run ends.
+  """
+
+  def begin_run(self, start_iteration: int, learner,
+                rows: Sequence[Dict[str, Any]]) -> None:
+    """The run (re)starts at `start_iteration`.
+
+    Args:
+      start_iteration: the first iteration to run.
+      learner: the seed's `frame_t`, `num_updates`, `last_loss` (read live).
+      rows: the CSV rows already run (a resumed run's).
+    """
+
+  def begin_iteration(self, iteration: int) -> None:
+    pass
+
+  def begin_phase(self, iteration: int, phase: str) -> None:
+    pass
+
+  def on_step(self, frames: int) -> None:
+    """`frames` counted so far in the phase; keep it cheap."""
+
+  def end_phase(self, iteration: int, phase: str,
+                stats: phase_accounting.PhaseStats) -> None:
+    pass
+
+  def end_iteration(self, iteration: int, row: Dict[str, Any]) -> None:
+    pass
+
+  def end_run(self) -> None:
+    pass
