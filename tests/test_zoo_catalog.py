@@ -1,4 +1,4 @@
-"""Tests for zoo.agent.catalog: each loss and head declared once, read by all."""
+"""Tests for zoo.agent.catalog: each loss and head declared once."""
 
 import importlib
 import os
@@ -24,21 +24,21 @@ def _run_python(code: str) -> str:
 
 
 def test_the_declarations():
-  assert catalog.loss_names() == ('qr', 'cramer', 'multiquadric_cramer')
-  assert catalog.head_names() == ('fc', 'nc')
+  assert tuple(catalog.LOSSES) == ('qr', 'cramer', 'multiquadric_cramer')
+  assert catalog.HEADS == {'fc': 'FC', 'nc': 'NC'}
   assert [h.name for h in catalog.hyperparameters()] == ['huber_param',
                                                          'smoothing_width']
   with pytest.raises(ValueError, match=r"loss 'iqn' is not one of \('qr', "):
     catalog.loss('iqn')
   with pytest.raises(ValueError, match="head 'mlp' is not one of"):
-    catalog.head('mlp')
+    catalog.check_head('mlp')
 
 
 def test_networks_build_the_declared_heads():
   # networks imports nothing of the project: it builds heads by name, and
   # this keeps its names the declared ones.
   built = importlib.import_module('networks.quantile_network').HEADS
-  assert set(built) == set(catalog.head_names())
+  assert set(built) == set(catalog.HEADS)
 
 
 def test_hyperparameter_rules():
@@ -78,16 +78,17 @@ def test_a_new_loss_with_a_hyperparameter_is_one_declaration():
       def tilted_loss(source, target, tilt):
         return tilt * abs(source - target).mean(-1)
 
-      catalog.LOSSES += (catalog.Loss(
-          'tilted', 'Tilted (t = {tilt:g})', '__main__.tilted_loss',
+      catalog.LOSSES['tilted'] = catalog.Loss(
+          'Tilted (t = {tilt:g})', '__main__.tilted_loss',
           (catalog.Hyperparameter('tilt', 'Tilted loss: its tilt', 0.0,
-                                  positive=True, exclusive=True),)),)
+                                  positive=True, exclusive=True),))
 
       from absl import flags
       from zoo.configuration import agent_registry, settings, settings_flags
       # The flags: a choice of --loss, a flag of its own.
       assert 'tilted' in flags.FLAGS['loss'].parser.enum_values
-      assert flags.FLAGS['tilt'].help == "Tilted loss: its tilt; unset: the preset's."
+      assert flags.FLAGS['tilt'].help == (
+          "Tilted loss: its tilt; unset: the preset's.")
       # A preset names it; the agents table shows it.
       preset = agent_registry.AgentPreset('T', 't', 'nc', 'tilted', False,
                                           'x', tilt=0.5)
@@ -101,8 +102,10 @@ def test_a_new_loss_with_a_hyperparameter_is_one_declaration():
       settings.validate_settings(suite, s)
       assert (s.loss, s.tilt, s.optimizer_epsilon) == ('tilted', 0.5, 0.01 / 32)
       for values, message in (
-          ({'tilt': 0.0}, '--tilt=0 with --loss=tilted: that loss needs --tilt > 0.'),
-          ({'loss': 'cramer'}, '--tilt=0.5 with --loss=cramer: only --loss=tilted reads it')):
+          ({'tilt': 0.0},
+           '--tilt=0 with --loss=tilted: that loss needs --tilt > 0.'),
+          ({'loss': 'cramer'},
+           '--tilt=0.5 with --loss=cramer: only --loss=tilted reads it')):
         try:
           settings.validate_settings(suite, settings.resolve_settings(
               suite, preset, dict(values, results_csv_path='')))

@@ -9,7 +9,7 @@ so that reading or checking settings does not import JAX.
 """
 
 import dataclasses
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,8 +28,7 @@ class Hyperparameter:
 
 @dataclasses.dataclass(frozen=True)
 class Loss:
-  """A loss: its name, how the agents table shows it and how it is built."""
-  name: str          # --loss=NAME.
+  """A loss (--loss=NAME, its name in LOSSES) and how it is built."""
   display: str       # The agents table's; str.format of the hyperparameters.
   # A loss fn(source [..., N], target [..., M], **hyperparameters) -> [...],
   # by dotted name (imported by zoo.agent.learning.make_loss_fn).
@@ -40,85 +39,90 @@ class Loss:
   gradient_2_over_n: bool = False
 
 
-@dataclasses.dataclass(frozen=True)
-class Head:
-  """A network head: --head=NAME, built by `networks` under that name."""
-  name: str
-  display: str       # The agents table's.
-
-
 HUBER_PARAM = Hyperparameter(
     'huber_param', 'QR loss κ (0: plain QR loss)', default=1.0)
-SMOOTHING_WIDTH = Hyperparameter(
-    'smoothing_width', "Multiquadric Cramér loss: the kernel's width "
-    "relative to the source atoms' spread, h = c × E|X − X'|", default=0.0,
-    positive=True, exclusive=True)
-
-LOSSES = (
-    Loss('qr', 'QR', 'losses.quantile_regression_loss', (HUBER_PARAM,)),
-    Loss('cramer', 'Cramér', 'losses.cramer_loss', gradient_2_over_n=True),
-    Loss('multiquadric_cramer',
-         'Cramér, multiquadric (h = {smoothing_width:g} × spread)',
-         'zoo.agent.learning.relative_multiquadric_cramer_loss',
-         (SMOOTHING_WIDTH,), gradient_2_over_n=True),
-)
-HEADS = (Head('fc', 'FC'), Head('nc', 'NC'))
-
-
-def loss_names() -> Tuple[str, ...]:
-  return tuple(loss.name for loss in LOSSES)
-
-
-def head_names() -> Tuple[str, ...]:
-  return tuple(head.name for head in HEADS)
+LOSSES: Dict[str, Loss] = {
+    'qr': Loss('QR', 'losses.quantile_regression_loss', (HUBER_PARAM,)),
+    'cramer': Loss('Cramér', 'losses.cramer_loss', gradient_2_over_n=True),
+    'multiquadric_cramer': Loss(
+        'Cramér, multiquadric (h = {smoothing_width:g} × spread)',
+        'zoo.agent.learning.relative_multiquadric_cramer_loss',
+        (Hyperparameter(
+            'smoothing_width', "Multiquadric Cramér loss: the kernel's width "
+            "relative to the source atoms' spread, h = c × E|X − X'|",
+            default=0.0, positive=True, exclusive=True),),
+        gradient_2_over_n=True),
+}
+# The heads by --head name: the agents table's name. networks builds them
+# (networks.quantile_network.HEADS, by the same names).
+HEADS: Dict[str, str] = {'fc': 'FC', 'nc': 'NC'}
 
 
 def loss(name: str) -> Loss:
   """Return the loss called `name`; ValueError listing the losses if none."""
-  for declared in LOSSES:
-    if declared.name == name:
-      return declared
-  raise ValueError(f'loss {name!r} is not one of {loss_names()}.')
+  if name not in LOSSES:
+    raise ValueError(f'loss {name!r} is not one of {tuple(LOSSES)}.')
+  return LOSSES[name]
 
 
-def head(name: str) -> Head:
-  """Return the head called `name`; ValueError listing the heads if none."""
-  for declared in HEADS:
-    if declared.name == name:
-      return declared
-  raise ValueError(f'head {name!r} is not one of {head_names()}.')
+def check_head(name: str) -> None:
+  """Raise ValueError listing the heads if none is called `name`."""
+  if name not in HEADS:
+    raise ValueError(f'head {name!r} is not one of {tuple(HEADS)}.')
 
 
 def hyperparameters() -> Tuple[Hyperparameter, ...]:
   """Return every loss's hyperparameters, each once, in declaration order."""
   by_name: Dict[str, Hyperparameter] = {}
-  for declared in LOSSES:
+  for declared in LOSSES.values():
     for h in declared.hyperparameters:
       if by_name.setdefault(h.name, h) != h:
         raise ValueError(f'Two declarations of the hyperparameter {h.name}.')
   return tuple(by_name.values())
 
 
-def hyperparameter_problem(loss_name: str, values: Mapping[str, float],
-                           prefix: str = '--') -> Optional[str]:
-  """Return what is wrong with the losses' hyperparameter `values`, or None.
+def values(record) -> Dict[str, float]:
+  """Return the hyperparameters of a preset or settings `record`, by name."""
+  return {h.name: getattr(record, h.name) for h in hyperparameters()}
 
-  Args:
-    loss_name: the loss that runs.
-    values: every hyperparameter's value, by name.
-    prefix: put before a hyperparameter's name ('--': a flag).
+
+def add_fields(field: Callable[[Hyperparameter], Tuple[Any, Any]],
+               after: Optional[str] = None):
+  """Return a class decorator (under @dataclass) adding their fields.
+
+  field: fn(hyperparameter) -> (annotation, default or dataclasses.field);
+  after: the field they follow (None: they come last).
   """
-  own = {h.name for h in loss(loss_name).hyperparameters}
+  def decorate(cls):
+    fields = list(cls.__annotations__.items())
+    at = [name for name, _ in fields].index(after) + 1 if after else len(
+        fields)
+    added = {h.name: field(h) for h in hyperparameters()}
+    cls.__annotations__ = dict(
+        fields[:at] + [(name, kind) for name, (kind, _) in added.items()]
+        + fields[at:])
+    for name, (_, default) in added.items():
+      setattr(cls, name, default)
+    return cls
+  return decorate
+
+
+def hyperparameter_problem(loss_name: str, given: Mapping[str, float],
+                           prefix: str = '--') -> Optional[str]:
+  """Return what is wrong with the values `given` (by name) to `loss_name`.
+
+  None if nothing is; prefix: before a name ('--': a flag).
+  """
+  own = loss(loss_name).hyperparameters
   for h in hyperparameters():
-    value = values[h.name]
+    value, name = given[h.name], prefix + h.name
     if value < 0:
-      return f'{prefix}{h.name} must be >= 0, got {value:g}.'
-    if h.name in own and h.positive and value <= 0:
-      return (f'{prefix}{h.name}={value:g} with --loss={loss_name}: that '
-              f'loss needs {prefix}{h.name} > 0.')
-    if h.name not in own and h.exclusive and value != h.default:
-      owners = [d.name for d in LOSSES if h in d.hyperparameters]
-      return (f'{prefix}{h.name}={value:g} with --loss={loss_name}: only '
-              f'--loss={"|".join(owners)} reads it; it must be '
-              f'{h.default:g} with the others.')
+      return f'{name} must be >= 0, got {value:g}.'
+    if h in own and h.positive and value <= 0:
+      return (f'{name}={value:g} with --loss={loss_name}: that loss needs '
+              f'{name} > 0.')
+    if h not in own and h.exclusive and value != h.default:
+      owners = '|'.join(n for n, d in LOSSES.items() if h in d.hyperparameters)
+      return (f'{name}={value:g} with --loss={loss_name}: only --loss={owners}'
+              f' reads it; it must be {h.default:g} with the others.')
   return None

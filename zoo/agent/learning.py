@@ -1,11 +1,12 @@
 """The quantile agent's pure functions: acting, the TD target, loss and update.
 
 The agents differ only by network head and loss (their presets,
-zoo.configuration.agent_registry). `select_action`, `td_target`, `td_loss`, `update`,
-`fused_update` and `sample_and_update` are pure module-level functions; the
-Python loop's agent (zoo.agent.learning.quantile_agent) and the jitted loop jit them,
-each in one visible place. `make_loss_fn`, `make_optimizer` and the ε
-schedule turn a run's settings into the learner's parts (zoo.loops.build).
+zoo.configuration.agent_registry; the losses, zoo.agent.catalog).
+`select_action`, `td_target`, `td_loss`, `update`, `fused_update` and
+`sample_and_update` are pure module-level functions; the Python loop's agent
+(zoo.agent.quantile_agent) and the jitted loop jit them, each in one visible
+place. `make_loss_fn`, `make_optimizer` and the ε schedule turn a run's
+settings into the learner's parts (zoo.loops.build).
 """
 
 import functools
@@ -45,11 +46,10 @@ class LinearSchedule(NamedTuple):
 
 
 def relative_multiquadric_cramer_loss(source, target, smoothing_width):
-  """Return the multiquadric Cramér loss, its width relative to the source.
+  """Return the multiquadric Cramér loss of width h = c · E|X − X'|.
 
-  h = c · E|X − X'| of the source atoms (gradient stopped), c the
-  `smoothing_width`, so that the smoothing does not depend on the scale of
-  the returns.
+  c is `smoothing_width`, E|X − X'| the source's spread (gradient stopped):
+  the smoothing does not depend on the scale of the returns.
   """
   spread = jax.lax.stop_gradient(losses.atom_spread(source))
   return losses.multiquadric_cramer_loss(source, target,
@@ -59,9 +59,8 @@ def relative_multiquadric_cramer_loss(source, target, smoothing_width):
 def make_loss_fn(loss: str, huber_param=1.0, **hyperparameters) -> LossFn:
   """Return the per-transition loss between source and target atoms.
 
-  loss: a name of zoo.agent.catalog.LOSSES, whose function is called with
-  the hyperparameters it declares (those not given: their defaults; the
-  others are ignored).
+  loss: a name of zoo.agent.catalog.LOSSES; its function takes the
+  hyperparameters it declares (unset: their defaults; others are ignored).
   huber_param: QR's κ, a Python float or an array (traced: data of the
   compiled program, losses.quantile_regression_loss).
   """
@@ -75,9 +74,12 @@ def make_loss_fn(loss: str, huber_param=1.0, **hyperparameters) -> LossFn:
 
 
 def loss_settings(s) -> Dict[str, float]:
-  """Return the loss hyperparameters of settings `s` but κ (make_loss_fn's own)."""
-  return {h.name: getattr(s, h.name) for h in catalog.hyperparameters()
-          if h.name != 'huber_param'}
+  """Return the loss hyperparameters of settings `s` but κ.
+
+  κ is make_loss_fn's own argument: the jitted loop passes it as data.
+  """
+  return {name: value for name, value in catalog.values(s).items()
+          if name != catalog.HUBER_PARAM.name}
 
 
 def make_optimizer(learning_rate: float, eps: float,

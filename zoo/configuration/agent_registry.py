@@ -1,14 +1,13 @@
 """The agents: named presets that each agent package declares in its agent.py.
 
 A preset fixes what makes an agent: the network head, the loss and its
-hyperparameters (zoo.agent.catalog declares them) and whether the gradient is
-scaled by 2/N (Adam's ε follows from the loss and the scaling,
-default_optimizer_epsilon). Every top-level package of the project with an
-`agent.py` defining `PRESETS` (a tuple of AgentPreset) and `DEFAULT_PRESET`
-(one of their names) is an agent package. zoo's run code never calls the
-discovery here: an entry point hands its own package's presets to the runner;
-what needs every agent (sweeps, comparisons, the agents table) calls
-`presets()`.
+hyperparameters (zoo.agent.catalog) and whether the gradient is scaled by 2/N
+(Adam's ε follows, default_optimizer_epsilon). Every top-level package of the
+project with an `agent.py` defining `PRESETS` (a tuple of AgentPreset) and
+`DEFAULT_PRESET` (one of their names) is an agent package. zoo's run code
+never calls the discovery here: an entry point hands its own package's presets
+to the runner; what needs every agent (sweeps, comparisons, the agents table)
+calls `presets()`.
 """
 
 import dataclasses
@@ -23,49 +22,33 @@ BASE_OPTIMIZER_EPSILON = 0.01 / 32
 AGENT_MODULE = 'agent'
 
 
-def _with_loss_hyperparameters(cls):
-  """Add one field per loss hyperparameter (zoo.agent.catalog), defaulted."""
-  for h in catalog.hyperparameters():
-    cls.__annotations__[h.name] = float
-    setattr(cls, h.name, h.default)
-  return cls
-
-
 @dataclasses.dataclass(frozen=True)
-@_with_loss_hyperparameters
+@catalog.add_fields(lambda h: (float, h.default))
 class AgentPreset:
-  """One named agent: what its package runs with --preset=NAME.
-
-  Besides these fields, one per loss hyperparameter (zoo.agent.catalog:
-  `huber_param`, QR's κ; `smoothing_width`), each with its declared default.
-  """
+  """One named agent: what its package runs with --preset=NAME."""
   name: str           # The paper's name: 'CR-DQN', 'QR-DQN-1', ...
   package: str        # The package whose entry points run it: 'cr_dqn'.
-  head: str           # One of zoo.agent.catalog.HEADS.
-  loss: str           # One of zoo.agent.catalog.LOSSES.
+  head: str           # A name of zoo.agent.catalog.HEADS.
+  loss: str           # A name of zoo.agent.catalog.LOSSES.
   scale_grad: bool    # Gradient × 2/N.
   summary: str        # One line for the agents table and --help.
+  # Then one per loss hyperparameter, defaulted: huber_param (QR's κ), ...
 
   def __post_init__(self):
     try:
-      catalog.head(self.head)
-      catalog.loss(self.loss)
+      catalog.check_head(self.head)
+      problem = catalog.hyperparameter_problem(
+          self.loss, catalog.values(self), prefix='')
     except ValueError as e:
-      raise ValueError(f'Preset {self.name}: {e}') from e
-    problem = catalog.hyperparameter_problem(
-        self.loss, self.loss_hyperparameters(), prefix='')
+      problem = str(e)
     if problem:
       raise ValueError(f'Preset {self.name}: {problem}')
-
-  def loss_hyperparameters(self) -> Dict[str, float]:
-    """Return the value of every loss hyperparameter, by name."""
-    return {h.name: getattr(self, h.name) for h in catalog.hyperparameters()}
 
 
 def default_optimizer_epsilon(loss: str, num_quantiles: int,
                               scale_grad: bool) -> float:
-  """Return Adam's ε: 0.01/32, × 2/N with scale_grad or a loss whose gradient is 2/N of QR's."""
-  if catalog.loss(loss).gradient_2_over_n or scale_grad:
+  """Return Adam's ε: 0.01/32, × 2/N with scale_grad or a 2/N-gradient loss."""
+  if scale_grad or catalog.loss(loss).gradient_2_over_n:
     return BASE_OPTIMIZER_EPSILON * 2 / num_quantiles
   return BASE_OPTIMIZER_EPSILON
 
@@ -161,9 +144,11 @@ def markdown_table(all_presets: Iterable[AgentPreset]) -> str:
            '|---|---|---|---|---|---|---|']
   for p in all_presets:
     loss = catalog.loss(p.loss)
-    kappa = (f'{p.huber_param:g}' if catalog.HUBER_PARAM in loss.hyperparameters
-             else '–')
-    lines.append(f'| {p.name} | `{p.package}` | {catalog.head(p.head).display} | '
-                 f'{loss.display.format(**p.loss_hyperparameters())} | {kappa} | '
-                 f'{"yes" if p.scale_grad else "no"} | {p.summary} |')
+    kappa = (f'{p.huber_param:g}'
+             if catalog.HUBER_PARAM in loss.hyperparameters else '–')
+    lines.append(f'| {p.name} | `{p.package}` | '
+                 f'{catalog.HEADS[p.head]} | '
+                 f'{loss.display.format(**catalog.values(p))} | '
+                 f'{kappa} | {"yes" if p.scale_grad else "no"} | '
+                 f'{p.summary} |')
   return '\n'.join(lines) + '\n'

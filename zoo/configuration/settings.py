@@ -52,22 +52,9 @@ def _flag(default, help_text: str, kind: str, **options):
 _PATHS = default_paths(RUNS_ROOT)
 
 
-def _with_loss_hyperparameters(cls):
-  """Add a float flag per loss hyperparameter (zoo.agent.catalog) after loss."""
-  annotations = {}
-  for name, kind in cls.__annotations__.items():
-    annotations[name] = kind
-    if name == 'loss':
-      for h in catalog.hyperparameters():
-        annotations[h.name] = Optional[float]
-        setattr(cls, h.name, _flag(None, f"{h.help}; unset: the preset's.",
-                                   'float'))
-  cls.__annotations__ = annotations
-  return cls
-
-
 @dataclasses.dataclass(frozen=True)
-@_with_loss_hyperparameters
+@catalog.add_fields(lambda h: (Optional[float], _flag(
+    None, f"{h.help}; unset: the preset's.", 'float')), after='loss')
 class Settings:
   """Every setting of a run. None: unset (only before resolve_settings)."""
   environment_name: str = _flag('pong', 'Game of the suite.', 'string')
@@ -115,10 +102,10 @@ class Settings:
       "holds one; {results_dir} is the results CSV's directory (and the "
       'placeholders of --results_csv_path); empty: none.', 'string')
   head: Optional[str] = _flag(None, "Network head; unset: the preset's.",
-                              'enum', enum_values=list(catalog.head_names()))
+                              'enum', enum_values=list(catalog.HEADS))
   loss: Optional[str] = _flag(None, "Loss; unset: the preset's.", 'enum',
-                              enum_values=list(catalog.loss_names()))
-  # Here, one field per loss hyperparameter (_with_loss_hyperparameters).
+                              enum_values=list(catalog.LOSSES))
+  # Here, one float flag per loss hyperparameter (catalog.add_fields).
   scale_grad: Optional[bool] = _flag(
       None, "Multiply the gradient by 2/N; unset: the preset's.", 'bool')
   nc_scale_activation: str = _flag(
@@ -273,8 +260,7 @@ def validate_settings(suite, s: Settings) -> None:
     if not 0 <= getattr(s, name) <= 1:
       raise ConfigError(f'--{name} must lie in [0, 1], got '
                         f'{getattr(s, name)}.')
-  problem = catalog.hyperparameter_problem(
-      s.loss, {h.name: getattr(s, h.name) for h in catalog.hyperparameters()})
+  problem = catalog.hyperparameter_problem(s.loss, catalog.values(s))
   if problem:
     raise ConfigError(problem)
   if s.batch_size > s.min_replay_size():
