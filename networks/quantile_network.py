@@ -1,6 +1,6 @@
 """Compose a torso and a quantile head into a Q-network."""
 
-from typing import Callable, Literal, NamedTuple
+from typing import Callable, NamedTuple
 
 import chex
 import jax
@@ -33,20 +33,29 @@ def quantile_network(torso: layers.NetworkFn, head: layers.NetworkFn
   return net_fn
 
 
+def _fc_head(num_actions, num_quantiles, num_layers, hidden_size,
+             unused_nc_scale_activation):
+  return heads.fc_quantile_head(num_actions, num_quantiles, num_layers,
+                                hidden_size)
+
+
+# The heads by name: fn(num_actions, num_quantiles, num_layers, hidden_size,
+# nc_scale_activation) -> the head. The settings accept the names that the
+# project's agents declare; a test keeps the two equal.
+HEADS = {'fc': _fc_head, 'nc': heads.nc_quantile_head}
+
+
 def _head(num_actions: int, num_quantiles: int, head: str, num_layers: int,
           hidden_size: int, nc_scale_activation: heads.ScaleActivation
           ) -> layers.NetworkFn:
-  if head == 'fc':
-    return heads.fc_quantile_head(num_actions, num_quantiles, num_layers,
-                                  hidden_size)
-  if head == 'nc':
-    return heads.nc_quantile_head(num_actions, num_quantiles, num_layers,
-                                  hidden_size, nc_scale_activation)
-  raise ValueError(f"head must be 'fc' or 'nc', got {head!r}.")
+  if head not in HEADS:
+    raise ValueError(f'head must be one of {sorted(HEADS)}, got {head!r}.')
+  return HEADS[head](num_actions, num_quantiles, num_layers, hidden_size,
+                     nc_scale_activation)
 
 
 def atari_quantile_network(
-    num_actions: int, num_quantiles: int, head: Literal['fc', 'nc'] = 'fc',
+    num_actions: int, num_quantiles: int, head: str = 'fc',
     num_layers: int = 1, hidden_size: int = 512,
     nc_scale_activation: heads.ScaleActivation = 'relu',
 ) -> Callable[[jnp.ndarray], QuantileNetworkOutputs]:
@@ -58,7 +67,7 @@ def atari_quantile_network(
 
 
 def minatar_quantile_network(
-    num_actions: int, num_quantiles: int, head: Literal['fc', 'nc'] = 'fc',
+    num_actions: int, num_quantiles: int, head: str = 'fc',
     num_layers: int = 1, hidden_size: int = 128,
     nc_scale_activation: heads.ScaleActivation = 'relu',
 ) -> Callable[[jnp.ndarray], QuantileNetworkOutputs]:

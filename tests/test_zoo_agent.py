@@ -81,6 +81,26 @@ def test_multiquadric_loss_fn_takes_its_width_relative_to_the_source_spread():
           'cramer', 200, False)
 
 
+def test_make_loss_fn_calls_the_declared_loss_with_its_hyperparameters():
+  rng = np.random.default_rng(5)
+  source, target = rng.normal(size=(2, 6)), rng.normal(size=(2, 6))
+  assert agent_lib.make_loss_fn('cramer', 0.5) is losses.cramer_loss
+  for kappa in (0.0, 0.5):
+    np.testing.assert_allclose(
+        agent_lib.make_loss_fn('qr', kappa, smoothing_width=0.0)(
+            source, target),
+        losses.quantile_regression_loss(source, target, huber_param=kappa))
+  np.testing.assert_allclose(  # κ unset: QR's declared default, 1.
+      agent_lib.make_loss_fn('qr')(source, target),
+      losses.quantile_regression_loss(source, target, huber_param=1.0))
+  with pytest.raises(ValueError, match="loss 'iqn' is not one of"):
+    agent_lib.make_loss_fn('iqn')
+  # What zoo.loops.build passes besides κ (the jitted loop's data).
+  s = settings_lib.resolve_settings(
+      atari_suite.ATARI, agent_registry.presets()['CR-DQN-MQ'], {})
+  assert agent_lib.loss_settings(s) == {'smoothing_width': 0.003}
+
+
 @pytest.mark.parametrize('loss', ['qr', 'cramer', 'multiquadric_cramer'])
 def test_td_loss_uses_target_network_greedy_atoms(loss):
   num_quantiles = 4

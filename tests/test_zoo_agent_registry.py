@@ -45,13 +45,20 @@ def test_pick_defaults_and_refuses_an_unknown_name_listing_the_presets():
 
 
 def test_inconsistent_presets_are_refused():
-  good = agent_registry.AgentPreset('A', 'a', 'fc', 'qr', 1.0, False, 'x')
-  with pytest.raises(ValueError, match="loss 'iqn' is not one of"):
-    agent_registry.AgentPreset('A', 'a', 'fc', 'iqn', 1.0, False, 'x')
-  with pytest.raises(ValueError, match='smoothing_width must be > 0 with'):
-    agent_registry.AgentPreset('A', 'a', 'fc', 'multiquadric_cramer', 1.0, False, 'x')
-  with pytest.raises(ValueError, match='smoothing_width must be 0 without'):
-    agent_registry.AgentPreset('A', 'a', 'fc', 'cramer', 1.0, False, 'x', 0.01)
+  preset = agent_registry.AgentPreset
+  good = preset('A', 'a', 'fc', 'qr', False, 'x')
+  assert good.huber_param == 1.0 and good.smoothing_width == 0.0
+  with pytest.raises(ValueError, match="Preset A: loss 'iqn' is not one of"):
+    preset('A', 'a', 'fc', 'iqn', False, 'x')
+  with pytest.raises(ValueError, match="Preset A: head 'mlp' is not one of"):
+    preset('A', 'a', 'mlp', 'qr', False, 'x')
+  with pytest.raises(ValueError, match='huber_param must be >= 0'):
+    preset('A', 'a', 'fc', 'qr', False, 'x', huber_param=-1.0)
+  with pytest.raises(ValueError, match='that loss needs smoothing_width > 0'):
+    preset('A', 'a', 'fc', 'multiquadric_cramer', False, 'x')
+  with pytest.raises(ValueError, match='only --loss=multiquadric_cramer reads '
+                     'it; it must be 0 with the others'):
+    preset('A', 'a', 'fc', 'cramer', False, 'x', smoothing_width=0.01)
   with pytest.raises(ValueError, match="names package 'a'; it must be 'b'"):
     agent_registry.check_package('b', (good,), 'A')
   with pytest.raises(ValueError, match="DEFAULT_PRESET 'B' is not one"):

@@ -1,15 +1,17 @@
 """The quantile agent's pure functions: acting, the TD target, loss and update.
 
 The agents differ only by network head and loss (their presets,
-zoo.configuration.agent_registry). `select_action`, `td_target`, `td_loss`, `update`,
-`fused_update` and `sample_and_update` are pure module-level functions; the
-Python loop's agent (zoo.agent.learning.quantile_agent) and the jitted loop jit them,
-each in one visible place. `make_loss_fn`, `make_optimizer` and the ε
-schedule turn a run's settings into the learner's parts (zoo.loops.build).
+zoo.configuration.agent_registry; the losses, zoo.agent.catalog).
+`select_action`, `td_target`, `td_loss`, `update`, `fused_update` and
+`sample_and_update` are pure module-level functions; the Python loop's agent
+(zoo.agent.quantile_agent) and the jitted loop jit them, each in one visible
+place. `make_loss_fn`, `make_optimizer` and the ε schedule turn a run's
+settings into the learner's parts (zoo.loops.build).
 """
 
 import functools
-from typing import Callable, NamedTuple
+import importlib
+from typing import Callable, Dict, NamedTuple
 
 import chex
 import haiku as hk
@@ -19,6 +21,7 @@ import numpy as np
 import optax
 
 import losses
+from zoo.agent import catalog
 from zoo.replay import device_replay
 from zoo.replay import frame_replay as replay_lib
 
@@ -42,30 +45,41 @@ class LinearSchedule(NamedTuple):
     return (1 - frac) * self.begin_value + frac * self.end_value
 
 
-def make_loss_fn(loss: str, huber_param: float = 1.0,
-                 smoothing_width: float = 0.0) -> LossFn:
+def relative_multiquadric_cramer_loss(source, target, smoothing_width):
+  """Return the multiquadric Cramér loss of width h = c · E|X − X'|.
+
+  c is `smoothing_width`, E|X − X'| the source's spread (gradient stopped):
+  the smoothing does not depend on the scale of the returns.
+  """
+  spread = jax.lax.stop_gradient(losses.atom_spread(source))
+  return losses.multiquadric_cramer_loss(source, target,
+                                         smoothing_width * spread)
+
+
+def make_loss_fn(loss: str, huber_param=1.0, **hyperparameters) -> LossFn:
   """Return the per-transition loss between source and target atoms.
 
+  loss: a name of zoo.agent.catalog.LOSSES; its function takes the
+  hyperparameters it declares (unset: their defaults; others are ignored).
   huber_param: QR's κ, a Python float or an array (traced: data of the
-  compiled program, losses.quantile_regression_loss); the Cramér losses
-  ignore it.
-  smoothing_width: the multiquadric Cramér loss's width relative to the
-  source atoms' spread (h = c · E|X − X'|, gradient stopped), so that the
-  smoothing does not depend on the scale of the returns.
+  compiled program, losses.quantile_regression_loss).
   """
-  if loss == 'cramer':
-    return losses.cramer_loss
-  if loss == 'multiquadric_cramer':
-    def multiquadric_cramer(source, target):
-      spread = jax.lax.stop_gradient(losses.atom_spread(source))
-      return losses.multiquadric_cramer_loss(source, target,
-                                             smoothing_width * spread)
-    return multiquadric_cramer
-  if loss == 'qr':
-    return functools.partial(losses.quantile_regression_loss,
-                             huber_param=huber_param)
-  raise ValueError(f"loss must be 'qr', 'cramer' or 'multiquadric_cramer', "
-                   f'got {loss!r}.')
+  declared = catalog.loss(loss)
+  module, name = declared.function.rsplit('.', 1)
+  function = getattr(importlib.import_module(module), name)
+  given = dict(hyperparameters, huber_param=huber_param)
+  values = {h.name: given.get(h.name, h.default)
+            for h in declared.hyperparameters}
+  return functools.partial(function, **values) if values else function
+
+
+def loss_settings(s) -> Dict[str, float]:
+  """Return the loss hyperparameters of settings `s` but κ.
+
+  κ is make_loss_fn's own argument: the jitted loop passes it as data.
+  """
+  return {name: value for name, value in catalog.values(s).items()
+          if name != catalog.HUBER_PARAM.name}
 
 
 def make_optimizer(learning_rate: float, eps: float,

@@ -1,8 +1,8 @@
 """The agents: named presets that each agent package declares in its agent.py.
 
-A preset fixes what makes an agent: the network head, the loss, QR's κ and
-whether the gradient is scaled by 2/N (Adam's ε follows from the loss and the
-scaling, default_optimizer_epsilon). Every top-level package of the
+A preset fixes what makes an agent: the network head, the loss and its
+hyperparameters (zoo.agent.catalog) and whether the gradient is scaled by 2/N
+(Adam's ε follows, default_optimizer_epsilon). Every top-level package of the
 project with an `agent.py` defining `PRESETS` (a tuple of AgentPreset) and
 `DEFAULT_PRESET` (one of their names) is an agent package. zoo's run code
 never calls the discovery here: an entry point hands its own package's presets
@@ -16,46 +16,39 @@ import os
 import pkgutil
 from typing import Dict, Iterable, Optional, Sequence, Tuple
 
-HEADS = ('fc', 'nc')
-LOSSES = ('qr', 'cramer', 'multiquadric_cramer')
+from zoo.agent import catalog
+
 BASE_OPTIMIZER_EPSILON = 0.01 / 32
 AGENT_MODULE = 'agent'
 
 
 @dataclasses.dataclass(frozen=True)
+@catalog.add_fields(lambda h: (float, h.default))
 class AgentPreset:
   """One named agent: what its package runs with --preset=NAME."""
   name: str           # The paper's name: 'CR-DQN', 'QR-DQN-1', ...
   package: str        # The package whose entry points run it: 'cr_dqn'.
-  head: str           # 'fc' | 'nc'.
-  loss: str           # One of LOSSES.
-  huber_param: float  # QR's κ (ignored by the Cramér losses).
+  head: str           # A name of zoo.agent.catalog.HEADS.
+  loss: str           # A name of zoo.agent.catalog.LOSSES.
   scale_grad: bool    # Gradient × 2/N.
   summary: str        # One line for the agents table and --help.
-  # The multiquadric Cramér loss's width relative to the source atoms'
-  # spread (losses.atom_spread); 0 for the other losses.
-  smoothing_width: float = 0.0
+  # Then one per loss hyperparameter, defaulted: huber_param (QR's κ), ...
 
   def __post_init__(self):
-    if self.head not in HEADS:
-      raise ValueError(f'Preset {self.name}: head {self.head!r} is not one '
-                       f'of {HEADS}.')
-    if self.loss not in LOSSES:
-      raise ValueError(f'Preset {self.name}: loss {self.loss!r} is not one '
-                       f'of {LOSSES}.')
-    if self.huber_param < 0:
-      raise ValueError(f'Preset {self.name}: huber_param must be >= 0.')
-    smoothed = self.loss == 'multiquadric_cramer'
-    if (self.smoothing_width > 0) != smoothed or self.smoothing_width < 0:
-      raise ValueError(f'Preset {self.name}: smoothing_width must be '
-                       + ('> 0 with' if smoothed else '0 without')
-                       + ' the multiquadric_cramer loss.')
+    try:
+      catalog.check_head(self.head)
+      problem = catalog.hyperparameter_problem(
+          self.loss, catalog.values(self), prefix='')
+    except ValueError as e:
+      problem = str(e)
+    if problem:
+      raise ValueError(f'Preset {self.name}: {problem}')
 
 
 def default_optimizer_epsilon(loss: str, num_quantiles: int,
                               scale_grad: bool) -> float:
-  """Return Adam's ε: 0.01/32, × 2/N for the Cramér losses or scale_grad."""
-  if loss != 'qr' or scale_grad:
+  """Return Adam's ε: 0.01/32, × 2/N with scale_grad or a 2/N-gradient loss."""
+  if scale_grad or catalog.loss(loss).gradient_2_over_n:
     return BASE_OPTIMIZER_EPSILON * 2 / num_quantiles
   return BASE_OPTIMIZER_EPSILON
 
@@ -150,12 +143,12 @@ def markdown_table(all_presets: Iterable[AgentPreset]) -> str:
   lines = ['| name | package | head | loss | κ | scale_grad | summary |',
            '|---|---|---|---|---|---|---|']
   for p in all_presets:
-    kappa = f'{p.huber_param:g}' if p.loss == 'qr' else '–'
-    loss = {'qr': 'QR', 'cramer': 'Cramér',
-            'multiquadric_cramer': 'Cramér, multiquadric '
-                                   f'(h = {p.smoothing_width:g} × spread)'
-            }[p.loss]
-    lines.append(f'| {p.name} | `{p.package}` | {p.head.upper()} | '
-                 f'{loss} | {kappa} | '
-                 f'{"yes" if p.scale_grad else "no"} | {p.summary} |')
+    loss = catalog.loss(p.loss)
+    kappa = (f'{p.huber_param:g}'
+             if catalog.HUBER_PARAM in loss.hyperparameters else '–')
+    lines.append(f'| {p.name} | `{p.package}` | '
+                 f'{catalog.HEADS[p.head]} | '
+                 f'{loss.display.format(**catalog.values(p))} | '
+                 f'{kappa} | {"yes" if p.scale_grad else "no"} | '
+                 f'{p.summary} |')
   return '\n'.join(lines) + '\n'

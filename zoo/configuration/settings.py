@@ -15,7 +15,7 @@ import dataclasses
 import os
 from typing import Any, Dict, Mapping, Optional
 
-
+from zoo.agent import catalog
 from zoo.configuration import agent_registry as agents_lib
 
 # The run directory: {root}/{RUN_DIR}/ holds RESULTS_FILE, run.json,
@@ -56,6 +56,8 @@ _PATHS = default_paths(RUNS_ROOT)
 
 
 @dataclasses.dataclass(frozen=True)
+@catalog.add_fields(lambda h: (Optional[float], _flag(
+    None, f"{h.help}; unset: the preset's.", 'float')), after='loss')
 class Settings:
   """Every setting of a run. None: unset (only before resolve_settings)."""
   environment_name: str = _flag('pong', 'Game of the suite.', 'string')
@@ -92,8 +94,6 @@ class Settings:
                                'count')
   learn_period: int = _flag(16, 'Frames between updates.', 'count')
   num_quantiles: int = _flag(201, 'Atoms N per action.', 'integer')
-  huber_param: Optional[float] = _flag(
-      None, "QR loss κ (0: plain QR loss); unset: the preset's.", 'float')
   seed: int = _flag(1, 'Run seed (environments, network, replay).',
                     'integer')
   results_csv_path: str = _flag(
@@ -105,13 +105,10 @@ class Settings:
       "holds one; {results_dir} is the results CSV's directory (and the "
       'placeholders of --results_csv_path); empty: none.', 'string')
   head: Optional[str] = _flag(None, "Network head; unset: the preset's.",
-                              'enum', enum_values=['fc', 'nc'])
+                              'enum', enum_values=list(catalog.HEADS))
   loss: Optional[str] = _flag(None, "Loss; unset: the preset's.", 'enum',
-                              enum_values=list(agents_lib.LOSSES))
-  smoothing_width: Optional[float] = _flag(
-      None, "Multiquadric Cramér loss: the kernel's width relative to the "
-      "source atoms' spread, h = c × E|X − X'|; unset: the preset's.",
-      'float')
+                              enum_values=list(catalog.LOSSES))
+  # Here, one float flag per loss hyperparameter (catalog.add_fields).
   scale_grad: Optional[bool] = _flag(
       None, "Multiply the gradient by 2/N; unset: the preset's.", 'bool')
   nc_scale_activation: str = _flag(
@@ -224,7 +221,8 @@ def resolve_settings(suite, preset, values: Mapping[str, Any]) -> Settings:
     s[name] = value.format(**fields)
     if name == 'results_csv_path' and s[name]:
       fields['results_dir'] = os.path.dirname(s[name]) or '.'
-  for name in ('head', 'loss', 'huber_param', 'scale_grad', 'smoothing_width'):
+  for name in ('head', 'loss', 'scale_grad') + tuple(
+      h.name for h in catalog.hyperparameters()):
     if s[name] is None:
       s[name] = getattr(preset, name)
   if s['optimizer_epsilon'] is None and s['num_quantiles'] > 0:
@@ -244,8 +242,7 @@ _POSITIVE = (
 _UNIT_INTERVAL = ('exploration_epsilon_begin_value',
                   'exploration_epsilon_end_value', 'eval_exploration_epsilon',
                   'additional_discount')
-_NON_NEGATIVE = ('num_iterations', 'huber_param', 'smoothing_width',
-                 'exploration_epsilon_decay_frame_fraction')
+_NON_NEGATIVE = ('num_iterations', 'exploration_epsilon_decay_frame_fraction')
 
 
 def validate_settings(suite, s: Settings) -> None:
@@ -267,11 +264,9 @@ def validate_settings(suite, s: Settings) -> None:
     if not 0 <= getattr(s, name) <= 1:
       raise ConfigError(f'--{name} must lie in [0, 1], got '
                         f'{getattr(s, name)}.')
-  if (s.smoothing_width > 0) != (s.loss == 'multiquadric_cramer'):
-    raise ConfigError(
-        f'--smoothing_width={s.smoothing_width:g} with --loss={s.loss}: the '
-        'width smooths the multiquadric_cramer loss only, and that loss needs '
-        'one > 0 (e.g. --preset=CR-DQN-MQ; 0 is --loss=cramer).')
+  problem = catalog.hyperparameter_problem(s.loss, catalog.values(s))
+  if problem:
+    raise ConfigError(problem)
   if s.batch_size > s.min_replay_size():
     raise ConfigError(
         f'--batch_size={s.batch_size} exceeds the minimum replay size '

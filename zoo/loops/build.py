@@ -76,7 +76,7 @@ def learner_parts(suite, s: settings_lib.Settings, num_actions: int,
   replay_seed = int(rng.randint(2**31 - 1))
   agent_key = jax.random.PRNGKey(rng.randint(2**31 - 1))
   loss_of_kappa = functools.partial(agent_lib.make_loss_fn, s.loss,
-                                    smoothing_width=s.smoothing_width)
+                                    **agent_lib.loss_settings(s))
   return LearnerParts(
       network=hk.transform(network_fn),
       loss_fn=loss_of_kappa(s.huber_param), loss_of_kappa=loss_of_kappa,

@@ -1,0 +1,128 @@
+"""The losses and heads an agent is made of, each declared once.
+
+Everything that names a loss or a head reads it here: the flags' choices and
+one flag per loss hyperparameter (zoo.configuration.settings' fields), the
+checks of presets and settings, Adam's ε default, the agents table
+(zoo.configuration.agent_registry) and the learner's dispatch
+(zoo.agent.learning.make_loss_fn). A loss's function is named, not imported,
+so that reading or checking settings does not import JAX.
+"""
+
+import dataclasses
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class Hyperparameter:
+  """A loss's setting: a flag and a field of presets, settings and run.json.
+
+  Every value is >= 0. Unset on the command line, it is the preset's; a
+  preset that names none has `default`.
+  """
+  name: str          # The flag and the field: 'smoothing_width'.
+  help: str          # The flag's help, before "; unset: the preset's."
+  default: float     # A preset's value when it names none.
+  positive: bool = False   # Its loss needs it > 0.
+  exclusive: bool = False  # Other losses need `default` (they ignore it else).
+
+
+@dataclasses.dataclass(frozen=True)
+class Loss:
+  """A loss (--loss=NAME, its name in LOSSES) and how it is built."""
+  display: str       # The agents table's; str.format of the hyperparameters.
+  # A loss fn(source [..., N], target [..., M], **hyperparameters) -> [...],
+  # by dotted name (imported by zoo.agent.learning.make_loss_fn).
+  function: str
+  hyperparameters: Tuple[Hyperparameter, ...] = ()
+  # Its gradient is 2/N of the QR loss's, so Adam's ε is 2/N of QR-DQN's
+  # (as with --scale_grad).
+  gradient_2_over_n: bool = False
+
+
+HUBER_PARAM = Hyperparameter(
+    'huber_param', 'QR loss κ (0: plain QR loss)', default=1.0)
+LOSSES: Dict[str, Loss] = {
+    'qr': Loss('QR', 'losses.quantile_regression_loss', (HUBER_PARAM,)),
+    'cramer': Loss('Cramér', 'losses.cramer_loss', gradient_2_over_n=True),
+    'multiquadric_cramer': Loss(
+        'Cramér, multiquadric (h = {smoothing_width:g} × spread)',
+        'zoo.agent.learning.relative_multiquadric_cramer_loss',
+        (Hyperparameter(
+            'smoothing_width', "Multiquadric Cramér loss: the kernel's width "
+            "relative to the source atoms' spread, h = c × E|X − X'|",
+            default=0.0, positive=True, exclusive=True),),
+        gradient_2_over_n=True),
+}
+# The heads by --head name: the agents table's name. networks builds them
+# (networks.quantile_network.HEADS, by the same names).
+HEADS: Dict[str, str] = {'fc': 'FC', 'nc': 'NC'}
+
+
+def loss(name: str) -> Loss:
+  """Return the loss called `name`; ValueError listing the losses if none."""
+  if name not in LOSSES:
+    raise ValueError(f'loss {name!r} is not one of {tuple(LOSSES)}.')
+  return LOSSES[name]
+
+
+def check_head(name: str) -> None:
+  """Raise ValueError listing the heads if none is called `name`."""
+  if name not in HEADS:
+    raise ValueError(f'head {name!r} is not one of {tuple(HEADS)}.')
+
+
+def hyperparameters() -> Tuple[Hyperparameter, ...]:
+  """Return every loss's hyperparameters, each once, in declaration order."""
+  by_name: Dict[str, Hyperparameter] = {}
+  for declared in LOSSES.values():
+    for h in declared.hyperparameters:
+      if by_name.setdefault(h.name, h) != h:
+        raise ValueError(f'Two declarations of the hyperparameter {h.name}.')
+  return tuple(by_name.values())
+
+
+def values(record) -> Dict[str, float]:
+  """Return the hyperparameters of a preset or settings `record`, by name."""
+  return {h.name: getattr(record, h.name) for h in hyperparameters()}
+
+
+def add_fields(field: Callable[[Hyperparameter], Tuple[Any, Any]],
+               after: Optional[str] = None):
+  """Return a class decorator (under @dataclass) adding their fields.
+
+  field: fn(hyperparameter) -> (annotation, default or dataclasses.field);
+  after: the field they follow (None: they come last).
+  """
+  def decorate(cls):
+    fields = list(cls.__annotations__.items())
+    at = [name for name, _ in fields].index(after) + 1 if after else len(
+        fields)
+    added = {h.name: field(h) for h in hyperparameters()}
+    cls.__annotations__ = dict(
+        fields[:at] + [(name, kind) for name, (kind, _) in added.items()]
+        + fields[at:])
+    for name, (_, default) in added.items():
+      setattr(cls, name, default)
+    return cls
+  return decorate
+
+
+def hyperparameter_problem(loss_name: str, given: Mapping[str, float],
+                           prefix: str = '--') -> Optional[str]:
+  """Return what is wrong with the values `given` (by name) to `loss_name`.
+
+  None if nothing is; prefix: before a name ('--': a flag).
+  """
+  own = loss(loss_name).hyperparameters
+  for h in hyperparameters():
+    value, name = given[h.name], prefix + h.name
+    if value < 0:
+      return f'{name} must be >= 0, got {value:g}.'
+    if h in own and h.positive and value <= 0:
+      return (f'{name}={value:g} with --loss={loss_name}: that loss needs '
+              f'{name} > 0.')
+    if h not in own and h.exclusive and value != h.default:
+      owners = '|'.join(n for n, d in LOSSES.items() if h in d.hyperparameters)
+      return (f'{name}={value:g} with --loss={loss_name}: only --loss={owners}'
+              f' reads it; it must be {h.default:g} with the others.')
+  return None
