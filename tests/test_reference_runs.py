@@ -1,7 +1,8 @@
 """Tiny seeded runs give the CSVs of tests/data/reference_runs/ (README there).
 
 The code's structure may change; what a run computes must not. Frame rates
-are timings and differ from run to run; every other column must match.
+are timings and differ from run to run; every other column of the reference
+must match (a run may write columns added after the reference).
 """
 
 import math
@@ -55,7 +56,9 @@ def test_a_tiny_run_gives_the_reference_csv(tmp_path, name):
                  capture_output=True, timeout=300)
   expected = csv_check.read_back_file(os.path.join(DATA, name + '.csv'))
   got = csv_check.read_back_file(str(path))
-  assert list(got[0]) == list(expected[0])
+  # The reference's columns, in its order; columns added since (the
+  # evaluated frames) are the code's and not compared.
+  assert [c for c in got[0] if c in expected[0]] == list(expected[0])
   assert len(got) == len(expected)
   for want, row in zip(expected, got):
     for column in want:

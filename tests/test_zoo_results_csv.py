@@ -3,6 +3,8 @@
 import math
 import os
 
+import numpy as np
+
 from tests import csv_check
 from zoo.storage import results_csv
 from zoo.loops import phase_accounting
@@ -48,3 +50,41 @@ def test_written_csv_parses_back_to_its_header(tmp_path):
   rows = csv_check.read_back_file(path)
   assert list(rows[0]) == list(results_csv.COLUMNS)
   assert [r['agent'] for r in rows] == [agent, agent]
+
+
+def test_the_csv_records_the_frames_evaluated_past_the_budget(tmp_path):
+  # A whole-episode evaluation whose 4 streams never end an episode: the
+  # phase stops at its bound and the row says how many frames it evaluated.
+  budget, k, repeats = 1000, 4, 4
+  tally = phase_accounting.start(np.zeros(k))
+  step_type = np.zeros(k, np.int8)  # FIRST, then MID forever.
+  while True:
+    tally = phase_accounting.count(tally, step_type, np.ones(k), budget,
+                                   repeats)
+    if phase_accounting.is_over(tally, budget, True):
+      break
+    step_type = np.ones(k, np.int8)
+  stats = phase_accounting.phase_stats(tally, 1.0)
+  assert budget < stats.num_frames <= budget + phase_accounting.bound(budget)
+  row = results_csv.make_row(
+      agent='cr_dqn', environment_name='breakout', seed=1, iteration=0,
+      frame=0, eval_stats=stats, train_stats=None,
+      train_exploration_epsilon=0.5, train_state_value=0.0,
+      normalized_return=0.0)
+  path = str(tmp_path / 'run.csv')
+  results_csv.write_rows(path, [row])
+  written = results_csv.read_rows(path)[0]
+  assert int(written['eval_num_frames']) == stats.num_frames == 2000
+  assert int(written['eval_num_cut_episodes']) == k
+  assert int(written['eval_num_episodes']) == k
+
+
+def test_rows_written_before_the_evaluated_frames_columns_still_write(
+    tmp_path):
+  old = _row(0, False)
+  for column in results_csv.LATER_COLUMNS:
+    del old[column]
+  path = str(tmp_path / 'run.csv')
+  results_csv.write_rows(path, [old, _row(1, True)])
+  rows = results_csv.read_rows(path)
+  assert [r['eval_num_frames'] for r in rows] == ['', '100']

@@ -4,9 +4,12 @@ Each timestep a stream spends in a counted episode counts `num_action_repeats`
 frames. A phase starts with every stream's episode counted (one carried over
 too); a later episode counts if it starts before the frames are spent. The
 phase ends once they are (budget: training, and evaluation at K = 1, DQN Zoo)
-and, for whole episodes (evaluation at K > 1), every counted episode ended.
-Its return: the mean over the counted episodes that ended; if none did, the
-partial return at K = 1 (DQN Zoo), NaN at K > 1 (docs/training-streams.md).
+and, for whole episodes (evaluation at K > 1), every counted episode ended,
+within a bound: once the K streams have stepped `overrun` times the budget
+past it, the counted episodes still running are cut there and count with
+their partial return (docs/evaluation-rule.md). Its return: the mean over the
+counted episodes (ended or cut); if none, the partial return at K = 1
+(DQN Zoo), NaN at K > 1 (docs/training-streams.md).
 """
 
 import math
@@ -17,54 +20,122 @@ import numpy as np
 
 from zoo.environments import environment
 
+# Whole episodes may step at most this multiple of the budget past it
+# (all K streams' frames, counted or not): an evaluation costs at most
+# (1 + OVERRUN) times its budget, plus one step (docs/evaluation-rule.md).
+OVERRUN = 1.0
+# What the episodes still running at the bound count as: 'partial' (their
+# return so far) or 'drop' (nothing); the replay measured 'partial' to
+# bias less (docs/evaluation-rule.md).
+CUT_RULES = ('partial', 'drop')
+CUT_RULE = 'partial'
+
 
 class PhaseStats(NamedTuple):
   """One phase's CSV numbers (both loops)."""
   episode_return: float  # The phase's return (phase_stats' rule).
-  num_episodes: int      # Counted episodes that ended in the phase.
+  num_episodes: int      # Counted episodes that ended (or were cut).
   num_frames: int        # Frames counted in the phase (all streams).
   frame_rate: float      # num_frames / duration.
   duration: float        # Seconds.
+  num_cut: int = 0       # Of num_episodes, those cut at the bound.
 
 
 class Tally(NamedTuple):
   """A phase's totals so far (numpy or jax arrays)."""
   running: Any       # [K] float: return of each stream's current episode.
-  counted: Any       # [K] bool: the current episode counts.
+  counted: Any       # [K] bool: the current episode counts (still running).
   frames: Any        # int scalar: frames counted.
-  return_sum: Any    # float scalar: of the counted episodes that ended.
-  num_episodes: Any  # int scalar: counted episodes that ended.
+  return_sum: Any    # float scalar: of the counted episodes ended or cut.
+  num_episodes: Any  # int scalar: counted episodes ended or cut.
+  stepped: Any       # int scalar: frames stepped, all K streams.
+  num_cut: Any       # int scalar: counted episodes cut at the bound.
 
 
 def start(running, xp=np) -> Tally:
   """Return a phase's zero totals; `running`: the streams' returns so far."""
-  return Tally(running, xp.ones(running.shape, bool), xp.zeros((), int),
-               xp.zeros((), running.dtype), xp.zeros((), int))
+  zero = xp.zeros((), int)
+  return Tally(running, xp.ones(running.shape, bool), zero,
+               xp.zeros((), running.dtype), zero, zero, zero)
+
+
+def bound(num_frames: int, overrun: float = OVERRUN) -> float:
+  """Return the most frames whole episodes step past a budget (inf: none)."""
+  return math.inf if math.isinf(overrun) else math.ceil(overrun * num_frames)
 
 
 def count(tally: Tally, step_type, reward, num_frames: int,
-          num_action_repeats: int, xp=np) -> Tally:
-  """Count one timestep ([K] step types and raw rewards) of a phase."""
+          num_action_repeats: int, xp=np, *, overrun: float = OVERRUN,
+          cut_rule: str = CUT_RULE) -> Tally:
+  """Count one timestep ([K] step types and raw rewards) of a phase.
+
+  Past the budget (only whole episodes go on there), once the frames stepped
+  reach `bound(num_frames, overrun)` past it, the counted episodes still
+  running are cut: `cut_rule` says what they count as.
+  """
   chex.assert_equal_shape([step_type, reward, tally.running, tally.counted])
+  if cut_rule not in CUT_RULES:
+    raise ValueError(f'cut_rule must be one of {CUT_RULES}, got {cut_rule!r}.')
   first = step_type == environment.FIRST
   last = step_type == environment.LAST
   counted = xp.where(first, tally.frames < num_frames, tally.counted)
   running = xp.where(first, 0.0, tally.running + reward).astype(
       tally.running.dtype)
   ended = last & counted
+  stepped = tally.stepped + num_action_repeats * running.shape[0]
+  limit = bound(num_frames, overrun)
+  if math.isinf(limit):
+    cut = xp.zeros_like(counted)
+  else:
+    # Only a phase that went on past its spent budget (whole episodes) can
+    # reach the bound: the budget rule ends on the step that spends it.
+    cut = counted & ~last & (tally.frames >= num_frames) & (
+        stepped >= num_frames + limit)
+  closed = ended | cut if cut_rule == 'partial' else ended
+  int_type = tally.num_episodes.dtype
   return Tally(
-      running, counted & ~last,
+      running, counted & ~last & ~cut,
       tally.frames + num_action_repeats * xp.sum(counted,
                                                  dtype=tally.frames.dtype),
-      tally.return_sum + xp.sum(xp.where(ended, running, 0.0),
+      tally.return_sum + xp.sum(xp.where(closed, running, 0.0),
                                 dtype=running.dtype),
-      tally.num_episodes + xp.sum(ended, dtype=tally.num_episodes.dtype))
+      tally.num_episodes + xp.sum(closed, dtype=int_type),
+      stepped.astype(tally.stepped.dtype),
+      tally.num_cut + xp.sum(cut & closed, dtype=int_type))
 
 
 def is_over(tally: Tally, num_frames: int, whole_episodes: bool, xp=np):
   """Return whether the phase ends after the timestep counted last."""
   spent = tally.frames >= num_frames
   return spent & ~xp.any(tally.counted) if whole_episodes else spent
+
+
+def past_budget(tally: Tally, num_frames: int,
+                overrun: float = OVERRUN) -> str:
+  """Return what a whole-episode phase is doing past its budget ('' before).
+
+  E.g. 'budget spent, finishing 12 episodes in progress, 340k frames past it
+  (at most 500k)': the counted episodes still running, and the frames the K
+  streams stepped past the budget against the bound. Host values only.
+  """
+  if int(tally.frames) < num_frames:
+    return ''
+  running = int(np.sum(tally.counted))
+  past = max(int(tally.stepped) - num_frames, 0)
+  limit = bound(num_frames, overrun)
+  most = '' if math.isinf(limit) else f' (at most {_short(limit)})'
+  noun = 'episode' if running == 1 else 'episodes'
+  return (f'budget spent, finishing {running} {noun} in progress, '
+          f'{_short(past)} frames past it{most}')
+
+
+def _short(frames: float) -> str:
+  """Return 340k, 1.2M, or the number itself below 10,000."""
+  if frames >= 1e6:
+    return f'{frames / 1e6:.1f}M'
+  if frames >= 1e4:
+    return f'{frames / 1e3:.0f}k'
+  return f'{int(frames)}'
 
 
 def phase_stats(tally: Tally, duration: float) -> PhaseStats:
@@ -79,7 +150,8 @@ def phase_stats(tally: Tally, duration: float) -> PhaseStats:
     episode_return = math.nan
   frames = int(tally.frames)
   return PhaseStats(episode_return, num_episodes, frames,
-                    frames / duration if duration else math.nan, duration)
+                    frames / duration if duration else math.nan, duration,
+                    int(tally.num_cut))
 
 
 def run_steps(timestep: environment.BatchedTimeStep,
@@ -87,16 +159,22 @@ def run_steps(timestep: environment.BatchedTimeStep,
               act: Callable[[environment.BatchedTimeStep], np.ndarray],
               tally: Tally, num_frames: int, num_action_repeats: int,
               whole_episodes: bool,
-              on_step: Optional[Callable[[int], None]] = None
+              on_step: Optional[Callable[[int], None]] = None, *,
+              on_tally: Optional[Callable[[Tally], None]] = None
               ) -> Tuple[np.ndarray, Tally]:
-  """Act and count until the phase is over; return (last actions, tally)."""
+  """Act and count until the phase is over; return (last actions, tally).
+
+  `on_step` gets the frames counted so far after every step, `on_tally` the
+  tally (e.g. for past_budget).
+  """
   while True:
     actions = act(timestep)
     tally = count(tally, timestep.step_type, timestep.reward, num_frames,
                   num_action_repeats)
     if on_step is not None:
       on_step(int(tally.frames))
+    if on_tally is not None:
+      on_tally(tally)
     if is_over(tally, num_frames, whole_episodes):
       return actions, tally
     timestep = step(actions)
-

@@ -14,7 +14,11 @@ COLUMNS = (
     'eval_num_episodes', 'train_num_episodes', 'eval_frame_rate',
     'train_frame_rate', 'train_exploration_epsilon', 'train_state_value',
     'normalized_return', 'capped_normalized_return', 'human_gap',
+    'eval_num_frames', 'eval_num_cut_episodes',
 )
+# Columns rows written before them lack (a resumed run's earlier rows):
+# written empty there, since those phases did not record them.
+LATER_COLUMNS = ('eval_num_frames', 'eval_num_cut_episodes')
 # Columns that an interrupted-and-resumed run reproduces exactly.
 DETERMINISTIC_COLUMNS = tuple(c for c in COLUMNS
                               if c not in ('eval_frame_rate',
@@ -48,6 +52,10 @@ def make_row(*, agent: str, environment_name: str, seed: int, iteration: int,
       'normalized_return': normalized_return,
       'capped_normalized_return': capped,
       'human_gap': 1.0 - capped if not math.isnan(capped) else nan,
+      # The frames evaluated: past the budget for whole episodes at K > 1
+      # (zoo.loops.phase_accounting), and the episodes cut at its bound.
+      'eval_num_frames': eval_stats.num_frames,
+      'eval_num_cut_episodes': eval_stats.num_cut,
   }
 
 
@@ -57,7 +65,8 @@ def write_rows(path: str, rows: Sequence[Row]) -> None:
   writer = csv.DictWriter(buffer, fieldnames=COLUMNS)
   writer.writeheader()
   for row in rows:
-    writer.writerow({c: row[c] for c in COLUMNS})
+    writer.writerow({c: row.get(c, '') if c in LATER_COLUMNS else row[c]
+                     for c in COLUMNS})
   files.write_atomically(path, buffer.getvalue())
 
 
