@@ -3,7 +3,7 @@
 The agents differ only by network head and loss (their presets,
 zoo.configuration.agent_registry). `select_action`, `td_target`, `td_loss`, `update`,
 `fused_update` and `sample_and_update` are pure module-level functions; the
-Python loop's agent (zoo.agent.learning.quantile_agent) and the jitted loop jit them,
+Python loop's agent (zoo.agent.quantile_agent) and the jitted loop jit them,
 each in one visible place. `make_loss_fn`, `make_optimizer` and the ε
 schedule turn a run's settings into the learner's parts (zoo.loops.build).
 """
