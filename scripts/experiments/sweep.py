@@ -287,7 +287,7 @@ def parse_run_flags(suite, extra_flags: Sequence[str]) -> Dict[str, object]:
   return parsed
 
 
-def check_runs(specs: Sequence['RunSpec'], suite,
+def check_runs(specs: Sequence[RunSpec], suite,
                run_flags: Dict[str, object]) -> None:
   """Raise ValueError naming the fix unless every run's settings are valid.
 
