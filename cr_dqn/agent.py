@@ -9,7 +9,8 @@ package names the presets and holds the entry points.
 
 from zoo.configuration.agent_registry import AgentPreset
 
-# κ is unused by the Cramér losses; 1.0 is the value runs have always stored.
+# κ is unused by the Cramér losses; it is 1.0 in these presets' settings,
+# which run.json and every checkpoint record (a resume compares them).
 PRESETS = (
     AgentPreset('CR-DQN', 'cr_dqn', head='fc', loss='cramer', huber_param=1.0,
                 scale_grad=False,

@@ -15,13 +15,13 @@ if __name__ == '__main__':
   interrupts.install()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import app
 from absl import flags
 
 from cr_dqn import agent
 from zoo.loops import runner
 from zoo.suites import atari_suite
 from zoo.configuration import settings_flags
+from zoo.configuration import cli
 
 flags.adopt_module_key_flags(settings_flags)  # --help lists the run's flags.
 
@@ -32,4 +32,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

@@ -8,7 +8,8 @@ in the Python loop), the non-crossing head (networks/) and the loss it calls
 
 from zoo.configuration.agent_registry import AgentPreset
 
-# κ is unused by the Cramér loss; 1.0 is the value runs have always stored.
+# κ is unused by the Cramér loss; it is 1.0 in this preset's settings,
+# which run.json and every checkpoint record (a resume compares them).
 PRESETS = (
     AgentPreset('NC-CR-DQN', 'nc_cr_dqn', head='nc', loss='cramer',
                 huber_param=1.0, scale_grad=False,

@@ -15,13 +15,13 @@ if __name__ == '__main__':
   interrupts.install()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import app
 from absl import flags
 
 from nc_qr_dqn import agent
 from zoo.loops import runner
 from zoo.suites import minatar_suite
 from zoo.configuration import settings_flags
+from zoo.configuration import cli
 
 flags.adopt_module_key_flags(settings_flags)  # --help lists the run's flags.
 
@@ -34,4 +34,4 @@ def main(argv):
 if __name__ == '__main__':
   # --help shows MinAtar's defaults too.
   settings_flags.set_flag_defaults(minatar_suite.MINATAR)
-  app.run(main)
+  cli.run(main)

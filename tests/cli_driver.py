@@ -3,11 +3,12 @@
   python -m tests.cli_driver MODULE CASES_JSON OUT_JSON
 
 CASES_JSON is a JSON list of argument lists. For each, the tool's flags are
-reset and `app.run(main, argv)` runs as `python -m MODULE ARGS` would, with
-the file descriptors 1 and 2 captured; a SystemExit or an uncaught exception
-is handled as the interpreter would at exit (a message to stderr, exit status
-1; a traceback). OUT_JSON receives [{"returncode", "stdout", "stderr"}] per
-case. The import of the tool (JAX's, for some) is paid once for all cases.
+reset and `zoo.configuration.cli.run(main, argv)` runs as `python -m MODULE
+ARGS` would, with the file descriptors 1 and 2 captured; a SystemExit or an
+uncaught exception is handled as the interpreter would at exit (a message to
+stderr, exit status 1; a traceback). OUT_JSON receives [{"returncode",
+"stdout", "stderr"}] per case. The import of the tool (JAX's, for some) is
+paid once for all cases.
 """
 
 import importlib
@@ -18,7 +19,7 @@ import tempfile
 import traceback
 
 
-def _run_case(app, flags, main, argv):
+def _run_case(cli, flags, main, argv):
   """Return (exit status, stdout, stderr) of one case."""
   flags.FLAGS.unparse_flags()
   sys.stdout.flush()
@@ -30,7 +31,7 @@ def _run_case(app, flags, main, argv):
     code = 0
     try:
       try:
-        app.run(main, argv=argv)
+        cli.run(main, argv)
       except SystemExit as e:
         if isinstance(e.code, str):
           print(e.code, file=sys.stderr)
@@ -57,13 +58,13 @@ def _run_case(app, flags, main, argv):
 def main():
   module_name, cases_json, out_path = sys.argv[1:4]
   # pylint: disable=g-import-not-at-top
-  from absl import app
+  from zoo.configuration import cli
   from absl import flags
   module = importlib.import_module(module_name)
   module.define_flags()
   results = []
   for args in json.loads(cases_json):
-    code, out, err = _run_case(app, flags, module.main, [module_name] + args)
+    code, out, err = _run_case(cli, flags, module.main, [module_name] + args)
     results.append({'returncode': code, 'stdout': out, 'stderr': err})
   with open(out_path, 'w') as f:
     json.dump(results, f)

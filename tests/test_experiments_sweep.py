@@ -13,7 +13,11 @@ import pytest
 
 from scripts.experiments import sweep
 from zoo.storage import run_directory
+from zoo.suites import atari_suite
+from zoo.suites import minatar_suite
 from tests.test_analysis_run_data import RUN_COLUMNS
+from tests.test_cli_errors import assert_clean_error
+from tests.test_cli_errors import run_cases
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -166,6 +170,84 @@ def test_parse_num_iterations():
   assert sweep.parse_num_iterations(['--num_iterations=7']) == 7
   assert sweep.parse_num_iterations(['--num_iterations', '8']) == 8
   assert sweep.parse_num_iterations(['--seed=1']) is None
+
+
+def test_run_flags_are_parsed_as_the_run_parses_them():
+  parsed = sweep.parse_run_flags(
+      minatar_suite.MINATAR, ['--num_train_frames=1e4', '--loop', 'jitted',
+                              '-v=1', '--preset=CR-DQN-MQ'])
+  assert parsed['num_train_frames'] == 10_000  # A count: 1e4 accepted.
+  assert parsed['loop'] == 'jitted' and parsed['preset'] == 'CR-DQN-MQ'
+  assert parsed['num_iterations'] == 50  # The suite's default.
+  assert sweep.parse_run_flags(atari_suite.ATARI, [])['num_iterations'] == 200
+  for extra, message in (
+      (['--num_iteration=2'], "Unknown command line flag 'num_iteration'"),
+      (['--num_iterations=2e0'], '--num_iterations=2e0'),  # Not a count.
+      (['--loop=fast'], '--loop=fast'),
+      (['pong'], 'unexpected arguments'),
+      (['--seeds=1,2'], 'sets --seeds, which the sweep sets for each run'),
+      (['--results_csv_path=x.csv'], 'sets --results_csv_path')):
+    with pytest.raises(ValueError, match=message):
+      sweep.parse_run_flags(atari_suite.ATARI, extra)
+
+
+def test_every_runs_settings_are_checked_up_front(tmp_path):
+  specs = sweep.expand(['cr_dqn', 'qr_dqn'], ['pong', 'breakout'], [1, 2],
+                       str(tmp_path / 'runs'))
+  good = sweep.parse_run_flags(atari_suite.ATARI, ['--num_envs=4'])
+  sweep.check_runs(specs, atari_suite.ATARI, good)
+  for extra, message in (
+      (['--batch_size=100000'],
+       r'cr_dqn/pong/seed_1: --batch_size=100000 exceeds'),
+      (['--preset=CR-DQN-MQ'], "--flags for qr_dqn: Unknown preset 'CR-DQN-MQ'"),
+      (['--preset=nope'], "--flags for cr_dqn: Unknown preset 'nope'")):
+    with pytest.raises(ValueError, match=message):
+      sweep.check_runs(specs, atari_suite.ATARI,
+                       sweep.parse_run_flags(atari_suite.ATARI, extra))
+  assert not (tmp_path / 'runs').exists()
+
+
+def test_bad_input_is_one_error_line_and_nothing_starts(tmp_path):
+  root = tmp_path / 'runs'
+  run = ['--agents=cr_dqn', '--games=pong', f'--root_dir={root}']
+  results = run_cases('scripts.experiments.sweep', [
+      ['--agents=cr_dqn', '--games=pongg', f'--root_dir={root}'],
+      run + ['--seeds=1,2,1'],
+      ['--agents=cr_dqn', '--games=pong'],
+      ['--games=pong', f'--root_dir={root}'],
+      run + ['--flags=--num_iteration=2'],
+      run + ['--flags=--batch_size=100000'],
+      run + ['--flags=--seed=3'],
+      run + ['--parallel=0'],
+      run + ['--suite=procgen'],
+      run + ['extra'],
+  ], tmp_path)
+  assert_clean_error(results[0], "Unknown Atari game 'pongg'",
+                     "Did you mean 'pong'")
+  assert_clean_error(results[1], '--seeds lists a value twice')
+  assert_clean_error(results[2], '--root_dir is required')
+  assert_clean_error(results[3], '--agents is required')
+  assert_clean_error(results[4], "Unknown command line flag 'num_iteration'",
+                     'num_iterations', 'run_atari --help')
+  assert_clean_error(results[5], 'cr_dqn/pong/seed_1: --batch_size=100000',
+                     'raise the replay or lower the batch')
+  assert_clean_error(results[6], '--flags sets --seed', '--seeds')
+  assert_clean_error(results[7], '--parallel must be >= 1')
+  assert_clean_error(results[8], '--suite=procgen', 'atari|minatar',
+                     '--help lists the flags')
+  assert_clean_error(results[9], "unexpected arguments ['extra']")
+  for result in results:
+    assert result['returncode'] == 1 and result['stdout'] == ''
+  assert not root.exists()  # Nothing started.
+
+
+def test_help_exits_zero():
+  result = subprocess.run(
+      [sys.executable, '-m', 'scripts.experiments.sweep', '--help'], cwd=REPO,
+      capture_output=True, text=True, timeout=60)
+  assert result.returncode == 0, result.stderr
+  assert '--agents: Agents, from' in result.stdout
+  assert '--flags: Extra flags for every run' in result.stdout
 
 
 def test_local_sweep_runs_in_parallel_then_skips_finished_runs(

@@ -338,6 +338,29 @@ def test_the_lock_names_its_holder_and_dies_with_it(tmp_path):
   assert os.listdir(tmp_path) == []
 
 
+def test_a_stale_lock_is_taken_over_with_one_line_naming_its_holder(tmp_path):
+  logged = []
+  fd = run_directory.lock(str(tmp_path / 'new'), logged.append)
+  run_directory.unlock(fd, str(tmp_path / 'new'))
+  assert logged == []  # A new lock: nothing to say.
+  dead = subprocess.Popen([sys.executable, '-c', 'pass'])
+  dead.wait()
+  path = tmp_path / run_directory.LOCK_FILE
+  path.write_text(json.dumps({'pid': dead.pid, 'host': 'node7',
+                              'since': time.time()}))
+  fd = run_directory.lock(str(tmp_path), logged.append)
+  try:
+    assert len(logged) == 1
+    assert re.fullmatch(
+        f'{re.escape(str(path))} was left by PID {dead.pid} on node7, since '
+        r'20.*, which is gone \(killed, or its machine stopped\): this '
+        'process takes the run directory over.', logged[0])
+    assert run_directory.holder(str(tmp_path)).startswith(
+        f'PID {os.getpid()} on ')
+  finally:
+    run_directory.unlock(fd, str(tmp_path))
+
+
 def test_a_refused_run_leaves_nothing_behind(tmp_path):
   result = _run(tmp_path / 'run', '--num_quantiles=0')
   assert result.returncode == 1

@@ -36,6 +36,7 @@ import numpy as np
 from scripts.analysis import bootstrap
 from scripts.analysis import run_data
 from zoo.storage import files
+from zoo.configuration import cli
 
 FLAGS = flags.FLAGS
 
@@ -393,4 +394,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

@@ -23,6 +23,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from absl import app
 from absl import flags
+from zoo.configuration import cli
 
 from scripts.analysis import minatar_report
 
@@ -155,4 +156,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

@@ -27,6 +27,7 @@ import numpy as np
 from scripts.analysis import run_data
 from zoo.configuration import agent_registry
 from zoo.storage import run_json
+from zoo.configuration import cli
 
 FLAGS = flags.FLAGS
 
@@ -508,4 +509,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

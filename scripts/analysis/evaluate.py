@@ -42,6 +42,7 @@ from zoo.environments import minatar_env
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import settings_flags  # pylint: disable=unused-import
 from zoo.configuration import suites
+from zoo.configuration import cli
 
 VIDEO_FORMATS = ('.gif', '.mp4')
 FRAMES_PER_SECOND = 15  # 60 Hz emulator, one screen per 4-frame step.
@@ -247,4 +248,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

@@ -28,6 +28,7 @@ import numpy as np
 
 from scripts.analysis import run_data
 from zoo.storage import files
+from zoo.configuration import cli
 
 DEFAULT_REFERENCE_AGENTS = ('CR-DQN', 'qrdqn', 'iqn', 'c51', 'dqn')
 # Okabe & Ito (2008), without yellow (too pale on white) and black first.
@@ -292,4 +293,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

@@ -37,7 +37,6 @@ import sys
 import time
 from typing import NamedTuple
 
-from absl import app
 from absl import flags
 import jax
 import numpy as np
@@ -51,6 +50,7 @@ from zoo.loops import python_loop
 from zoo.suites import minatar_suite
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import settings_flags  # pylint: disable=unused-import
+from zoo.configuration import cli
 
 SUITES = {'atari': atari_suite.ATARI, 'minatar': minatar_suite.MINATAR}
 
@@ -260,4 +260,4 @@ if __name__ == '__main__':
                        'Replay transitions per mode (sampling is O(1) in it).')
   flags.DEFINE_integer('min_replay', 1000,
                        'Transitions held before learning starts.')
-  app.run(main)
+  cli.run(main)

@@ -33,6 +33,7 @@ import numpy as np
 from zoo.storage import checkpoint
 from zoo.storage import files
 from zoo.replay import frame_replay as replay_lib
+from zoo.configuration import cli
 
 FLAGS = flags.FLAGS
 
@@ -178,4 +179,4 @@ if __name__ == '__main__':
   flags.DEFINE_integer('repeats', 3, 'Checkpoints per format (interleaved).')
   flags.DEFINE_string('output_dir', '/tmp/bench_checkpoint',
                       'Scratch directory (deleted at the end).')
-  app.run(main)
+  cli.run(main)

@@ -12,13 +12,13 @@ from the reference pipeline's on the same emulator state.
 import time
 from typing import Sequence
 
-from absl import app
 from absl import flags
 import numpy as np
 
 from zoo.environments import atari_data
 from zoo.environments import atari_env
 from zoo.environments import vector_env
+from zoo.configuration import cli
 
 _GAME = flags.DEFINE_string('environment_name', 'asterix', 'Atari game.')
 _NUM_FRAMES = flags.DEFINE_integer(
@@ -124,4 +124,4 @@ def main(argv: Sequence[str]) -> None:
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

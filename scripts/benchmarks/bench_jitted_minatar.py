@@ -39,6 +39,7 @@ from zoo.environments import minatar_jax_env
 from zoo.suites import minatar_suite
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import settings_flags
+from zoo.configuration import cli
 
 FLAGS = flags.FLAGS
 
@@ -189,4 +190,4 @@ def main(argv):
 if __name__ == '__main__':
   settings_flags.set_flag_defaults(minatar_suite.MINATAR)
   define_flags()
-  app.run(main)
+  cli.run(main)

@@ -38,7 +38,6 @@ import functools
 import sys
 import time
 
-from absl import app
 from absl import flags
 import jax
 import jax.numpy as jnp
@@ -46,7 +45,7 @@ import numpy as np
 
 import losses
 from losses import sorting
-import zoo  # pylint: disable=unused-import  (drops JAX's absent-libtpu note)
+from zoo.configuration import cli
 
 try:
   import rlax  # pylint: disable=g-import-not-at-top
@@ -291,4 +290,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main)
+  cli.run(main)

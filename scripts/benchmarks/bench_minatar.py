@@ -46,6 +46,7 @@ from zoo.loops import python_loop
 from zoo.suites import minatar_suite
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import settings_flags
+from zoo.configuration import cli
 
 FLAGS = flags.FLAGS
 SINGLE_THREADED_XLA = ('--xla_cpu_multi_thread_eigen=false '
@@ -250,4 +251,4 @@ def main(argv):
 if __name__ == '__main__':
   settings_flags.set_flag_defaults(minatar_suite.MINATAR)
   define_flags()
-  app.run(main)
+  cli.run(main)

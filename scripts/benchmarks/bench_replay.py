@@ -16,6 +16,7 @@ import numpy as np
 
 from scripts.benchmarks import timing
 from zoo.replay import frame_replay as replay_lib
+from zoo.configuration import cli
 
 FLAGS = flags.FLAGS
 
@@ -51,4 +52,4 @@ def main(argv):
 if __name__ == '__main__':
   flags.DEFINE_integer('replay_capacity', 1_000_000, 'Transitions in all.')
   flags.DEFINE_integer('num_streams', 16, 'Streams (K).')
-  app.run(main)
+  cli.run(main)

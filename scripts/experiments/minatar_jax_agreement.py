@@ -25,6 +25,7 @@ import jax
 import numpy as np
 
 from zoo.environments import minatar_env
+from zoo.configuration import cli
 
 FLAGS = flags.FLAGS
 DEFAULT_ALPHA = 0.005
@@ -191,4 +192,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

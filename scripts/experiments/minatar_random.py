@@ -31,6 +31,7 @@ from zoo.storage import files
 from zoo.environments import minatar_env
 from zoo.loops import phase_accounting
 from zoo.loops import python_loop
+from zoo.configuration import cli
 
 FLAGS = flags.FLAGS
 DEFAULT_NUM_STEPS = 25_000  # One MinAtar evaluation phase (zoo.suites.minatar_suite).
@@ -155,4 +156,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

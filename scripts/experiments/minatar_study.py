@@ -49,6 +49,7 @@ from scripts.experiments import sweep
 from zoo.configuration import agent_registry
 from zoo.storage import files
 from zoo.environments import minatar_env
+from zoo.configuration import cli
 
 FLAGS = flags.FLAGS
 EPSILON_DECAY_STEPS = 100_000  # Young & Tian: ε 1 -> 0.1 over 100k steps.
@@ -525,4 +526,4 @@ def _run_jitted(configs, games, seeds, common) -> None:
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

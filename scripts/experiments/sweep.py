@@ -15,12 +15,16 @@ num_iterations). It is executed as
   python -m <agent>.run_atari --environment_name=<game> --seed=<s>
       --results_csv_path=.../results.csv --checkpoint_dir=.../checkpoints <--flags>
 (`<agent>.run_minatar` with --suite=minatar, whose games are MinAtar's five
-and whose complete runs have MinAtar's --num_iterations default). Relaunching
-the same sweep skips finished runs (CSV holds iterations 0..num_iterations),
-skips running ones (a held run.lock), and restarts the others, which resume from
-their checkpoint directory. With --ray_address, each run is one
-Ray task declaring --cpus_per_run/--gpus_per_run, and --root_dir must be on a
-file system shared by every node. Ray is optional: pip install '.[sweep]'.
+and whose complete runs have MinAtar's --num_iterations default). Before
+anything starts, the sweep checks its agents, games and seeds and every run's
+settings: --flags parsed and validated as the run itself does first (the
+run's own probes of its disk and device stay with the run); bad input ends
+the sweep with one `Error:` line naming the fix. Relaunching the same sweep
+skips finished runs (CSV holds iterations 0..num_iterations), skips running
+ones (a held run.lock), and restarts the others, which resume from their
+checkpoint directory. With --ray_address, each run is one Ray task declaring
+--cpus_per_run/--gpus_per_run, and --root_dir must be on a file system shared
+by every node. Ray is optional: pip install '.[sweep]'.
 
 GPUs. Locally, --gpus (default 'auto': the parent's CUDA_VISIBLE_DEVICES, else
 the GPUs nvidia-smi lists, else none) gives the GPUs to spread the runs over:
@@ -34,6 +38,7 @@ of JAX's in the sweep's own environment is passed on unchanged instead.
 """
 
 import concurrent.futures
+import copy
 import dataclasses
 import json
 import os
@@ -48,14 +53,15 @@ import threading
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from absl import app
 from absl import flags
 
 from zoo.configuration import agent_registry as agents_lib
+from zoo.configuration import cli
+from zoo.configuration import count_flags
+from zoo.configuration import settings as settings_lib
 from zoo.storage import files
 from zoo.storage import results_csv
 from zoo.storage import run_directory
-from zoo.configuration import settings as settings_lib
 
 AGENTS = agents_lib.agent_packages()
 DEFAULT_NUM_ITERATIONS = settings_lib.Settings.num_iterations  # Atari's.
@@ -77,6 +83,12 @@ JAX_MEMORY_VARIABLES = ('XLA_PYTHON_CLIENT_MEM_FRACTION',
 # Of a shared GPU, the fraction the runs' JAX pools may take together; the
 # rest is left to each process's CUDA context and the driver.
 GPU_MEMORY_HEADROOM = 0.9
+# Run flags the sweep gives each run itself (its game, seed and files).
+SET_PER_RUN = ('environment_name', 'seed', 'seeds', 'results_csv_path',
+               'checkpoint_dir')
+_DEFINE = {'string': flags.DEFINE_string, 'integer': flags.DEFINE_integer,
+           'float': flags.DEFINE_float, 'bool': flags.DEFINE_bool,
+           'enum': flags.DEFINE_enum, 'count': count_flags.DEFINE_count}
 
 FLAGS = flags.FLAGS
 
@@ -96,7 +108,9 @@ def define_flags() -> None:
   flags.DEFINE_list('seeds', ['1'], 'Seeds (integers).')
   flags.DEFINE_string('root_dir', None, 'Where the runs live.')
   flags.DEFINE_string(
-      'flags', '', "Extra flags for every run, e.g. '--num_iterations=2'.")
+      'flags', '', "Extra flags for every run, e.g. '--num_iterations=2': "
+      "the run's flags (<agent>.run_<suite> --help), checked for every run "
+      'before any starts.')
   flags.DEFINE_integer(
       'num_iterations', None, 'Iterations of a complete run (default: '
       "--num_iterations inside --flags, else the suite's default).")
@@ -216,6 +230,89 @@ def validate(agents: Sequence[str], games: Sequence[str],
     if len(set(values)) != len(values):
       raise ValueError(f'--{name} lists a value twice: {list(values)}.')
   return list(agents), games, seed_values
+
+
+def run_flag_values(suite) -> flags.FlagValues:
+  """Return new FlagValues holding the flags of `<agent>.run_<suite>`.
+
+  The same flags as zoo.configuration.settings_flags defines, from the same
+  Settings fields, with the suite's defaults and absl's logging flags; on
+  their own FlagValues, since the sweep's own --seeds and --num_iterations
+  would clash with the run's on absl's global ones.
+  """
+  values = flags.FlagValues()
+  for field in dataclasses.fields(settings_lib.Settings):
+    if field.metadata:
+      options = dict(field.metadata['options'])
+      enum_values = ((options.pop('enum_values'),) if 'enum_values' in options
+                     else ())
+      _DEFINE[field.metadata['kind']](
+          field.name, field.default, *enum_values, field.metadata['help'],
+          flag_values=values, **options)
+  flags.DEFINE_string('preset', None, "The agent's variant.",
+                      flag_values=values)
+  flags.DEFINE_bool('restart', False, 'Start the run over.',
+                    flag_values=values)
+  flags.DEFINE_list('seeds', None, 'Seeds of one process.', flag_values=values)
+  for flag in flags.FLAGS.get_flags_for_module('absl.logging'):
+    flags.DEFINE_flag(copy.deepcopy(flag), values)
+  for name, value in suite.flag_defaults.items():
+    values.set_default(name, value)
+  return values
+
+
+def parse_run_flags(suite, extra_flags: Sequence[str]) -> Dict[str, object]:
+  """Return the run flags `extra_flags` give, parsed as a run parses them.
+
+  Returns every setting's value (the suite's default where not given) and
+  'preset' (None: each agent's default). Raises ValueError naming the fix:
+  an unknown flag or a bad value, or a flag the sweep sets for each run.
+  """
+  values = run_flag_values(suite)
+  try:
+    rest = values(['run'] + list(extra_flags))
+  except flags.Error as e:
+    raise ValueError(f'--flags: {cli.one_line(e)} (the runs\' flags: python '
+                     f'-m <agent>.run_{suite.name} --help).') from None
+  if len(rest) > 1:
+    raise ValueError(f'--flags: unexpected arguments {rest[1:]}; give '
+                     "flags only, e.g. --flags='--num_iterations=2'.")
+  given = [name for name in SET_PER_RUN if values[name].present]
+  if given:
+    raise ValueError(
+        f'--flags sets --{given[0]}, which the sweep sets for each run; use '
+        "the sweep's --games, --seeds and --root_dir instead.")
+  parsed = {name: values[name].value for name in settings_lib.SETTINGS}
+  parsed['preset'] = values['preset'].value
+  return parsed
+
+
+def check_runs(specs: Sequence[RunSpec], suite,
+               run_flags: Dict[str, object]) -> None:
+  """Raise ValueError naming the fix unless every run's settings are valid.
+
+  Each run's settings are resolved and validated as the run does first
+  (zoo.configuration.settings); the probes of its disk and device stay the
+  run's own, since a run may execute on another node (Ray, SLURM).
+  """
+  presets = {}
+  for spec in specs:
+    if spec.agent not in presets:
+      try:
+        presets[spec.agent] = agents_lib.pick(
+            agents_lib.package_presets(spec.agent),
+            agents_lib.default_preset(spec.agent).name, run_flags['preset'])
+      except ValueError as e:
+        raise ValueError(f'--flags for {spec.agent}: {e}') from None
+    values = dict(run_flags, environment_name=spec.game, seed=spec.seed,
+                  results_csv_path=spec.results_csv_path,
+                  checkpoint_dir=os.path.join(spec.run_dir, CHECKPOINT_DIR))
+    del values['preset']
+    try:
+      settings_lib.validate_settings(suite, settings_lib.resolve_settings(
+          suite, presets[spec.agent], values))
+    except ValueError as e:  # ConfigError among them.
+      raise ValueError(f'{spec.name}: {e}') from None
 
 
 def expand(agents: Sequence[str], games: Sequence[str], seeds: Sequence[int],
@@ -641,32 +738,49 @@ def _raise_keyboard_interrupt(signum, frame):
   raise KeyboardInterrupt
 
 
+def _specs_from_flags() -> Tuple[List[RunSpec], int]:
+  """Return the sweep's runs and their iterations; ValueError naming the fix.
+
+  Launching (not --status) also checks every run's settings, and that Ray
+  imports with --ray_address, before anything starts.
+  """
+  if not FLAGS.root_dir:
+    raise ValueError('--root_dir is required: where the runs live (each in '
+                     'ROOT/<agent>/<game>/seed_<s>/).')
+  if FLAGS.parallel < 1:
+    raise ValueError(f'--parallel must be >= 1, got {FLAGS.parallel}.')
+  extra_flags = shlex.split(FLAGS['flags'].value)
+  template, suite_iterations = suite_defaults(FLAGS.suite)
+  if not FLAGS.agents and FLAGS.status:
+    return [], FLAGS.num_iterations or suite_iterations
+  agents, games, seeds = validate(FLAGS.agents, FLAGS.games, FLAGS.seeds,
+                                  FLAGS.suite)
+  # pylint: disable=g-import-not-at-top
+  import jax  # The checks build JAX environments (--loop=jitted): on the CPU,
+  jax.config.update('jax_platforms', 'cpu')  # leaving the GPUs to the runs.
+  from zoo.configuration import suites
+  suite = suites.suite_by_name(FLAGS.suite)
+  run_flags = parse_run_flags(suite, extra_flags)
+  num_iterations = FLAGS.num_iterations or run_flags['num_iterations']
+  specs = expand(agents, games, seeds, FLAGS.root_dir, extra_flags,
+                 FLAGS.command_template or template, num_iterations)
+  if not FLAGS.status:
+    check_runs(specs, suite, run_flags)
+    if FLAGS.ray_address:
+      _import_ray()
+  return specs, num_iterations
+
+
 def main(argv):
   # A killed sweep (SIGTERM) stops its runs like Ctrl-C: they resume later.
   signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
   if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  if not FLAGS.root_dir:
-    raise app.UsageError('--root_dir is required.')
-  extra_flags = shlex.split(FLAGS['flags'].value)
-  template, suite_iterations = suite_defaults(FLAGS.suite)
-  template = FLAGS.command_template or template
-  num_iterations = (FLAGS.num_iterations or parse_num_iterations(extra_flags)
-                    or suite_iterations)
-  specs = []
+    sys.exit(f'Error: unexpected arguments {argv[1:]}; give flags only '
+             '(--help lists them).')
   try:
-    if FLAGS.agents or not FLAGS.status:
-      agents, games, seeds = validate(FLAGS.agents, FLAGS.games, FLAGS.seeds,
-                                      FLAGS.suite)
-      specs = expand(agents, games, seeds, FLAGS.root_dir, extra_flags,
-                     template, num_iterations)
-  except ValueError as e:
-    raise app.UsageError(str(e))
-  if FLAGS.ray_address and not FLAGS.status:
-    try:
-      _import_ray()  # Fail before anything starts.
-    except ImportError as e:
-      raise app.UsageError(str(e))
+    specs, num_iterations = _specs_from_flags()
+  except (ValueError, ImportError) as e:
+    sys.exit(f'Error: {e}')
   if FLAGS.status:
     statuses = sweep_status(FLAGS.root_dir, specs, num_iterations)
     if not statuses:
@@ -680,13 +794,6 @@ def main(argv):
     for spec in todo:
       print(shlex.join(spec.command))
     return
-  if FLAGS.suite == 'minatar' and not FLAGS.ray_address:
-    # Here rather than in every run's log (Ray's nodes have their own).
-    from zoo.environments import minatar_env  # pylint: disable=g-import-not-at-top
-    try:
-      minatar_env.check_installed()
-    except minatar_env.NotInstalledError as e:
-      sys.exit(f'Error: {e}')
   if FLAGS.ray_address:
     results = run_ray(todo, FLAGS.ray_address, FLAGS.cpus_per_run,
                       FLAGS.gpus_per_run)
@@ -707,4 +814,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

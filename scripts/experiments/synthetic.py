@@ -43,6 +43,7 @@ import optax
 import losses
 import networks
 from zoo.storage import files
+from zoo.configuration import cli
 
 
 class Configuration(NamedTuple):
@@ -623,4 +624,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

@@ -2,7 +2,7 @@
 
 The agent acts on K environment streams at once, stores each step
 in a `zoo.replay.frame_replay.FrameReplay` and learns every `learn_period` frames once
-the replay holds its minimum. The pure functions of zoo.agent.learning.learning
+the replay holds its minimum. The pure functions of zoo.agent.learning
 (`select_action`, `update`, ...) are jitted in the agent's constructor.
 
 How K streams map onto the DQN Zoo protocol (K = 1 is DQN Zoo exactly): the

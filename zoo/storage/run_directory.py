@@ -181,15 +181,26 @@ def restart(results_csv_path: str, checkpoint_dir: str, tensorboard_dir: str,
   return moved
 
 
-def _holder(fd: int) -> str:
-  """Return who holds the lock, as its holder wrote it."""
+def _recorded_holder(fd: int) -> Optional[str]:
+  """Return who the lock's file says holds it (None: nobody wrote it yet)."""
   try:
-    found = json.loads(os.pread(fd, 4096, 0).decode() or '{}')
+    text = os.pread(fd, 4096, 0).decode()
+  except (OSError, ValueError):
+    return None
+  if not text:
+    return None
+  try:
+    found = json.loads(text)
     since = time.localtime(found['since'])
     return (f'PID {found["pid"]} on {found["host"]}, since '
             f'{time.strftime("%Y-%m-%d %H:%M:%S %Z", since)}')
   except (OSError, ValueError, KeyError, TypeError):
-    return 'a process that is starting'
+    return 'a process whose record is unreadable'
+
+
+def _holder(fd: int) -> str:
+  """Return who holds the lock, as its holder wrote it."""
+  return _recorded_holder(fd) or 'a process that is starting'
 
 
 def _same_file(fd: int, path: str) -> bool:
@@ -208,14 +219,20 @@ def _inherited(path: str) -> Optional[int]:
   return fd if _same_file(fd, path) else None
 
 
-def lock(directory: str) -> int:
+def lock(directory: str, log: Callable[[str], None] = None) -> int:
   """Take the exclusive lock of a run directory (made if missing); return it.
+
+  A lock file that names a holder but is not locked was left by a process
+  that ended without unlocking (killed): `log` (default: stderr) says so in
+  one line, and the lock is taken over.
 
   Raises:
     Refused: another process holds it; the message names that process.
   """
+  log = log or (lambda text: print(text, file=sys.stderr, flush=True))
   path = os.path.join(directory, LOCK_FILE)
   fd = _inherited(path)
+  handed_down = fd is not None
   while fd is None:
     os.makedirs(directory, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -232,6 +249,10 @@ def lock(directory: str) -> int:
       os.close(fd)
       fd = None
   fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+  stale = None if handed_down else _recorded_holder(fd)
+  if stale:
+    log(f'{path} was left by {stale}, which is gone (killed, or its machine '
+        'stopped): this process takes the run directory over.')
   record_holder(fd, os.getpid())
   return fd
 

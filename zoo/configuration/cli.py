@@ -1,0 +1,89 @@
+"""Start a command-line tool: absl's app.run, as every tool of the project runs.
+
+Every entry point (the agent packages' run_<suite>.py, the tools under
+scripts/) ends with `cli.run(main)` instead of `absl.app.run(main)`, so that:
+
+- --help, --helpshort, --helpfull and --helpxml print absl's help and exit
+  with status 0 (absl exits 1, which a script checking a command sees as a
+  failure);
+- a flag absl cannot parse, and an `app.UsageError` raised by `main`, end the
+  tool with one `Error:` line and status 1 (absl prints the whole help first);
+- JAX's note that libtpu is absent, logged at INFO by every run on a machine
+  without a TPU, is dropped (NoLibtpuNote): installed when a tool starts, so
+  that importing the project changes no logging.
+"""
+
+import logging
+import sys
+from typing import Callable, List, Optional
+
+from absl import app
+from absl import flags
+
+# The logger of JAX's backend probe.
+JAX_BACKEND_LOGGER = 'jax._src.xla_bridge'
+
+
+class NoLibtpuNote(logging.Filter):
+  """Drop JAX's note that libtpu is absent, logged by every non-TPU run.
+
+  JAX probes for a TPU before it picks a backend and logs the failure at INFO
+  (which absl's handler prints). Only the note for an absent libtpu.so is
+  dropped: a libtpu that fails otherwise, and JAX's warnings, still show, and
+  the probe itself (so the choice of CPU, GPU or TPU) is unchanged.
+  """
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    message = record.getMessage()
+    return not (record.levelno <= logging.INFO and
+                message.startswith("Unable to initialize backend 'tpu'") and
+                'Failed to open libtpu.so' in message)
+
+
+def install_log_filter() -> None:
+  """Drop JAX's absent-libtpu note from now on (once, however often called)."""
+  logger = logging.getLogger(JAX_BACKEND_LOGGER)
+  if not any(isinstance(f, NoLibtpuNote) for f in logger.filters):
+    logger.addFilter(NoLibtpuNote())
+
+
+def one_line(message: str) -> str:
+  """Return `message` on one line (absl's multi-line parse errors)."""
+  return ' '.join(line.strip() for line in str(message).splitlines()
+                  if line.strip())
+
+
+def parse_flags(argv: List[str]) -> List[str]:
+  """Parse the flags like absl's default parser, with the project's exits.
+
+  Only absl's help flags (and --only_check_flags) exit while flags are
+  parsed, after printing what was asked for: that is a success (status 0).
+  """
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as e:
+    sys.exit(f'Error: {one_line(e)} (--help lists the flags).')
+  except SystemExit as e:
+    if e.code in (None, 0, 1):
+      raise SystemExit(0) from None
+    raise
+
+
+def _usage_error_as_one_line(main: Callable) -> Callable:
+  def run_main(argv):
+    try:
+      return main(argv)
+    except app.UsageError as e:
+      message = one_line(e)
+      if not message.startswith('Error:'):
+        message = f'Error: {message}'
+      print(message, file=sys.stderr, flush=True)
+      sys.exit(e.exitcode or 1)
+  return run_main
+
+
+def run(main: Callable[[List[str]], Optional[int]],
+        argv: Optional[List[str]] = None) -> None:
+  """Run `main` as absl's app.run does (it exits), the project's way."""
+  install_log_filter()
+  app.run(_usage_error_as_one_line(main), argv=argv, flags_parser=parse_flags)
