@@ -130,7 +130,7 @@ def _record(archive):
     return json.load(tar.extractfile(member))
 
 
-def test_first_quarter_hour_measures_then_runs_what_fits(tmp_path):
+def test_a_first_run_measures_then_runs_what_fits(tmp_path):
   clock = FakeClock()
   starter = Starter(clock, DURATIONS)
   archive, lines = _session(tmp_path, clock, starter, 0)
@@ -173,7 +173,7 @@ def test_first_quarter_hour_measures_then_runs_what_fits(tmp_path):
   assert 'global shapes' not in text and 'Finished XLA' in text
 
 
-def test_the_next_quarter_hour_skips_the_benchmarks_and_what_is_done(
+def test_the_next_run_skips_the_benchmarks_and_what_is_done(
     tmp_path):
   clock = FakeClock()
   archive, _ = _session(tmp_path, clock, Starter(clock, DURATIONS), 0)

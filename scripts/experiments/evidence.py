@@ -1,9 +1,14 @@
-r"""One command that turns a lent GPU quarter-hour into committed evidence.
+r"""A budgeted run for a short GPU allocation: measure, advance the plan, pack.
 
-  python -m scripts.experiments.evidence --budget_minutes=8 --output_dir=DIR
-  python -m scripts.experiments.evidence --ingest=DIR/evidence-<id>.tar.gz
+For anyone with a GPU for a short while (a spot instance, a short scheduler
+slot, a shared workstation for an hour): copy the project there, install it,
+run this command with a budget a little under the allocation, copy the one
+archive it writes back, and ingest it here.
+
+  python -m scripts.experiments.evidence --budget_minutes=25 --output_dir=out
+  python -m scripts.experiments.evidence --ingest=out/evidence-<id>.tar.gz
   python -m scripts.experiments.evidence --report            # the pages only
-  python -m scripts.experiments.evidence --dry_run --output_dir=/tmp/x  # the plan
+  python -m scripts.experiments.evidence --dry_run --output_dir=out  # the plan
 
 Within a hard deadline (--budget_minutes, of which the last --pack_reserve_s
 are kept for packing), in one process that runs the project's own command
@@ -11,28 +16,30 @@ lines:
 
 a. measures, once per device kind and code version (skipped when the results
    folder already holds them; --measure=always|never overrides), the
-   benchmarks of scripts.experiments.evidence_bench: bench_jitted_minatar at 1, 16,
-   64 and 256 seeds beside the Python loop, bench_agent's reference and fast
-   modes on Breakout, bench_losses at N = 201; with the device, the JAX
+   benchmarks of scripts.experiments.evidence_bench: bench_jitted_minatar at
+   1, 16, 64 and 256 seeds beside the Python loop, bench_agent's reference and
+   fast modes on Breakout, bench_losses at N = 201; with the device, the JAX
    version and the CPU count. They get at most --measure_share of the budget
    (a benchmark that does not fit is skipped and measured next time);
 b. advances the plan (scripts.experiments.evidence_plan) with what is left: the
    pieces not yet in the results folder, in order, each started only if its
-   estimated duration (scripts.experiments.evidence_estimate, from speeds measured on
-   this device kind) fits what is left; MinAtar pieces side by side where the
-   measured speeds say that more seeds in flight raise the total rate; an
-   Atari piece takes as many iterations as fit and is judged by
+   estimated duration (scripts.experiments.evidence_estimate, from speeds
+   measured on this device kind) fits what is left; MinAtar pieces side by
+   side where the measured speeds say that more seeds in flight raise the
+   total rate; an Atari piece takes as many iterations as fit and is judged by
    scripts.analysis.compare_published. Every task's compile time is printed;
    the tasks share one JAX persistent compilation cache (--work_dir/jax-cache),
    so a program compiled once (QR-DQN-1's serves QR-DQN-0: κ is data) loads;
-c. packs the session (session.json, the log, each benchmark's output and
-   table, each run's CSV and run.json) into DIR/evidence-<id>.tar.gz; also
-   when the deadline comes, on Ctrl-C or SIGTERM.
+c. packs what it did (session.json, the log, each benchmark's output and
+   table, each run's CSV and run.json) into one archive,
+   --output_dir/evidence-<id>.tar.gz; also when the deadline comes, on Ctrl-C
+   or SIGTERM.
 
+Copy that archive back to your checkout; --ingest unpacks it into the results
+folder (--evidence_dir, evidence/) and rewrites docs/evidence.md and the
+generated sections of the other pages (scripts.experiments.evidence_report).
 --rehearsal runs the same code path at a tiny scale (the plan's first run of
-each piece, 2 seeds, seconds per run) for the CPU. The results folder is
---evidence_dir (evidence/); --ingest unpacks an archive there and rewrites
-docs/evidence.md (scripts.experiments.evidence_report).
+each piece, 2 seeds, seconds per run) for a CPU.
 """
 
 import csv
@@ -78,8 +85,10 @@ _NOISE = ('with global shapes and types', 'Finished tracing + transforming',
 
 def define_flags() -> None:
   """Define the flags of this entry point (only when run)."""
-  flags.DEFINE_float('budget_minutes', 8.0, 'Hard deadline of the command.')
-  flags.DEFINE_string('output_dir', None, 'Where the archive goes ($OUT).')
+  flags.DEFINE_float('budget_minutes', 8.0, 'Hard deadline of the command, '
+                     'in minutes: a little under the GPU allocation left.')
+  flags.DEFINE_string('output_dir', None, 'Where the archive goes (a folder you '
+                      'copy back from the GPU machine).')
   flags.DEFINE_string('evidence_dir', os.path.join(ROOT, 'evidence'),
                       'The results folder (progress is read from it).')
   flags.DEFINE_string('work_dir', None, 'Where the session is written before '

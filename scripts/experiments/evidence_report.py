@@ -23,6 +23,9 @@ from scripts.experiments import evidence_bench
 from scripts.experiments import evidence_plan
 from scripts.experiments import evidence_store
 
+# The repository root: scripts/experiments/evidence_report.py is three down.
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+
 # What each benchmark measures, for the list of what is not measured yet.
 BENCHMARK_TITLES = {
     'jitted_minatar': 'the jitted MinAtar loop\'s steps/s per seed and in '
@@ -55,15 +58,57 @@ def _machine(session: Dict[str, Any]) -> str:
           f'{m.get("cpu_count", "?")} CPUs')
 
 
+_MODULE = re.compile(r'python -m ([A-Za-z_][A-Za-z0-9_.]*)')
+# Where the recorded modules' packages live today, by their old top package.
+MOVED_PACKAGES = {'benchmarks': 'scripts.benchmarks',
+                  'experiments': 'scripts.experiments',
+                  'analysis': 'scripts.analysis'}
+
+
+def _module_exists(root: str, module: str) -> bool:
+  path = os.path.join(root, *module.split('.'))
+  return os.path.isfile(path + '.py') or os.path.isfile(
+      os.path.join(path, '__main__.py'))
+
+
+def renamed_modules(sessions: Sequence[Dict[str, Any]], root: str = ROOT
+                    ) -> Tuple[int, List[Tuple[str, str]]]:
+  """Return how many recorded commands (a session's, a figure's) name a
+  module that no longer exists, and (old name, today's name) of each such
+  module, sorted; today's name is '(gone)' when it has none."""
+  count, names = 0, {}
+  for session in sessions:
+    commands = [session.get('command', '')]
+    commands += [f.get('command', '') for f in _recorded_figures(session)]
+    for command in commands:
+      missing = [m for m in _MODULE.findall(command)
+                 if not _module_exists(root, m)]
+      count += bool(missing)
+      for module in missing:
+        top, _, rest = module.partition('.')
+        new = f'{MOVED_PACKAGES[top]}.{rest}' if top in MOVED_PACKAGES else ''
+        names[module] = new if new and _module_exists(root, new) else '(gone)'
+  return count, sorted(names.items())
+
+
+def _recorded_figures(session: Dict[str, Any]) -> List[Dict[str, str]]:
+  path = os.path.join(session.get('dir', ''), evidence_store.FIGURES_FILE)
+  if not os.path.isfile(path):
+    return []
+  with open(path, newline='') as f:
+    return list(csv.DictReader(f))
+
+
 def render(evidence_dir: str, plan: Sequence[evidence_plan.Piece]) -> str:
   """Return the page's markdown for the folder's sessions and the plan."""
   sessions = evidence_store.load_sessions(evidence_dir)
   lines = [
-      '# Evidence from the GPU quarter-hours', '',
+      '# Evidence from the GPU', '',
       'Generated from the results folder `evidence/` by `python -m '
-      'scripts.experiments.evidence --report` (and after every `--ingest`); do not '
-      'edit by hand. How a quarter-hour is spent: '
-      '[Performance](performance.md#the-evidence-command).', '',
+      'scripts.experiments.evidence --report` (and after every `--ingest`); do '
+      'not edit by hand. How to spend a short GPU allocation with the '
+      'evidence command: [Performance](performance.md#the-evidence-command).',
+      '',
       '## Sessions', '']
   if sessions:
     lines += ['| session | date | machine | jax | scale | code | status | '
@@ -79,9 +124,14 @@ def render(evidence_dir: str, plan: Sequence[evidence_plan.Piece]) -> str:
                 'before the evidence command existed, with the machine, date '
                 'and command as they were recorded (figures.csv; "not '
                 'recorded" where they were not).']
+    renamed = renamed_modules(sessions)
+    if renamed[0]:
+      lines += ['', f'{renamed[0]} recorded commands name modules that no '
+                'longer exist: the scripts have moved under `scripts/` since. '
+                'Today\'s names: ' + '; '.join(
+                    f'`{old}` is `{new}`' for old, new in renamed[1]) + '.']
   else:
-    lines.append('None yet: no GPU quarter-hour has been spent with the '
-                 'evidence command.')
+    lines.append('None yet: the evidence command has not been run on a GPU.')
   lines += ['', '## Benchmarks', '']
   measured_on_gpu = set()
   any_tables = False
