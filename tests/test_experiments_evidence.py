@@ -11,6 +11,7 @@ import tarfile
 import pytest
 
 from scripts.experiments import evidence
+from scripts.experiments import evidence_bench
 from scripts.experiments import evidence_plan
 from scripts.experiments import evidence_report
 from scripts.experiments import evidence_store
@@ -274,12 +275,113 @@ def test_a_piece_whose_second_wave_never_started_is_not_complete(tmp_path):
 def test_a_hanging_benchmark_is_stopped_at_twice_its_estimate(tmp_path):
   clock = FakeClock()
   starter = Starter(clock, dict(bench_jitted=10_000, **DURATIONS))
-  archive, _ = _session(tmp_path, clock, starter, 0, budget_s=900)
+  archive, _ = _session(tmp_path, clock, starter, 0, budget_s=1200)
   record = _record(archive)
   jitted, agent, losses = record['benchmarks']
   assert jitted['status'] == 'killed'
   assert jitted['seconds'] == pytest.approx(2 * 150, abs=2)
   assert agent['status'] == losses['status'] == 'ok'
+
+
+def _earlier(tmp_path, benchmarks=(), train_rate=None, sid='earlier'):
+  """Write an earlier session of this GPU kind: its benchmarks and, with a
+  train rate, one finished MinAtar run of 10 seeds at that rate."""
+  runs = [] if train_rate is None else [
+      {'suite': 'minatar', 'status': 'complete', 'concurrency': 1,
+       'seeds': list(range(10)), 'train_rate': train_rate,
+       'eval_rate': train_rate, 'compile_s': 10.0}]
+  evidence_store.write_session(
+      str(tmp_path / 'evidence' / 'sessions' / sid),
+      {'id': sid, 'scale': 'full', 'machine': GPU,
+       'benchmarks': list(benchmarks),
+       'pieces': [{'id': 'other', 'status': 'complete', 'runs': runs}]})
+
+
+def _code(name):
+  bench = next(b for b in evidence_bench.benchmarks('full') if b.name == name)
+  return evidence_store.source_hash(evidence.ROOT, bench.sources, bench.argv)
+
+
+def _bench(name, seconds, code='older'):
+  return {'name': name, 'status': 'ok', 'seconds': seconds, 'code': code,
+          'figures': {}}
+
+
+def _benchmark_seconds(record):
+  return sum(b['seconds'] for b in record['benchmarks']
+             if b['status'] != 'skipped')
+
+
+def test_the_benchmarks_take_at_most_their_share(tmp_path):
+  # Known estimates (1.25 x the earlier seconds: 100, 100, 40), each taking
+  # 100 s; no piece fits even then (no measured run, the defaults).
+  _earlier(tmp_path, [_bench('jitted_minatar', 80), _bench('agent', 80),
+                      _bench('losses', 32)])
+  clock = FakeClock()
+  starter = Starter(clock, dict(DURATIONS, bench_=100))  # Every benchmark.
+  archive, lines = _session(tmp_path, clock, starter, 0)
+  record = _record(archive)
+  assert _benchmark_seconds(record) <= evidence.MEASURE_SHARE * 480 + 2
+  assert [b['status'] for b in record['benchmarks']] == ['ok', 'ok', 'killed']
+  assert any('240 s for them' in l for l in lines)
+
+
+def test_a_piece_that_fits_is_kept_from_the_benchmarks(tmp_path):
+  # Measured: MinAtar runs of 10 seeds at 6,132 steps/s per seed, one at a
+  # time, i.e. the first piece's two runs in ~330 s; the benchmarks' own
+  # estimates 100, 100 and 40 s. Their share (240 s) would leave too little
+  # for the piece: they get what the piece leaves (130 s), and it starts.
+  _earlier(tmp_path, [_bench('jitted_minatar', 80), _bench('agent', 80),
+                      _bench('losses', 32)], train_rate=6132.0)
+  clock = FakeClock()
+  starter = Starter(clock, dict(bench_jitted=100, bench_agent=100,
+                                bench_losses=40, **DURATIONS))
+  archive, lines = _session(tmp_path, clock, starter, 0)
+  record = _record(archive)
+  assert any('minatar-cr-vs-qr1-asterix fits (~330 s)' in l for l in lines)
+  assert [b['name'] for b in record['benchmarks']] == ['jitted_minatar']
+  assert record['skipped'][:2] == ['benchmark agent', 'benchmark losses']
+  assert _benchmark_seconds(record) <= 480 - 20 - 330
+  assert record['pieces'][0]['id'] == 'minatar-cr-vs-qr1-asterix'
+  assert record['pieces'][0]['status'] == 'complete'
+
+
+def test_a_figure_of_unchanged_benchmarked_code_is_not_taken_again(tmp_path):
+  # losses: measured on this GPU kind by today's benchmarked code; agent: by
+  # other code, in the older of two sessions; jitted_minatar: never.
+  _earlier(tmp_path, [_bench('agent', 40)], sid='a-older')
+  _earlier(tmp_path, [_bench('losses', 40, _code('losses'))], sid='b-newer')
+  clock = FakeClock()
+  starter = Starter(clock, DURATIONS)
+  archive, lines = _session(tmp_path, clock, starter, 0)
+  record = _record(archive)
+  assert [b['name'] for b in record['benchmarks']] == ['jitted_minatar',
+                                                       'agent']
+  assert record['benchmarks'][1]['code'] == _code('agent')
+  assert any(f'benchmark losses: its code {_code("losses")} on NVIDIA H100 '
+             '80GB HBM3 measured in b-newer' in l for l in lines)
+  # The benchmarked code of the losses does not reach into zoo/.
+  losses = evidence_bench.benchmarks('full')[2]
+  assert [f for f in evidence_store.source_files(evidence.ROOT, losses.sources)
+          if f.startswith('zoo/')] == ['zoo/__init__.py']
+
+
+def test_the_never_measured_go_first_the_newest_added_first(tmp_path,
+                                                          monkeypatch):
+  full = evidence_bench.benchmarks('full')
+  newer = evidence_bench.Benchmark('newer', ('scripts.benchmarks.bench_env',),
+                                   30, added='2026-11-27')
+  monkeypatch.setattr(evidence_bench, 'benchmarks',
+                      lambda scale: full + [newer])
+  _earlier(tmp_path, [_bench('agent', 40)], sid='a-older')
+  _earlier(tmp_path, [_bench('jitted_minatar', 40)], sid='b-newer')
+  clock = FakeClock()
+  archive, _ = _session(tmp_path, clock, Starter(clock, DURATIONS), 0,
+                        budget_s=1200)
+  # Never measured: newer (added last), losses; then the stale ones, the
+  # one measured longest ago first.
+  assert [b['name'] for b in _record(archive)['benchmarks']] == [
+      'newer', 'losses', 'agent', 'jitted_minatar']
 
 
 def test_sigterm_packs_like_ctrl_c():

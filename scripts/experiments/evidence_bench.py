@@ -23,6 +23,15 @@ class Benchmark:
   argv: Tuple[str, ...]          # After `python -m`.
   default_seconds: float         # Estimate when no session measured it.
   modes: Tuple[str, ...] = ()    # bench_agent: its --modes, in order.
+  # When it joined the list (newest unmeasured first); ISO date.
+  added: str = '2026-11-26'
+  gpu_only: bool = False         # Skipped, with the reason, elsewhere.
+  children: Tuple[str, ...] = () # Modules it runs in child processes.
+
+  @property
+  def sources(self) -> Tuple[str, ...]:
+    """The modules whose code (and imports) the figure depends on."""
+    return (self.argv[0],) + self.children
 
 
 def benchmarks(scale: str) -> List[Benchmark]:
