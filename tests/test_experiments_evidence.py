@@ -32,6 +32,11 @@ W1126 pxla.py:1] Compiling jit(train_chunk) with global shapes and types (...)
 | CR-DQN | jitted | 64 | 5000 | 320000 | 355x | replay |
 | CR-DQN | jitted | 256 | 2000 | 512000 | 568x | replay |
 """
+GPU_MEMORY = """| JAX memory setting | peak bytes in use (JAX) |
+figures: [{"key": "gpu.memory.on_demand.peak_in_use", "what": "one run, XLA_PYTHON_CLIENT_PREALLOCATE=false: JAX's peak bytes in use", "value": "1.25", "unit": "GB"}]
+"""
+GPU_SHARING = """figures: [{"key": "gpu.sharing.both_finished", "what": "two runs on one GPU: both finished", "value": "yes", "unit": ""}]
+"""
 AGENT = """| mode | frames/s | updates/s |
 |---|---|---|
 | reference K=1 | 1686 | 105 |
@@ -42,6 +47,24 @@ AGENT = """| mode | frames/s | updates/s |
 | vector K=128 U=8 device replay | 11000 | 700 |
 best mode: vector K=64 U=8 device replay
 """
+
+
+FULL_BENCHMARKS = evidence_bench.benchmarks
+
+
+@pytest.fixture(autouse=True)
+def without_gpu_benchmarks(monkeypatch, request):
+  """The tests of the plan's timing keep to the three speed benchmarks; those
+  that ask for the fixture all_benchmarks see the whole list."""
+  if 'all_benchmarks' not in request.fixturenames:
+    monkeypatch.setattr(
+        evidence_bench, 'benchmarks',
+        lambda scale: [b for b in FULL_BENCHMARKS(scale) if not b.gpu_only])
+
+
+@pytest.fixture
+def all_benchmarks():
+  return FULL_BENCHMARKS('full')
 
 
 def FakeClock():  # pylint: disable=invalid-name
@@ -69,7 +92,10 @@ class FakeProcess:
     os.makedirs(os.path.dirname(self.task.log_path), exist_ok=True)
     with open(self.task.log_path, 'w') as f:
       f.write({'scripts.benchmarks.bench_jitted_minatar': JITTED,
-               'scripts.benchmarks.bench_agent': AGENT}.get(module, 'ok\n'))
+               'scripts.benchmarks.bench_agent': AGENT,
+               'scripts.benchmarks.bench_gpu_memory': GPU_MEMORY,
+               'scripts.benchmarks.bench_gpu_sharing': GPU_SHARING,
+               }.get(module, 'ok\n'))
     if module.endswith(('run_minatar', 'run_atari')):
       argv = self.task.argv
       seeds = (_flag(argv, 'seeds').split(',') if 'run_minatar' in module
@@ -298,7 +324,7 @@ def _earlier(tmp_path, benchmarks=(), train_rate=None, sid='earlier'):
 
 
 def _code(name):
-  bench = next(b for b in evidence_bench.benchmarks('full') if b.name == name)
+  bench = next(b for b in FULL_BENCHMARKS('full') if b.name == name)
   return evidence_store.source_hash(evidence.ROOT, bench.sources, bench.argv)
 
 
@@ -368,7 +394,7 @@ def test_a_figure_of_unchanged_benchmarked_code_is_not_taken_again(tmp_path):
 
 def test_the_never_measured_go_first_the_newest_added_first(tmp_path,
                                                           monkeypatch):
-  full = evidence_bench.benchmarks('full')
+  full = FULL_BENCHMARKS('full')[:3]
   newer = evidence_bench.Benchmark('newer', ('scripts.benchmarks.bench_env',),
                                    30, added='2026-11-27')
   monkeypatch.setattr(evidence_bench, 'benchmarks',
@@ -382,6 +408,53 @@ def test_the_never_measured_go_first_the_newest_added_first(tmp_path,
   # one measured longest ago first.
   assert [b['name'] for b in _record(archive)['benchmarks']] == [
       'newer', 'losses', 'agent', 'jitted_minatar']
+
+
+def test_on_a_cpu_the_gpu_only_benchmarks_are_skipped_with_the_reason(
+    tmp_path, all_benchmarks):
+  clock = FakeClock()
+  starter = Starter(clock, DURATIONS)
+  cpu = dict(GPU, device_kind='cpu', platform='cpu')
+  now = datetime.datetime(2026, 11, 27, 10, 0, tzinfo=datetime.timezone.utc)
+  lines = []
+  archive = evidence.run_session(_opts(tmp_path), clock, starter, cpu, now,
+                                 say=lines.append)
+  record = _record(archive)
+  skipped = {b['name']: b for b in record['benchmarks']
+             if b['status'] == 'skipped'}
+  assert set(skipped) == {'gpu_memory', 'gpu_sharing'}
+  assert skipped['gpu_memory']['reason'].startswith('GPU-only')
+  assert 'device here is cpu' in skipped['gpu_sharing']['reason']
+  assert not any('bench_gpu' in module for _, module, _, _ in starter.started)
+  assert any('benchmark gpu_memory: skipped (GPU-only' in l for l in lines)
+  assert len(all_benchmarks) == 5
+
+
+def test_on_a_gpu_the_memory_and_sharing_go_first_and_fill_the_campaign_page(
+    tmp_path, all_benchmarks):
+  del all_benchmarks
+  clock = FakeClock()
+  starter = Starter(clock, DURATIONS)
+  # 15 minutes: a share of 450 s, the two GPU measurements' 390 s fit.
+  archive, _ = _session(tmp_path, clock, starter, 0, budget_s=900)
+  record = _record(archive)
+  names = [b['name'] for b in record['benchmarks']]
+  assert names[:2] == ['gpu_memory', 'gpu_sharing']
+  memory = record['benchmarks'][0]
+  assert memory['status'] == 'ok' and memory['figures']['rows'][0]['key'] == (
+      'gpu.memory.on_demand.peak_in_use')
+  assert sum(b['seconds'] for b in record['benchmarks']) <= 450 + 2
+  evidence_store.ingest(archive, str(tmp_path / 'evidence'))
+  bodies = evidence_report.sections(str(tmp_path / 'evidence'), [])
+  assert ('| one run, XLA_PYTHON_CLIENT_PREALLOCATE=false: JAX\'s peak bytes in '
+          'use | 1.25 GB | NVIDIA H100 80GB HBM3 (gpu), 16 CPUs | 2026-11-27 |'
+          ) in bodies['gpu-memory']
+  assert '| two runs on one GPU: both finished | yes |' in bodies['gpu-sharing']
+  # The next run on this GPU kind, same code: not measured again.
+  archive, _ = _session(tmp_path, clock, Starter(clock, DURATIONS), 15,
+                        budget_s=900)
+  assert not {'gpu_memory', 'gpu_sharing'} & {
+      b['name'] for b in _record(archive)['benchmarks']}
 
 
 def test_sigterm_packs_like_ctrl_c():

@@ -17,8 +17,10 @@ lines:
 a. measures the benchmarks of scripts.experiments.evidence_bench that this
    device kind lacks (bench_jitted_minatar at 1, 16, 64 and 256 seeds beside
    the Python loop, bench_agent's reference and fast modes on Breakout,
-   bench_losses at N = 201), with the device, the JAX version and the CPU
-   count. A figure measured on this device kind with the same benchmarked
+   bench_losses at N = 201; on a GPU only, bench_gpu_memory, an Atari run's
+   GPU memory with and without JAX's preallocation, and bench_gpu_sharing,
+   two runs sharing the GPU under the sweep's settings; skipped elsewhere,
+   with the reason), with the device, the JAX version and the CPU count. A figure measured on this device kind with the same benchmarked
    code (a hash of the source files the benchmark imports) is not taken
    again; --measure=always|never overrides. The benchmarks get at most
    --measure_share of the budget, and never the time of the first pending

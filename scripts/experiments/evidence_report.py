@@ -5,8 +5,9 @@ tables and recorded figures, what the evidence command has not measured yet,
 and the plan's progress with each completed piece's final returns. And the
 sections between marker comments (`<!-- --8<-- [start:NAME] -->`) of other
 pages (PAGE_SECTIONS): the README's performance and MinAtar tables, the
-MinAtar and Atari result pages' tables of our runs, and the performance
-page's list of what is not yet measured. Written by `python -m
+MinAtar and Atari result pages' tables of our runs, the performance page's
+list of what is not yet measured, and the campaign page's GPU memory and GPU
+sharing. Written by `python -m
 scripts.experiments.evidence --report` and after every `--ingest`;
 tests/test_experiments_evidence_report.py keeps the pages in step with the
 folder.
@@ -37,6 +38,12 @@ BENCHMARK_TITLES = {
              '(`bench_agent`)',
     'losses': 'the Cramér loss against the QR loss at N = 201 '
               '(`bench_losses`)',
+    'gpu_memory': 'a run\'s GPU memory with and without JAX\'s '
+                  'preallocation (Atari, `--num_envs=64`, the replay full; '
+                  '`bench_gpu_memory`)',
+    'gpu_sharing': 'two runs sharing one GPU under the sweep\'s sharing '
+                   'settings: whether both fit, their training rates '
+                   '(`bench_gpu_sharing`)',
 }
 
 
@@ -491,12 +498,48 @@ def _judged(session: Dict[str, Any], judge: Optional[str]) -> str:
       f' (`{session["id"]}/{judge}`)')
 
 
+# The campaign page's GPU measurements: (key prefix, benchmark, what it is).
+GPU_SECTIONS = {
+    'gpu-memory': ('gpu.memory.', 'bench_gpu_memory',
+                   'one Atari run (Pong, `--num_envs=64`, the replay full) '
+                   'with and without JAX\'s preallocation'),
+    'gpu-sharing': ('gpu.sharing.', 'bench_gpu_sharing',
+                    'one Atari run alone, then two at once on the same GPU '
+                    'with the sweep\'s sharing settings (Pong, '
+                    '`--num_envs=64`, the replay full)'),
+}
+
+
+def gpu_section(sessions: Sequence[Dict[str, Any]], name: str) -> str:
+  """The campaign page's GPU memory or sharing: the figures of the result
+  sessions on a GPU, or what will measure them."""
+  prefix, module, what = GPU_SECTIONS[name]
+  lines = ['| what | figure | machine | day |', '|---|---:|---|---|']
+  for s in sessions:
+    if s.get('machine', {}).get('platform') != 'gpu':
+      continue
+    lines += [f'| {f["what"]} | {_value(f)} | {_machine(s)} | '
+              f'{s.get("date_utc", "?")} |'
+              for f in evidence_store.figures(s) if f['key'].startswith(prefix)]
+  command = f'`python -m scripts.benchmarks.{module}`'
+  if len(lines) > 2:
+    return ('Measured by the evidence command (' + command + ': ' + what +
+            '):\n\n' + '\n'.join(lines))
+  return ('**Not yet measured** on a GPU. The evidence command measures it on '
+          'its first run on a GPU (this and the other GPU measurement of this '
+          'page in one run given `--budget_minutes=15` or more), and this '
+          'paragraph is then generated from its figures '
+          '([Performance](performance.md#the-evidence-command)): ' + command +
+          ', ' + what + '.')
+
+
 # The generated sections of each page (relative to the repository root).
 PAGE_SECTIONS = {
     'README.md': ('performance-table', 'minatar-table'),
     'docs/performance.md': ('not-measured',),
     'docs/experiments/minatar.md': ('minatar-results',),
     'docs/experiments/atari57.md': ('atari-runs',),
+    'docs/campaign.md': tuple(GPU_SECTIONS),
 }
 
 
@@ -510,6 +553,7 @@ def sections(evidence_dir: str,
       'not-measured': not_measured(sessions, plan),
       'minatar-results': minatar_results(sessions),
       'atari-runs': atari_runs(sessions),
+      **{name: gpu_section(sessions, name) for name in GPU_SECTIONS},
   }
 
 

@@ -221,6 +221,11 @@ BENCHMARK_FIGURES = {
 
 
 def _benchmark_figures(bench: Dict[str, Any]) -> List[Dict[str, str]]:
+  rows = bench.get('figures', {}).get('rows')
+  if rows:  # The benchmark printed its figures whole.
+    return [{'key': r['key'], 'what': r.get('what', r['key']),
+             'value': r['value'], 'unit': r.get('unit', ''),
+             'command': bench.get('command', ''), 'note': ''} for r in rows]
   if bench['name'] not in BENCHMARK_FIGURES:
     return []
   field, key, what, unit = BENCHMARK_FIGURES[bench['name']]
