@@ -103,8 +103,9 @@ def define_flags() -> None:
   flags.DEFINE_enum('measure', 'auto', ['auto', 'always', 'never'],
                     'Benchmarks: auto: unless the results folder holds this '
                     'device kind and code version.')
-  flags.DEFINE_float('measure_share', MEASURE_SHARE, 'Most of the budget the '
-                     'benchmarks may take.')
+  flags.DEFINE_float('measure_share', MEASURE_SHARE, 'The fraction of the '
+                     'budget the benchmarks may take at most; the rest moves '
+                     'the plan.')
   flags.DEFINE_bool('rehearsal', False, 'Tiny scale, for a CPU rehearsal.')
   flags.DEFINE_list('pieces', [], 'Only these piece ids (default: the plan).')
   flags.DEFINE_integer('max_side_by_side', 4, 'Most MinAtar runs at once.')
