@@ -11,6 +11,7 @@ import tarfile
 import pytest
 
 from scripts.experiments import evidence
+from scripts.experiments import evidence_bench
 from scripts.experiments import evidence_plan
 from scripts.experiments import evidence_report
 from scripts.experiments import evidence_store
@@ -31,6 +32,11 @@ W1126 pxla.py:1] Compiling jit(train_chunk) with global shapes and types (...)
 | CR-DQN | jitted | 64 | 5000 | 320000 | 355x | replay |
 | CR-DQN | jitted | 256 | 2000 | 512000 | 568x | replay |
 """
+GPU_MEMORY = """| JAX memory setting | peak bytes in use (JAX) |
+figures: [{"key": "gpu.memory.on_demand.peak_in_use", "what": "one run, XLA_PYTHON_CLIENT_PREALLOCATE=false: JAX's peak bytes in use", "value": "1.25", "unit": "GB"}]
+"""
+GPU_SHARING = """figures: [{"key": "gpu.sharing.both_finished", "what": "two runs on one GPU: both finished", "value": "yes", "unit": ""}]
+"""
 AGENT = """| mode | frames/s | updates/s |
 |---|---|---|
 | reference K=1 | 1686 | 105 |
@@ -41,6 +47,24 @@ AGENT = """| mode | frames/s | updates/s |
 | vector K=128 U=8 device replay | 11000 | 700 |
 best mode: vector K=64 U=8 device replay
 """
+
+
+FULL_BENCHMARKS = evidence_bench.benchmarks
+
+
+@pytest.fixture(autouse=True)
+def without_gpu_benchmarks(monkeypatch, request):
+  """The tests of the plan's timing keep to the three speed benchmarks; those
+  that ask for the fixture all_benchmarks see the whole list."""
+  if 'all_benchmarks' not in request.fixturenames:
+    monkeypatch.setattr(
+        evidence_bench, 'benchmarks',
+        lambda scale: [b for b in FULL_BENCHMARKS(scale) if not b.gpu_only])
+
+
+@pytest.fixture
+def all_benchmarks():
+  return FULL_BENCHMARKS('full')
 
 
 def FakeClock():  # pylint: disable=invalid-name
@@ -68,7 +92,10 @@ class FakeProcess:
     os.makedirs(os.path.dirname(self.task.log_path), exist_ok=True)
     with open(self.task.log_path, 'w') as f:
       f.write({'scripts.benchmarks.bench_jitted_minatar': JITTED,
-               'scripts.benchmarks.bench_agent': AGENT}.get(module, 'ok\n'))
+               'scripts.benchmarks.bench_agent': AGENT,
+               'scripts.benchmarks.bench_gpu_memory': GPU_MEMORY,
+               'scripts.benchmarks.bench_gpu_sharing': GPU_SHARING,
+               }.get(module, 'ok\n'))
     if module.endswith(('run_minatar', 'run_atari')):
       argv = self.task.argv
       seeds = (_flag(argv, 'seeds').split(',') if 'run_minatar' in module
@@ -130,7 +157,7 @@ def _record(archive):
     return json.load(tar.extractfile(member))
 
 
-def test_first_quarter_hour_measures_then_runs_what_fits(tmp_path):
+def test_a_first_run_measures_then_runs_what_fits(tmp_path):
   clock = FakeClock()
   starter = Starter(clock, DURATIONS)
   archive, lines = _session(tmp_path, clock, starter, 0)
@@ -173,7 +200,7 @@ def test_first_quarter_hour_measures_then_runs_what_fits(tmp_path):
   assert 'global shapes' not in text and 'Finished XLA' in text
 
 
-def test_the_next_quarter_hour_skips_the_benchmarks_and_what_is_done(
+def test_the_next_run_skips_the_benchmarks_and_what_is_done(
     tmp_path):
   clock = FakeClock()
   archive, _ = _session(tmp_path, clock, Starter(clock, DURATIONS), 0)
@@ -274,12 +301,160 @@ def test_a_piece_whose_second_wave_never_started_is_not_complete(tmp_path):
 def test_a_hanging_benchmark_is_stopped_at_twice_its_estimate(tmp_path):
   clock = FakeClock()
   starter = Starter(clock, dict(bench_jitted=10_000, **DURATIONS))
-  archive, _ = _session(tmp_path, clock, starter, 0, budget_s=900)
+  archive, _ = _session(tmp_path, clock, starter, 0, budget_s=1200)
   record = _record(archive)
   jitted, agent, losses = record['benchmarks']
   assert jitted['status'] == 'killed'
   assert jitted['seconds'] == pytest.approx(2 * 150, abs=2)
   assert agent['status'] == losses['status'] == 'ok'
+
+
+def _earlier(tmp_path, benchmarks=(), train_rate=None, sid='earlier'):
+  """Write an earlier session of this GPU kind: its benchmarks and, with a
+  train rate, one finished MinAtar run of 10 seeds at that rate."""
+  runs = [] if train_rate is None else [
+      {'suite': 'minatar', 'status': 'complete', 'concurrency': 1,
+       'seeds': list(range(10)), 'train_rate': train_rate,
+       'eval_rate': train_rate, 'compile_s': 10.0}]
+  evidence_store.write_session(
+      str(tmp_path / 'evidence' / 'sessions' / sid),
+      {'id': sid, 'scale': 'full', 'machine': GPU,
+       'benchmarks': list(benchmarks),
+       'pieces': [{'id': 'other', 'status': 'complete', 'runs': runs}]})
+
+
+def _code(name):
+  bench = next(b for b in FULL_BENCHMARKS('full') if b.name == name)
+  return evidence_store.source_hash(evidence.ROOT, bench.sources, bench.argv)
+
+
+def _bench(name, seconds, code='older'):
+  return {'name': name, 'status': 'ok', 'seconds': seconds, 'code': code,
+          'figures': {}}
+
+
+def _benchmark_seconds(record):
+  return sum(b['seconds'] for b in record['benchmarks']
+             if b['status'] != 'skipped')
+
+
+def test_the_benchmarks_take_at_most_their_share(tmp_path):
+  # Known estimates (1.25 x the earlier seconds: 100, 100, 40), each taking
+  # 100 s; no piece fits even then (no measured run, the defaults).
+  _earlier(tmp_path, [_bench('jitted_minatar', 80), _bench('agent', 80),
+                      _bench('losses', 32)])
+  clock = FakeClock()
+  starter = Starter(clock, dict(DURATIONS, bench_=100))  # Every benchmark.
+  archive, lines = _session(tmp_path, clock, starter, 0)
+  record = _record(archive)
+  assert _benchmark_seconds(record) <= evidence.MEASURE_SHARE * 480 + 2
+  assert [b['status'] for b in record['benchmarks']] == ['ok', 'ok', 'killed']
+  assert any('240 s for them' in l for l in lines)
+
+
+def test_a_piece_that_fits_is_kept_from_the_benchmarks(tmp_path):
+  # Measured: MinAtar runs of 10 seeds at 6,132 steps/s per seed, one at a
+  # time, i.e. the first piece's two runs in ~330 s; the benchmarks' own
+  # estimates 100, 100 and 40 s. Their share (240 s) would leave too little
+  # for the piece: they get what the piece leaves (130 s), and it starts.
+  _earlier(tmp_path, [_bench('jitted_minatar', 80), _bench('agent', 80),
+                      _bench('losses', 32)], train_rate=6132.0)
+  clock = FakeClock()
+  starter = Starter(clock, dict(bench_jitted=100, bench_agent=100,
+                                bench_losses=40, **DURATIONS))
+  archive, lines = _session(tmp_path, clock, starter, 0)
+  record = _record(archive)
+  assert any('minatar-cr-vs-qr1-asterix fits (~330 s)' in l for l in lines)
+  assert [b['name'] for b in record['benchmarks']] == ['jitted_minatar']
+  assert record['skipped'][:2] == ['benchmark agent', 'benchmark losses']
+  assert _benchmark_seconds(record) <= 480 - 20 - 330
+  assert record['pieces'][0]['id'] == 'minatar-cr-vs-qr1-asterix'
+  assert record['pieces'][0]['status'] == 'complete'
+
+
+def test_a_figure_of_unchanged_benchmarked_code_is_not_taken_again(tmp_path):
+  # losses: measured on this GPU kind by today's benchmarked code; agent: by
+  # other code, in the older of two sessions; jitted_minatar: never.
+  _earlier(tmp_path, [_bench('agent', 40)], sid='a-older')
+  _earlier(tmp_path, [_bench('losses', 40, _code('losses'))], sid='b-newer')
+  clock = FakeClock()
+  starter = Starter(clock, DURATIONS)
+  archive, lines = _session(tmp_path, clock, starter, 0)
+  record = _record(archive)
+  assert [b['name'] for b in record['benchmarks']] == ['jitted_minatar',
+                                                       'agent']
+  assert record['benchmarks'][1]['code'] == _code('agent')
+  assert any(f'benchmark losses: its code {_code("losses")} on NVIDIA H100 '
+             '80GB HBM3 measured in b-newer' in l for l in lines)
+  # The benchmarked code of the losses does not reach into zoo/.
+  losses = evidence_bench.benchmarks('full')[2]
+  assert [f for f in evidence_store.source_files(evidence.ROOT, losses.sources)
+          if f.startswith('zoo/')] == ['zoo/__init__.py']
+
+
+def test_the_never_measured_go_first_the_newest_added_first(tmp_path,
+                                                          monkeypatch):
+  full = FULL_BENCHMARKS('full')[:3]
+  newer = evidence_bench.Benchmark('newer', ('scripts.benchmarks.bench_env',),
+                                   30, added='2026-11-27')
+  monkeypatch.setattr(evidence_bench, 'benchmarks',
+                      lambda scale: full + [newer])
+  _earlier(tmp_path, [_bench('agent', 40)], sid='a-older')
+  _earlier(tmp_path, [_bench('jitted_minatar', 40)], sid='b-newer')
+  clock = FakeClock()
+  archive, _ = _session(tmp_path, clock, Starter(clock, DURATIONS), 0,
+                        budget_s=1200)
+  # Never measured: newer (added last), losses; then the stale ones, the
+  # one measured longest ago first.
+  assert [b['name'] for b in _record(archive)['benchmarks']] == [
+      'newer', 'losses', 'agent', 'jitted_minatar']
+
+
+def test_on_a_cpu_the_gpu_only_benchmarks_are_skipped_with_the_reason(
+    tmp_path, all_benchmarks):
+  clock = FakeClock()
+  starter = Starter(clock, DURATIONS)
+  cpu = dict(GPU, device_kind='cpu', platform='cpu')
+  now = datetime.datetime(2026, 11, 27, 10, 0, tzinfo=datetime.timezone.utc)
+  lines = []
+  archive = evidence.run_session(_opts(tmp_path), clock, starter, cpu, now,
+                                 say=lines.append)
+  record = _record(archive)
+  skipped = {b['name']: b for b in record['benchmarks']
+             if b['status'] == 'skipped'}
+  assert set(skipped) == {'gpu_memory', 'gpu_sharing'}
+  assert skipped['gpu_memory']['reason'].startswith('GPU-only')
+  assert 'device here is cpu' in skipped['gpu_sharing']['reason']
+  assert not any('bench_gpu' in module for _, module, _, _ in starter.started)
+  assert any('benchmark gpu_memory: skipped (GPU-only' in l for l in lines)
+  assert len(all_benchmarks) == 5
+
+
+def test_on_a_gpu_the_memory_and_sharing_go_first_and_fill_the_campaign_page(
+    tmp_path, all_benchmarks):
+  del all_benchmarks
+  clock = FakeClock()
+  starter = Starter(clock, DURATIONS)
+  # 15 minutes: a share of 450 s, the two GPU measurements' 390 s fit.
+  archive, _ = _session(tmp_path, clock, starter, 0, budget_s=900)
+  record = _record(archive)
+  names = [b['name'] for b in record['benchmarks']]
+  assert names[:2] == ['gpu_memory', 'gpu_sharing']
+  memory = record['benchmarks'][0]
+  assert memory['status'] == 'ok' and memory['figures']['rows'][0]['key'] == (
+      'gpu.memory.on_demand.peak_in_use')
+  assert sum(b['seconds'] for b in record['benchmarks']) <= 450 + 2
+  evidence_store.ingest(archive, str(tmp_path / 'evidence'))
+  bodies = evidence_report.sections(str(tmp_path / 'evidence'), [])
+  assert ('| one run, XLA_PYTHON_CLIENT_PREALLOCATE=false: JAX\'s peak bytes in '
+          'use | 1.25 GB | NVIDIA H100 80GB HBM3 (gpu), 16 CPUs | 2026-11-27 |'
+          ) in bodies['gpu-memory']
+  assert '| two runs on one GPU: both finished | yes |' in bodies['gpu-sharing']
+  # The next run on this GPU kind, same code: not measured again.
+  archive, _ = _session(tmp_path, clock, Starter(clock, DURATIONS), 15,
+                        budget_s=900)
+  assert not {'gpu_memory', 'gpu_sharing'} & {
+      b['name'] for b in _record(archive)['benchmarks']}
 
 
 def test_sigterm_packs_like_ctrl_c():

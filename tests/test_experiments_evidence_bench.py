@@ -31,7 +31,12 @@ speed-up: 7.12
 
 def test_full_benchmarks_cover_what_the_readme_quotes():
   names = {b.name: b for b in bench.benchmarks('full')}
-  assert list(names) == ['jitted_minatar', 'agent', 'losses']
+  assert list(names) == ['jitted_minatar', 'agent', 'losses', 'gpu_memory',
+                         'gpu_sharing']
+  for name in ('gpu_memory', 'gpu_sharing'):
+    assert names[name].gpu_only and names[name].added > names['agent'].added
+    assert names[name].sources == (f'scripts.benchmarks.bench_{name}',
+                                   'cr_dqn.run_atari')
   assert '--num_seeds=1,16,64,256' in names['jitted_minatar'].argv
   assert names['agent'].modes[0] == 'reference:1'
   assert '--modes=' + ','.join(bench.AGENT_MODES) in names['agent'].argv
@@ -70,3 +75,14 @@ def test_tables_keep_the_tables_and_summaries():
   # Tables stand apart from the other lines, which are fenced as code.
   assert text.startswith('```\nJAX device: cuda:0')
   assert '```\n\n| mode | frames/s |' in text
+
+
+def test_parse_of_the_gpu_benchmarks_reads_their_figures_line():
+  b = {x.name: x for x in bench.benchmarks('full')}['gpu_memory']
+  rows = [{'key': 'gpu.memory.on_demand.peak_in_use', 'what': 'peak',
+           'value': '1.20', 'unit': 'GB'}]
+  text = 'noise\nfigures: [{"key": "old", "value": "1"}]\nfigures: ' + (
+      __import__('json').dumps(rows)) + '\n'
+  assert bench.parse(b, text) == {'rows': rows}
+  assert bench.parse(b, 'figures: [not json\n') == {'rows': []}
+  assert bench.parse(b, 'Traceback') == {'rows': []}

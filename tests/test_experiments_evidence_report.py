@@ -167,3 +167,25 @@ def test_a_section_needs_its_markers_once():
       'a\n<!-- --8<-- [start:x] -->\nnew\n<!-- --8<-- [end:x] -->\nb\n')
   with pytest.raises(ValueError, match='markers'):
     evidence_report.replace_section(text, 'y', 'new')
+
+
+def test_recorded_commands_of_modules_gone_are_mapped_to_todays(tmp_path):
+  d = tmp_path / 'sessions' / 'old'
+  evidence_store.write_session(str(d), {
+      'id': 'old', 'scale': 'recorded', 'command':
+          'python -m experiments.minatar_study --games=asterix',
+      'machine': {'device_kind': 'cpu', 'platform': 'cpu'}})
+  evidence_store.write_figures(str(d), [
+      {'key': 'a', 'command': 'python -m benchmarks.bench_agent'},
+      {'key': 'b', 'command': 'python -m benchmarks.bench_nothing'},
+      {'key': 'c', 'command': 'python -m scripts.benchmarks.bench_agent'}])
+  sessions = evidence_store.load_sessions(str(tmp_path))
+  count, names = evidence_report.renamed_modules(sessions)
+  assert count == 3
+  assert names == [('benchmarks.bench_agent', 'scripts.benchmarks.bench_agent'),
+                   ('benchmarks.bench_nothing', '(gone)'),
+                   ('experiments.minatar_study',
+                    'scripts.experiments.minatar_study')]
+  text = evidence_report.render(str(tmp_path), evidence_plan.pieces())
+  assert ('3 recorded commands name modules that no longer exist' in text and
+          '`benchmarks.bench_agent` is `scripts.benchmarks.bench_agent`' in text)

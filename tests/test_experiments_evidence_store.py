@@ -53,16 +53,72 @@ def test_a_piece_without_its_csvs_is_not_done(tmp_path):
   assert store.done_pieces(store.load_sessions(str(tmp_path))) == {}
 
 
-def test_measured_per_device_kind_and_code_version(tmp_path):
+def test_last_measured_per_device_kind_benchmark_and_code(tmp_path):
   root = str(tmp_path)
   _session(root, 's1', benchmarks=('failed',))
   sessions = store.load_sessions(root)
-  assert store.measured(sessions, 'NVIDIA H100', 'abc') is None
+  assert store.last_measured(sessions, 'NVIDIA H100', 'agent') is None
   _session(root, 's2')
+  _session(root, 's3')
   sessions = store.load_sessions(root)
-  assert store.measured(sessions, 'NVIDIA H100', 'abc') == 's2'
-  assert store.measured(sessions, 'NVIDIA H200', 'abc') is None
-  assert store.measured(sessions, 'NVIDIA H100', 'def') is None
+  # s2's and s3's entries carry no code: measured, but by no known code.
+  assert store.last_measured(sessions, 'NVIDIA H100', 'agent') == 's3'
+  assert store.last_measured(sessions, 'NVIDIA H100', 'agent', 'abc') is None
+  assert store.last_measured(sessions, 'NVIDIA H200', 'agent') is None
+  assert store.last_measured(sessions, 'NVIDIA H100', 'losses') is None
+  sessions[1]['benchmarks'][0]['code'] = 'abc'
+  assert store.last_measured(sessions, 'NVIDIA H100', 'agent', 'abc') == 's2'
+
+
+def _tree(root, files):
+  for rel, text in files.items():
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_source_hash_follows_the_imports_of_the_benchmark_only(tmp_path):
+  _tree(tmp_path, {
+      'pkg/__init__.py': '',
+      'pkg/bench.py': 'import numpy\nfrom pkg import used\n'
+                      'def f():\n  from .sub import deep\n',
+      'pkg/used.py': 'X = 1\n',
+      'pkg/sub/__init__.py': '',
+      'pkg/sub/deep.py': 'from ..used import X\n',
+      'pkg/other.py': 'Y = 1\n'})
+  root = str(tmp_path)
+  assert store.source_files(root, ['pkg.bench']) == [
+      'pkg/__init__.py', 'pkg/bench.py', 'pkg/sub/__init__.py',
+      'pkg/sub/deep.py', 'pkg/used.py']
+  first = store.source_hash(root, ['pkg.bench'], ['--sizes=201'])
+  (tmp_path / 'pkg' / 'other.py').write_text('Y = 2\n')
+  assert store.source_hash(root, ['pkg.bench'], ['--sizes=201']) == first
+  assert store.source_hash(root, ['pkg.bench'], ['--sizes=8']) != first
+  (tmp_path / 'pkg' / 'sub' / 'deep.py').write_text('from ..used import X\n#\n')
+  assert store.source_hash(root, ['pkg.bench'], ['--sizes=201']) != first
+
+
+def test_source_files_follow_the_imports_by_a_computed_name():
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  files = store.source_files(root, ['zoo.configuration.agent_registry'])
+  assert 'cr_dqn/agent.py' in files and 'qr_dqn/agent.py' in files
+  files = store.source_files(root, ['zoo.configuration.suites'])
+  assert 'zoo/suites/atari_suite.py' in files
+
+
+def test_every_import_by_a_computed_name_is_listed():
+  """A new importlib.import_module in the code must be declared in
+  DYNAMIC_IMPORTS, or the benchmarks' hashes would miss what it imports."""
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  found = set()
+  for top in ('losses', 'networks', 'zoo', 'qr_dqn', 'cr_dqn', 'nc_cr_dqn',
+              'nc_qr_dqn', os.path.join('scripts', 'benchmarks')):
+    for directory, _, names in os.walk(os.path.join(root, top)):
+      for name in names:
+        path = os.path.join(directory, name)
+        if name.endswith('.py') and 'import_module(' in open(path).read():
+          found.add(os.path.relpath(path, root)[:-3].replace(os.sep, '.'))
+  assert found == set(store.DYNAMIC_IMPORTS)
 
 
 def test_pack_then_ingest_round_trip_keeps_only_text(tmp_path):

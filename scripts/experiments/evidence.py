@@ -1,38 +1,50 @@
-r"""One command that turns a lent GPU quarter-hour into committed evidence.
+r"""A budgeted run for a short GPU allocation: measure, advance the plan, pack.
 
-  python -m scripts.experiments.evidence --budget_minutes=8 --output_dir=DIR
-  python -m scripts.experiments.evidence --ingest=DIR/evidence-<id>.tar.gz
+For anyone with a GPU for a short while (a spot instance, a short scheduler
+slot, a shared workstation for an hour): copy the project there, install it,
+run this command with a budget a little under the allocation, copy the one
+archive it writes back, and ingest it here.
+
+  python -m scripts.experiments.evidence --budget_minutes=25 --output_dir=out
+  python -m scripts.experiments.evidence --ingest=out/evidence-<id>.tar.gz
   python -m scripts.experiments.evidence --report            # the pages only
-  python -m scripts.experiments.evidence --dry_run --output_dir=/tmp/x  # the plan
+  python -m scripts.experiments.evidence --dry_run --output_dir=out  # the plan
 
 Within a hard deadline (--budget_minutes, of which the last --pack_reserve_s
 are kept for packing), in one process that runs the project's own command
 lines:
 
-a. measures, once per device kind and code version (skipped when the results
-   folder already holds them; --measure=always|never overrides), the
-   benchmarks of scripts.experiments.evidence_bench: bench_jitted_minatar at 1, 16,
-   64 and 256 seeds beside the Python loop, bench_agent's reference and fast
-   modes on Breakout, bench_losses at N = 201; with the device, the JAX
-   version and the CPU count. They get at most --measure_share of the budget
-   (a benchmark that does not fit is skipped and measured next time);
+a. measures the benchmarks of scripts.experiments.evidence_bench that this
+   device kind lacks (bench_jitted_minatar at 1, 16, 64 and 256 seeds beside
+   the Python loop, bench_agent's reference and fast modes on Breakout,
+   bench_losses at N = 201; on a GPU only, bench_gpu_memory, an Atari run's
+   GPU memory with and without JAX's preallocation, and bench_gpu_sharing,
+   two runs sharing the GPU under the sweep's settings; skipped elsewhere,
+   with the reason), with the device, the JAX version and the CPU count. A figure measured on this device kind with the same benchmarked
+   code (a hash of the source files the benchmark imports) is not taken
+   again; --measure=always|never overrides. The benchmarks get at most
+   --measure_share of the budget, and never the time of the first pending
+   piece that fits the budget; the never measured go first, the newest in the
+   list first; one that does not fit is measured next time;
 b. advances the plan (scripts.experiments.evidence_plan) with what is left: the
    pieces not yet in the results folder, in order, each started only if its
-   estimated duration (scripts.experiments.evidence_estimate, from speeds measured on
-   this device kind) fits what is left; MinAtar pieces side by side where the
-   measured speeds say that more seeds in flight raise the total rate; an
-   Atari piece takes as many iterations as fit and is judged by
+   estimated duration (scripts.experiments.evidence_estimate, from speeds
+   measured on this device kind) fits what is left; MinAtar pieces side by
+   side where the measured speeds say that more seeds in flight raise the
+   total rate; an Atari piece takes as many iterations as fit and is judged by
    scripts.analysis.compare_published. Every task's compile time is printed;
    the tasks share one JAX persistent compilation cache (--work_dir/jax-cache),
    so a program compiled once (QR-DQN-1's serves QR-DQN-0: κ is data) loads;
-c. packs the session (session.json, the log, each benchmark's output and
-   table, each run's CSV and run.json) into DIR/evidence-<id>.tar.gz; also
-   when the deadline comes, on Ctrl-C or SIGTERM.
+c. packs what it did (session.json, the log, each benchmark's output and
+   table, each run's CSV and run.json) into one archive,
+   --output_dir/evidence-<id>.tar.gz; also when the deadline comes, on Ctrl-C
+   or SIGTERM.
 
+Copy that archive back to your checkout; --ingest unpacks it into the results
+folder (--evidence_dir, evidence/) and rewrites docs/evidence.md and the
+generated sections of the other pages (scripts.experiments.evidence_report).
 --rehearsal runs the same code path at a tiny scale (the plan's first run of
-each piece, 2 seeds, seconds per run) for the CPU. The results folder is
---evidence_dir (evidence/); --ingest unpacks an archive there and rewrites
-docs/evidence.md (scripts.experiments.evidence_report).
+each piece, 2 seeds, seconds per run) for a CPU.
 """
 
 import csv
@@ -47,7 +59,7 @@ import signal
 import subprocess
 import sys
 import tarfile
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from absl import app
 from absl import flags
@@ -68,6 +80,8 @@ PROBE = ('import json, platform, jax; d = jax.devices()[0]; '
          'print(json.dumps({"platform": d.platform, "device_kind": '
          'd.device_kind, "device_count": jax.device_count(), "jax": '
          'jax.__version__, "python": platform.python_version()}))')
+# The benchmarks' share of the budget at most: the rest moves the plan.
+MEASURE_SHARE = 0.5
 BENCHMARK_CAP = 2.0   # A benchmark is stopped at this many times its estimate.
 JAX_CACHE = 'jax-cache'  # The tasks' compilation cache, under --work_dir.
 _COMPILE = re.compile(r'Finished XLA compilation of (\S+) in ([0-9.]+) sec')
@@ -78,8 +92,10 @@ _NOISE = ('with global shapes and types', 'Finished tracing + transforming',
 
 def define_flags() -> None:
   """Define the flags of this entry point (only when run)."""
-  flags.DEFINE_float('budget_minutes', 8.0, 'Hard deadline of the command.')
-  flags.DEFINE_string('output_dir', None, 'Where the archive goes ($OUT).')
+  flags.DEFINE_float('budget_minutes', 8.0, 'Hard deadline of the command, '
+                     'in minutes: a little under the GPU allocation left.')
+  flags.DEFINE_string('output_dir', None, 'Where the archive goes (a folder you '
+                      'copy back from the GPU machine).')
   flags.DEFINE_string('evidence_dir', os.path.join(ROOT, 'evidence'),
                       'The results folder (progress is read from it).')
   flags.DEFINE_string('work_dir', None, 'Where the session is written before '
@@ -87,8 +103,9 @@ def define_flags() -> None:
   flags.DEFINE_enum('measure', 'auto', ['auto', 'always', 'never'],
                     'Benchmarks: auto: unless the results folder holds this '
                     'device kind and code version.')
-  flags.DEFINE_float('measure_share', 0.8, 'Most of the budget the '
-                     'benchmarks may take.')
+  flags.DEFINE_float('measure_share', MEASURE_SHARE, 'The fraction of the '
+                     'budget the benchmarks may take at most; the rest moves '
+                     'the plan.')
   flags.DEFINE_bool('rehearsal', False, 'Tiny scale, for a CPU rehearsal.')
   flags.DEFINE_list('pieces', [], 'Only these piece ids (default: the plan).')
   flags.DEFINE_integer('max_side_by_side', 4, 'Most MinAtar runs at once.')
@@ -110,7 +127,7 @@ class Options:
   work_dir: str
   scale: evidence_plan.Scale = evidence_plan.FULL
   measure: str = 'auto'
-  measure_share: float = 0.8
+  measure_share: float = MEASURE_SHARE
   only: Sequence[str] = ()
   max_side_by_side: int = 4
   pack_reserve_s: float = 20.0
@@ -263,25 +280,90 @@ class Session:
     evidence_store.write_session(self.dir, self.record)
 
   # --- a. measure -------------------------------------------------------------
+  def piece_seconds(self, piece: evidence_plan.Piece) -> float:
+    """The shortest estimated duration a piece can start with (MinAtar: all
+    its runs, side by side as measured; Atari: one iteration)."""
+    scale, speeds = self.opts.scale, self.speeds()
+    if piece.suite != 'minatar':
+      mode = speeds.best_mode or scale.atari_default_mode
+      return speeds.atari_seconds(mode, 1, scale.atari_train_frames,
+                                  scale.atari_eval_frames)
+    seeds = len(scale.minatar_seeds)
+    count = len(evidence_plan.runs(piece, scale, packages=self.opts.packages))
+    c = min(speeds.side_by_side(seeds, self.opts.max_side_by_side), count)
+    return -(-count // c) * speeds.minatar_seconds(
+        seeds, scale.minatar_iterations, scale.minatar_train_steps,
+        scale.minatar_eval_steps, concurrency=c)
+
+  def plan_reserve(self) -> float:
+    """Seconds kept from the benchmarks for the first pending piece that fits
+    the time left now (0 when none fits): a piece that fits always starts."""
+    for piece in self.pending():
+      seconds = self.piece_seconds(piece)
+      if self.deadline.fits(seconds):
+        self.say(f'plan: {piece.id} fits (~{seconds:.0f} s); kept from the '
+                 'benchmarks')
+        return seconds
+    return 0.0
+
+  def pending(self) -> List[evidence_plan.Piece]:
+    plan = evidence_plan.pieces(self.opts.later_presets)
+    return evidence_plan.pending(plan, evidence_store.done_pieces(self.past),
+                                 self.opts.only)
+
+  def benchmarks_due(self) -> List[Tuple[evidence_bench.Benchmark, str]]:
+    """Return (benchmark, code) of those to measure, in order: first those
+    never measured on this device kind, the newest in the list first; then
+    those whose benchmarked code changed, the longest unmeasured first. A
+    GPU-only benchmark on another platform is recorded as skipped."""
+    m = self.record['machine']
+    past = [s for s in self.past if s.get('scale') == self.opts.scale.name]
+    order = {s['id']: i for i, s in enumerate(past)}
+    never, stale = [], []
+    for bench in evidence_bench.benchmarks(self.opts.scale.name):
+      code = evidence_store.source_hash(self.opts.root, bench.sources,
+                                        bench.argv)
+      if bench.gpu_only and m['platform'] != 'gpu':
+        reason = (f'GPU-only: it measures what only a GPU has, and the JAX '
+                  f'device here is {m["platform"]}')
+        self.say(f'benchmark {bench.name}: skipped ({reason})')
+        self.record['benchmarks'].append(
+            {'name': bench.name, 'status': 'skipped', 'reason': reason,
+             'code': code, 'command': 'python -m ' + ' '.join(bench.argv)})
+        continue
+      if self.opts.measure == 'auto':
+        earlier = evidence_store.last_measured(past, m['device_kind'],
+                                               bench.name, code)
+        if earlier:
+          self.say(f'benchmark {bench.name}: its code {code} on '
+                   f'{m["device_kind"]} measured in {earlier}')
+          continue
+      last = evidence_store.last_measured(past, m['device_kind'], bench.name)
+      if last is None:
+        never.append((bench, code))
+      else:
+        stale.append((order[last], bench, code))
+    # Stable sorts: benchmarks added the same day keep the list's order.
+    never.sort(key=lambda item: item[0].added, reverse=True)
+    stale.sort(key=lambda item: item[0])
+    return never + [(bench, code) for _, bench, code in stale]
+
   def measure(self) -> None:
     m = self.record['machine']
     if self.opts.measure == 'never':
       self.say('benchmarks: not measured (--measure=never)')
       return
-    if self.opts.measure == 'auto':
-      earlier = evidence_store.measured(
-          [s for s in self.past if s.get('scale') == self.opts.scale.name],
-          m['device_kind'], self.record['code_version'])
-      if earlier:
-        self.say(f'benchmarks: {m["device_kind"]} with code '
-                 f'{self.record["code_version"]} measured in {earlier}')
-        return
+    due = self.benchmarks_due()
+    if not due:
+      return
+    share = self.opts.measure_share * self.opts.budget_s
     window = evidence_schedule.Deadline(
-        self.clock, min(self.deadline.left(),
-                        self.opts.measure_share * self.opts.budget_s))
+        self.clock, max(0.0, min(share, self.deadline.left() -
+                                 self.plan_reserve())))
+    self.say(f'benchmarks: {len(due)} due, {window.left():.0f} s for them')
     speeds = self.speeds()
     tables = []
-    for bench in evidence_bench.benchmarks(self.opts.scale.name):
+    for bench, code in due:
       estimate = speeds.benchmark_estimate(bench.name, bench.default_seconds)
       if not window.fits(estimate):
         self.say(f'benchmark {bench.name}: needs ~{estimate:.0f} s, '
@@ -299,7 +381,7 @@ class Session:
       text = clean_log(task.log_path)
       entry = {'name': bench.name, 'command': 'python -m ' +
                ' '.join(bench.argv), 'status': outcome.status,
-               'returncode': outcome.returncode,
+               'returncode': outcome.returncode, 'code': code,
                'seconds': round(outcome.seconds, 1), 'output': log,
                'compile_s': self._compiled(bench.name, text),
                'figures': (evidence_bench.parse(bench, text)
@@ -453,7 +535,7 @@ class Session:
   def advance(self) -> None:
     plan = evidence_plan.pieces(self.opts.later_presets)
     done = evidence_store.done_pieces(self.past)
-    queue = evidence_plan.pending(plan, done, self.opts.only)
+    queue = self.pending()
     self.say(f'plan: {len(done)} of {len(plan)} pieces done; next: '
              f'{", ".join(p.id for p in queue[:3]) or "none"}')
     while queue and self.deadline.left() > 0:

@@ -7,6 +7,7 @@ session) and the figures the plan's estimates need are parsed from it.
 """
 
 import dataclasses
+import json
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -15,6 +16,24 @@ AGENT_MODES = ('reference:1', 'vector:64', 'vector:64:u4', 'vector:64:u8',
                'vector:64:u8:device', 'vector:128:u8:device')
 REHEARSAL_AGENT_MODES = ('reference:1', 'vector:2:u2:device')
 JITTED_SEEDS = (1, 16, 64, 256)
+# The GPU-only measurements of the campaign page: they run Atari runs.
+GPU_ADDED = '2026-11-27'
+RUN_MODULES = ('cr_dqn.run_atari',)
+FIGURES_PREFIX = 'figures: '   # The JSON line of the GPU benchmarks.
+
+
+def _gpu_benchmarks(sizes: Tuple[str, ...], memory_s: float,
+                    sharing_s: float) -> List['Benchmark']:
+  """A run's GPU memory with and without preallocation; two runs sharing a
+  GPU (the campaign page's GPU memory and sharing)."""
+  return [
+      Benchmark('gpu_memory', ('scripts.benchmarks.bench_gpu_memory',) + sizes,
+                memory_s, added=GPU_ADDED, gpu_only=True,
+                children=RUN_MODULES),
+      Benchmark('gpu_sharing', ('scripts.benchmarks.bench_gpu_sharing',) +
+                sizes, sharing_s, added=GPU_ADDED, gpu_only=True,
+                children=RUN_MODULES),
+  ]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,6 +42,15 @@ class Benchmark:
   argv: Tuple[str, ...]          # After `python -m`.
   default_seconds: float         # Estimate when no session measured it.
   modes: Tuple[str, ...] = ()    # bench_agent: its --modes, in order.
+  # When it joined the list (newest unmeasured first); ISO date.
+  added: str = '2026-11-26'
+  gpu_only: bool = False         # Skipped, with the reason, elsewhere.
+  children: Tuple[str, ...] = () # Modules it runs in child processes.
+
+  @property
+  def sources(self) -> Tuple[str, ...]:
+    """The modules whose code (and imports) the figure depends on."""
+    return (self.argv[0],) + self.children
 
 
 def benchmarks(scale: str) -> List[Benchmark]:
@@ -42,7 +70,8 @@ def benchmarks(scale: str) -> List[Benchmark]:
                   180, REHEARSAL_AGENT_MODES),
         Benchmark('losses', ('scripts.benchmarks.bench_losses', '--sizes=8',
                              '--repeats=3', '--nosorts'), 60),
-    ]
+    ] + _gpu_benchmarks(('--num_train_frames=8192', '--num_eval_frames=512',
+                         '--replay_capacity=2048'), 120, 150)
   return [
       # CR-DQN, N = 201, at 1, 16, 64 and 256 vmapped seeds beside the
       # Python loop (Breakout).
@@ -59,7 +88,9 @@ def benchmarks(scale: str) -> List[Benchmark]:
       # The Cramér loss against the QR loss at N = 201.
       Benchmark('losses', ('scripts.benchmarks.bench_losses', '--sizes=201',
                            '--repeats=30', '--nosorts'), 45),
-  ]
+      # Each: Pong, --num_envs=64, 100k training frames, the replay full;
+      # two runs (memory) or three (sharing: one alone, two together).
+  ] + _gpu_benchmarks(('--num_train_frames=100000',), 180, 210)
 
 
 def _table_rows(text: str) -> List[List[str]]:
@@ -107,12 +138,29 @@ def parse_agent(text: str, modes: Tuple[str, ...]) -> Dict[str, Any]:
   return {'frames_per_s': fps, 'best_mode': best}
 
 
+def parse_figure_rows(text: str) -> Dict[str, Any]:
+  """Return {'rows': [{key, what, value, unit}]} of the last `figures:` line
+  (the GPU benchmarks'); empty rows if none or damaged."""
+  rows = []
+  for line in text.splitlines():
+    if line.startswith(FIGURES_PREFIX):
+      try:
+        rows = [r for r in json.loads(line[len(FIGURES_PREFIX):])
+                if isinstance(r, dict) and {'key', 'value'} <= set(r)]
+      except ValueError:
+        rows = []
+  return {'rows': rows}
+
+
 def parse(benchmark: Benchmark, text: str) -> Dict[str, Any]:
-  """Return the figures the estimates use (empty for the loss benchmark)."""
+  """Return the figures the estimates and pages use (empty for the loss
+  benchmark)."""
   if benchmark.name == 'jitted_minatar':
     return parse_jitted_minatar(text)
   if benchmark.name == 'agent':
     return parse_agent(text, benchmark.modes)
+  if benchmark.gpu_only:
+    return parse_figure_rows(text)
   return {}
 
 

@@ -1,18 +1,18 @@
-"""The evidence plan: what a lent GPU quarter-hour runs, in order of value.
+"""The evidence plan: what the evidence command runs, in order of value.
 
-The plan is this module's PIECES (and, for presets added later, their MinAtar
+The plan is this module's pieces (and, for presets added later, their MinAtar
 pieces): each piece is a set of runs that must complete in one command, since
-nothing survives the GPU machine. Progress is not kept here: a piece is done
-when the results folder (evidence/) holds a session that completed it
-(scripts.experiments.evidence_store).
+nothing on a short GPU allocation is kept for the next one. Progress is not
+kept here: a piece is done when the results folder (evidence/) holds a
+session that completed it (scripts.experiments.evidence_store).
 
 Run length, fixed for the whole MinAtar plan: 500k steps per seed (5
 iterations of 100k training steps, 25k evaluation steps after each and before
 the first; ε from 1 to 0.1 over the first 100k steps), the reference study's
-length (docs/minatar/report.md, scripts.experiments.minatar_study). Young & Tian's 5M
-does not fit: a piece must finish within one command of at most 10 minutes
-(nothing survives the machine), and 5M training plus 1.275M evaluation steps
-per seed in about 7 minutes would need more than 15,000 steps/s per seed for
+length (docs/minatar/report.md, scripts.experiments.minatar_study). Young &
+Tian's 5M does not fit: a piece must finish within one command, and the plan
+is sized for commands of about 10 minutes (the shortest allocations); 5M
+training plus 1.275M evaluation steps per seed in about 7 minutes would need more than 15,000 steps/s per seed for
 two processes of ten seeds at once; the jitted loop ran at 250 steps/s per
 seed on the CPU and is not measured on a GPU yet. Changing the length later
 would make the pieces already done incomparable with the next ones.

@@ -5,8 +5,9 @@ tables and recorded figures, what the evidence command has not measured yet,
 and the plan's progress with each completed piece's final returns. And the
 sections between marker comments (`<!-- --8<-- [start:NAME] -->`) of other
 pages (PAGE_SECTIONS): the README's performance and MinAtar tables, the
-MinAtar and Atari result pages' tables of our runs, and the performance
-page's list of what is not yet measured. Written by `python -m
+MinAtar and Atari result pages' tables of our runs, the performance page's
+list of what is not yet measured, and the campaign page's GPU memory and GPU
+sharing. Written by `python -m
 scripts.experiments.evidence --report` and after every `--ingest`;
 tests/test_experiments_evidence_report.py keeps the pages in step with the
 folder.
@@ -23,6 +24,9 @@ from scripts.experiments import evidence_bench
 from scripts.experiments import evidence_plan
 from scripts.experiments import evidence_store
 
+# The repository root: scripts/experiments/evidence_report.py is three down.
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+
 # What each benchmark measures, for the list of what is not measured yet.
 BENCHMARK_TITLES = {
     'jitted_minatar': 'the jitted MinAtar loop\'s steps/s per seed and in '
@@ -34,6 +38,12 @@ BENCHMARK_TITLES = {
              '(`bench_agent`)',
     'losses': 'the Cramér loss against the QR loss at N = 201 '
               '(`bench_losses`)',
+    'gpu_memory': 'a run\'s GPU memory with and without JAX\'s '
+                  'preallocation (Atari, `--num_envs=64`, the replay full; '
+                  '`bench_gpu_memory`)',
+    'gpu_sharing': 'two runs sharing one GPU under the sweep\'s sharing '
+                   'settings: whether both fit, their training rates '
+                   '(`bench_gpu_sharing`)',
 }
 
 
@@ -55,15 +65,57 @@ def _machine(session: Dict[str, Any]) -> str:
           f'{m.get("cpu_count", "?")} CPUs')
 
 
+_MODULE = re.compile(r'python -m ([A-Za-z_][A-Za-z0-9_.]*)')
+# Where the recorded modules' packages live today, by their old top package.
+MOVED_PACKAGES = {'benchmarks': 'scripts.benchmarks',
+                  'experiments': 'scripts.experiments',
+                  'analysis': 'scripts.analysis'}
+
+
+def _module_exists(root: str, module: str) -> bool:
+  path = os.path.join(root, *module.split('.'))
+  return os.path.isfile(path + '.py') or os.path.isfile(
+      os.path.join(path, '__main__.py'))
+
+
+def renamed_modules(sessions: Sequence[Dict[str, Any]], root: str = ROOT
+                    ) -> Tuple[int, List[Tuple[str, str]]]:
+  """Return how many recorded commands (a session's, a figure's) name a
+  module that no longer exists, and (old name, today's name) of each such
+  module, sorted; today's name is '(gone)' when it has none."""
+  count, names = 0, {}
+  for session in sessions:
+    commands = [session.get('command', '')]
+    commands += [f.get('command', '') for f in _recorded_figures(session)]
+    for command in commands:
+      missing = [m for m in _MODULE.findall(command)
+                 if not _module_exists(root, m)]
+      count += bool(missing)
+      for module in missing:
+        top, _, rest = module.partition('.')
+        new = f'{MOVED_PACKAGES[top]}.{rest}' if top in MOVED_PACKAGES else ''
+        names[module] = new if new and _module_exists(root, new) else '(gone)'
+  return count, sorted(names.items())
+
+
+def _recorded_figures(session: Dict[str, Any]) -> List[Dict[str, str]]:
+  path = os.path.join(session.get('dir', ''), evidence_store.FIGURES_FILE)
+  if not os.path.isfile(path):
+    return []
+  with open(path, newline='') as f:
+    return list(csv.DictReader(f))
+
+
 def render(evidence_dir: str, plan: Sequence[evidence_plan.Piece]) -> str:
   """Return the page's markdown for the folder's sessions and the plan."""
   sessions = evidence_store.load_sessions(evidence_dir)
   lines = [
-      '# Evidence from the GPU quarter-hours', '',
+      '# Evidence from the GPU', '',
       'Generated from the results folder `evidence/` by `python -m '
-      'scripts.experiments.evidence --report` (and after every `--ingest`); do not '
-      'edit by hand. How a quarter-hour is spent: '
-      '[Performance](performance.md#the-evidence-command).', '',
+      'scripts.experiments.evidence --report` (and after every `--ingest`); do '
+      'not edit by hand. How to spend a short GPU allocation with the '
+      'evidence command: [Performance](performance.md#the-evidence-command).',
+      '',
       '## Sessions', '']
   if sessions:
     lines += ['| session | date | machine | jax | scale | code | status | '
@@ -79,9 +131,14 @@ def render(evidence_dir: str, plan: Sequence[evidence_plan.Piece]) -> str:
                 'before the evidence command existed, with the machine, date '
                 'and command as they were recorded (figures.csv; "not '
                 'recorded" where they were not).']
+    renamed = renamed_modules(sessions)
+    if renamed[0]:
+      lines += ['', f'{renamed[0]} recorded commands name modules that no '
+                'longer exist: the scripts have moved under `scripts/` since. '
+                'Today\'s names: ' + '; '.join(
+                    f'`{old}` is `{new}`' for old, new in renamed[1]) + '.']
   else:
-    lines.append('None yet: no GPU quarter-hour has been spent with the '
-                 'evidence command.')
+    lines.append('None yet: the evidence command has not been run on a GPU.')
   lines += ['', '## Benchmarks', '']
   measured_on_gpu = set()
   any_tables = False
@@ -441,12 +498,48 @@ def _judged(session: Dict[str, Any], judge: Optional[str]) -> str:
       f' (`{session["id"]}/{judge}`)')
 
 
+# The campaign page's GPU measurements: (key prefix, benchmark, what it is).
+GPU_SECTIONS = {
+    'gpu-memory': ('gpu.memory.', 'bench_gpu_memory',
+                   'one Atari run (Pong, `--num_envs=64`, the replay full) '
+                   'with and without JAX\'s preallocation'),
+    'gpu-sharing': ('gpu.sharing.', 'bench_gpu_sharing',
+                    'one Atari run alone, then two at once on the same GPU '
+                    'with the sweep\'s sharing settings (Pong, '
+                    '`--num_envs=64`, the replay full)'),
+}
+
+
+def gpu_section(sessions: Sequence[Dict[str, Any]], name: str) -> str:
+  """The campaign page's GPU memory or sharing: the figures of the result
+  sessions on a GPU, or what will measure them."""
+  prefix, module, what = GPU_SECTIONS[name]
+  lines = ['| what | figure | machine | day |', '|---|---:|---|---|']
+  for s in sessions:
+    if s.get('machine', {}).get('platform') != 'gpu':
+      continue
+    lines += [f'| {f["what"]} | {_value(f)} | {_machine(s)} | '
+              f'{s.get("date_utc", "?")} |'
+              for f in evidence_store.figures(s) if f['key'].startswith(prefix)]
+  command = f'`python -m scripts.benchmarks.{module}`'
+  if len(lines) > 2:
+    return ('Measured by the evidence command (' + command + ': ' + what +
+            '):\n\n' + '\n'.join(lines))
+  return ('**Not yet measured** on a GPU. The evidence command measures it on '
+          'its first run on a GPU (this and the other GPU measurement of this '
+          'page in one run given `--budget_minutes=15` or more), and this '
+          'paragraph is then generated from its figures '
+          '([Performance](performance.md#the-evidence-command)): ' + command +
+          ', ' + what + '.')
+
+
 # The generated sections of each page (relative to the repository root).
 PAGE_SECTIONS = {
     'README.md': ('performance-table', 'minatar-table'),
     'docs/performance.md': ('not-measured',),
     'docs/experiments/minatar.md': ('minatar-results',),
     'docs/experiments/atari57.md': ('atari-runs',),
+    'docs/campaign.md': tuple(GPU_SECTIONS),
 }
 
 
@@ -460,6 +553,7 @@ def sections(evidence_dir: str,
       'not-measured': not_measured(sessions, plan),
       'minatar-results': minatar_results(sessions),
       'atari-runs': atari_runs(sessions),
+      **{name: gpu_section(sessions, name) for name in GPU_SECTIONS},
   }
 
 

@@ -15,16 +15,19 @@ What the folder holds is done: a piece counts as done when a session of the
 full scale completed it and its CSVs are there.
 """
 
+import ast
 import csv
+import glob
 import hashlib
 import json
 import os
 import tarfile
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 SESSIONS = 'sessions'
 SESSION_FILE = 'session.json'
-# The packages whose code sets the speed of a benchmark.
+# The packages of a session's code version (shown beside its figures; a
+# benchmark's own figure follows source_hash instead).
 CODE_PACKAGES = ('losses', 'networks', 'zoo', 'qr_dqn', 'cr_dqn', 'nc_cr_dqn',
                  'nc_qr_dqn', os.path.join('scripts', 'benchmarks'))
 MAX_ARCHIVE_BYTES = 16 * 2**20
@@ -90,15 +93,110 @@ def done_pieces(sessions: Iterable[Dict[str, Any]]) -> Dict[str, str]:
   return done
 
 
-def measured(sessions: Iterable[Dict[str, Any]], device_kind: str,
-             version: str) -> Optional[str]:
-  """Return the id of a session that measured this device kind and code."""
+def last_measured(sessions: Iterable[Dict[str, Any]], device_kind: str,
+                  name: str, code: Optional[str] = None) -> Optional[str]:
+  """Return the id of the newest session that measured benchmark `name` on
+  this device kind (with this benchmarked code, when given); None: never."""
+  found = None
   for session in sessions:
-    if (session.get('machine', {}).get('device_kind') == device_kind and
-        session.get('code_version') == version and
-        any(b.get('status') == 'ok' for b in session.get('benchmarks', ()))):
-      return session['id']
+    if session.get('machine', {}).get('device_kind') != device_kind:
+      continue
+    if any(b.get('name') == name and b.get('status') == 'ok' and
+           (code is None or b.get('code') == code)
+           for b in session.get('benchmarks', ())):
+      found = session['id']
+  return found
+
+
+# Modules that import first-party modules by a computed name, and the files
+# (globs under the root) they may import that way: a static reading of the
+# imports cannot see them. tests/test_experiments_evidence_store.py checks
+# that every importlib.import_module of the code is listed here.
+DYNAMIC_IMPORTS = {
+    'zoo.configuration.agent_registry': ('*/agent.py',),
+    'zoo.configuration.suites': ('zoo/suites/*_suite.py',),
+    'zoo.environments.minatar_jax_env': (),  # pgx's games: not ours.
+}
+
+
+def _module_path(root: str, module: str) -> Optional[str]:
+  """Return the file of a first-party module under root, else None."""
+  base = os.path.join(root, *module.split('.'))
+  for path in (base + '.py', os.path.join(base, '__init__.py')):
+    if os.path.isfile(path):
+      return path
   return None
+
+
+# {(path, module, mtime, size): names}: parsing is the slow part of a hash.
+_IMPORTED: Dict[Tuple[str, str, int, int], List[str]] = {}
+
+
+def _imported(path: str, module: str) -> List[str]:
+  """Return the absolute names a module's imports name (anywhere in it)."""
+  stat = os.stat(path)
+  key = (path, module, stat.st_mtime_ns, stat.st_size)
+  if key not in _IMPORTED:
+    _IMPORTED[key] = _parse_imports(path, module)
+  return _IMPORTED[key]
+
+
+def _parse_imports(path: str, module: str) -> List[str]:
+  with open(path, 'rb') as f:
+    tree = ast.parse(f.read(), path)
+  package = (module if path.endswith('__init__.py')
+             else module.rpartition('.')[0])
+  out = []
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      out += [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom):
+      base = node.module or ''
+      if node.level:
+        parts = package.split('.')
+        parts = parts[:len(parts) - node.level + 1]
+        base = '.'.join(parts + ([node.module] if node.module else []))
+      out.append(base)
+      out += [f'{base}.{a.name}' for a in node.names]
+  return out
+
+
+def source_files(root: str, modules: Iterable[str]) -> List[str]:
+  """Return the first-party files (relative to root) the modules import,
+  themselves and their packages included, followed through every import."""
+  todo, seen, found = list(modules), set(), set()
+  while todo:
+    module = todo.pop()
+    if not module or module in seen:
+      continue
+    seen.add(module)
+    path = _module_path(root, module)
+    if path is None:
+      continue
+    found.add(os.path.relpath(path, root))
+    parts = module.split('.')
+    todo += ['.'.join(parts[:i]) for i in range(1, len(parts))]
+    todo += _imported(path, module)
+    for pattern in DYNAMIC_IMPORTS.get(module, ()):
+      for match in glob.glob(os.path.join(root, pattern)):
+        rel = os.path.relpath(match, root)[:-len('.py')]
+        todo.append(rel.replace(os.sep, '.'))
+  return sorted(found)
+
+
+def source_hash(root: str, modules: Iterable[str],
+                extra: Iterable[str] = ()) -> str:
+  """Return a hash of the source files the modules depend on and of `extra`
+  (e.g. the benchmark's command line): a figure of the same hash on the same
+  device kind need not be measured again."""
+  digest = hashlib.sha256()
+  for rel in source_files(root, modules):
+    digest.update(rel.encode() + b'\0')
+    with open(os.path.join(root, rel), 'rb') as f:
+      digest.update(f.read() + b'\0')
+  for item in extra:
+    digest.update(item.encode() + b'\0')
+  return digest.hexdigest()[:12]
 
 
 def write_figures(session_dir: str, rows: Iterable[Dict[str, str]]) -> None:
@@ -123,6 +221,11 @@ BENCHMARK_FIGURES = {
 
 
 def _benchmark_figures(bench: Dict[str, Any]) -> List[Dict[str, str]]:
+  rows = bench.get('figures', {}).get('rows')
+  if rows:  # The benchmark printed its figures whole.
+    return [{'key': r['key'], 'what': r.get('what', r['key']),
+             'value': r['value'], 'unit': r.get('unit', ''),
+             'command': bench.get('command', ''), 'note': ''} for r in rows]
   if bench['name'] not in BENCHMARK_FIGURES:
     return []
   field, key, what, unit = BENCHMARK_FIGURES[bench['name']]
