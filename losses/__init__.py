@@ -8,6 +8,8 @@ stops them.
 from losses.cramer import cramer_loss
 from losses.cramer import cramer_loss_pairwise
 from losses.quantile_regression import quantile_regression_loss
+from losses.sampled_levels import sampled_cramer_loss
+from losses.sampled_levels import sampled_quantile_regression_loss
 from losses.smoothed_cramer import atom_spread
 from losses.smoothed_cramer import multiquadric_cramer_loss
 from losses.smoothed_cramer import noisy_target_cramer_loss
@@ -20,5 +22,7 @@ __all__ = (
     'multiquadric_cramer_loss',
     'noisy_target_cramer_loss',
     'quantile_regression_loss',
+    'sampled_cramer_loss',
+    'sampled_quantile_regression_loss',
     'wasserstein1',
 )

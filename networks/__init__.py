@@ -1,8 +1,12 @@
-"""Haiku Q-networks with quantile heads (FC as QR-DQN, non-crossing NC)."""
+"""Haiku Q-networks: quantile heads (FC as QR-DQN, non-crossing NC) and IQN."""
 
 from networks.heads import fc_quantile_head
 from networks.heads import nc_quantile_head
 from networks.heads import ScaleActivation
+from networks.iqn_network import atari_iqn_network
+from networks.iqn_network import cosine_features
+from networks.iqn_network import iqn_network
+from networks.iqn_network import minatar_iqn_network
 from networks.layers import conv
 from networks.layers import dqn_default_initializer
 from networks.layers import linear

@@ -68,15 +68,59 @@ def test_collapse_means_all_atoms_within_tolerance_of_one_point():
 
 # Training.
 
-@pytest.mark.parametrize('name', list(synthetic.CONFIGURATIONS_BY_NAME))
+# The sampled-level rows differ only in their loss (tested below): one of them
+# here and one in the learning test keep the suite short.
+@pytest.mark.parametrize('name', [
+    n for n in synthetic.CONFIGURATIONS_BY_NAME
+    if n not in ('iqn_qr_kappa0', 'iqn_qr_kappa1', 'iqn_plugin_cramer')])
 def test_every_configuration_trains_and_gives_finite_d1(name):
   result = _run(name)
-  assert result.atoms.shape == (2, 12)
+  sampled = name.startswith('iqn')
+  # A sampled-level network is read at 100 midpoint levels per atom.
+  assert result.atoms.shape == (2, 1200 if sampled else 12)
   assert np.all(np.diff(result.atoms, axis=-1) >= 0)  # Returned sorted.
   assert np.all(np.isfinite(result.d1)) and np.all(result.d1 >= 0)
   assert np.all(np.isfinite(result.final_loss))
-  expected = 2712 if name.startswith('fc') else 2702
+  assert np.all(np.isfinite(result.oscillation))
+  expected = {'fc': 2712, 'nc': 2702, 'iq': 2717}[name[:2]]
   assert result.num_params == expected
+
+
+def test_sampled_level_rows_are_opt_in_and_the_rest_the_default():
+  default = synthetic.Settings().configurations
+  assert not [n for n in default if n.startswith('iqn')]
+  assert set(default) | {'iqn_qr_kappa0', 'iqn_qr_kappa1',
+                         'iqn_sampled_cramer', 'iqn_plugin_cramer'} == set(
+                             synthetic.CONFIGURATIONS_BY_NAME)
+
+
+def test_sampled_losses_take_levels_and_share_the_qr_gradient_scale():
+  # Distinct sorted atoms at sorted levels, one target Dirac: QR at the
+  # levels gives F̂(x_i) − τ_i, the scaled unbiased Cramér F̂(x_i) − (i −
+  # 1)/(N − 1) and the scaled plug-in F̂(x_i) − (i − ½)/N.
+  source = jnp.linspace(-0.9, 0.8, 12)[None]
+  target = jnp.full((1, 12), 0.1)
+  levels = jnp.linspace(0.02, 0.97, 12)[None]
+  below = np.asarray(target[0, 0] < source[0], np.float64)
+  key = jax.random.PRNGKey(0)
+  rank = np.arange(12)
+  want = {'iqn_qr_kappa0': below - np.asarray(levels[0]),
+          'iqn_sampled_cramer': below - rank / 11,
+          'iqn_plugin_cramer': below - (rank + 0.5) / 12}
+  for name, expected in want.items():
+    loss = synthetic.make_loss(synthetic.CONFIGURATIONS_BY_NAME[name], 12)
+    next_key, value = loss(key, source, target, levels)
+    assert value.shape == (1,) and next_key is key
+    grad = jax.grad(lambda s: loss(key, s, target, levels)[1].sum())(source)
+    np.testing.assert_allclose(grad[0], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_sampled_levels_network_learns_the_mixture():
+  # QR at sampled levels, long enough to learn: d1 on the level grid falls.
+  result = _run('iqn_qr_kappa0', num_trials=1, num_iterations=300,
+                learning_rate=1e-2, batch_size=8)
+  assert result.d1[0] < 0.25 and not result.collapsed[0]
+  np.testing.assert_allclose(np.mean(result.atoms), -1 / 3, atol=0.1)
 
 
 def test_trials_learn_and_are_independent_and_seeded():
@@ -182,6 +226,9 @@ def test_bad_settings_fail_before_any_work(tmp_path):
       (dict(configurations=('nope',)), 'valid ones are'),
       (dict(dirac_probabilities=(0.5, 0.4)), 'sum to 1'),
       (dict(num_quantiles=3, dirac_probabilities=(0.5, 0.5)), 'not unique'),
+      # A sampled-level row reads 1200 levels: 1/2400 is a midpoint there.
+      (dict(configurations=('iqn_qr_kappa0',), dirac_locations=(0.0, 1.0),
+            dirac_probabilities=(1 / 2400, 2399 / 2400)), 'not unique'),
       (dict(num_trials=0), 'num_trials'),
       (dict(learning_rate=-1.0), 'learning_rate'),
       (dict(widths=(0.1, 0.0)), '--widths must be positive'),

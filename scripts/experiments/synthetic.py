@@ -13,6 +13,13 @@ noisy target; absolute or relative width h) carry the same factor; besides d1
 and the mean of atoms, each row reports the oscillation of the atoms over the
 last steps, and --widths sweeps h.
 
+The sampled-level rows (head 'iqn', opt-in by name) train an IQN network
+(networks.iqn_network) at N levels drawn uniformly per batch element and step:
+QR at the sampled levels (IQN's loss), the unbiased sampled Cramér loss and the
+plug-in one (losses.cramer_loss on the samples). Their learned distribution
+is the network's outputs at 100 N midpoint levels: d1, collapse and the mean of
+atoms are measured on it, the oscillation on the outputs at the N midpoints.
+
 Trials of one configuration run as one jitted program: `lax.scan` over the
 steps inside, `vmap` over the trials.
 
@@ -20,6 +27,9 @@ steps inside, `vmap` over the trials.
   python -m scripts.experiments.synthetic --output_dir=docs/synthetic   # the docs' copy
   python -m scripts.experiments.synthetic --configurations=fc_multiquadric,fc_noisy \
       --widths=0.01,0.03,0.1,0.3                            # a sweep over h
+  python -m scripts.experiments.synthetic \
+      --configurations=fc_qr_kappa0,fc_cramer,iqn_qr_kappa0,iqn_qr_kappa1,iqn_sampled_cramer,iqn_plugin_cramer \
+      --output_dir=docs/synthetic/sampled                   # sampled levels
 """
 
 import csv
@@ -50,8 +60,10 @@ class Configuration(NamedTuple):
   """One head/loss pair of the synthetic experiment."""
   name: str
   label: str
-  head: str             # 'fc' or 'nc'
-  loss: str             # 'qr', 'cramer', 'w1', 'multiquadric' or 'noisy'
+  head: str             # 'fc', 'nc' or 'iqn' (sampled levels)
+  loss: str             # 'qr', 'cramer', 'w1', 'multiquadric', 'noisy';
+                        # with 'iqn': 'sampled_qr', 'sampled_cramer' or
+                        # 'plugin_cramer'
   huber_param: float = 0.0
   scale_activation: str = 'relu'
   # The smoothed Cramér losses: width h, absolute or (relative_width) times
@@ -62,6 +74,11 @@ class Configuration(NamedTuple):
   @property
   def smoothed(self) -> bool:
     return self.loss in SMOOTHED_LOSSES
+
+  @property
+  def sampled(self) -> bool:
+    """Whether the network is evaluated at sampled levels (an IQN)."""
+    return self.head == 'iqn'
 
   def with_width(self, width: float) -> 'Configuration':
     """Return this configuration at another width, named after it."""
@@ -101,18 +118,37 @@ CONFIGURATIONS = (
                   'NC-softplus, noisy target, h=0.1 × spread', 'nc', 'noisy',
                   scale_activation='softplus', width=0.1, relative_width=True),
 )
+# Run by default: the published configurations and the smoothed candidates.
+DEFAULT_CONFIGURATIONS = tuple(c.name for c in CONFIGURATIONS)
+CONFIGURATIONS += (
+    # Sampled levels (docs: "Sampled quantile levels"), opt-in by name.
+    Configuration('iqn_qr_kappa0', 'IQN, QR κ=0 at sampled levels', 'iqn',
+                  'sampled_qr', 0.0),
+    Configuration('iqn_qr_kappa1', 'IQN, QR κ=1 at sampled levels', 'iqn',
+                  'sampled_qr', 1.0),
+    Configuration('iqn_sampled_cramer', 'IQN, unbiased sampled Cramér', 'iqn',
+                  'sampled_cramer'),
+    Configuration('iqn_plugin_cramer', 'IQN, plug-in Cramér', 'iqn',
+                  'plugin_cramer'),
+)
 CONFIGURATIONS_BY_NAME = {c.name: c for c in CONFIGURATIONS}
 
 # Network sizes of the published experiment (docs/agents.md, "Networks"): 2712 / 2702
 # parameters for N = 12.
 FC_NUM_LAYERS, FC_HIDDEN_SIZE = 2, 45
 NC_NUM_LAYERS, NC_HIDDEN_SIZE = 2, 32
-
+# The IQN network: a constant state embedding of this width (one ReLU layer on
+# the input 1.0), DQN Zoo's 64 cosines, a head of one layer of this width:
+# 2717 parameters, the size of the others.
+IQN_WIDTH = 28
+# The sampled-level networks' distribution is read at this many midpoint
+# levels per atom.
+EVALUATION_LEVELS_PER_ATOM = 100
 
 
 class Settings(NamedTuple):
   """Every knob of the experiment; defaults are the published setting."""
-  configurations: Sequence[str] = tuple(c.name for c in CONFIGURATIONS)
+  configurations: Sequence[str] = DEFAULT_CONFIGURATIONS
   num_trials: int = 100
   num_iterations: int = 1000
   num_quantiles: int = 12
@@ -133,7 +169,8 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
   fv = dict(flag_values=flag_values)
   flags.DEFINE_list(
       'configurations', list(d.configurations),
-      'Configurations to run, from: ' + ', '.join(CONFIGURATIONS_BY_NAME) + '.',
+      'Configurations to run, from: ' + ', '.join(CONFIGURATIONS_BY_NAME) +
+      ' (the default: all but the sampled-level iqn_ ones).',
       **fv)
   flags.DEFINE_integer('num_trials', d.num_trials,
                        'Independent trials per configuration.', **fv)
@@ -270,7 +307,14 @@ def collapsed(atoms, tolerance: float):
 
 def make_network(configuration: Configuration,
                  num_quantiles: int) -> hk.Transformed:
-  """Return the one-state network of a configuration (no torso, 1 action)."""
+  """Return the one-state network of a configuration (1 action).
+
+  No torso, except for the IQN network, whose level embedding multiplies a
+  state embedding: apply(params, state, levels [B, L]) -> atoms [B, 1, L].
+  """
+  if configuration.sampled:
+    return hk.without_apply_rng(hk.transform(networks.iqn_network(
+        networks.mlp_torso((IQN_WIDTH,)), 1, hidden_sizes=(IQN_WIDTH,))))
   if configuration.head == 'fc':
     head = networks.fc_quantile_head(1, num_quantiles, FC_NUM_LAYERS,
                                      FC_HIDDEN_SIZE)
@@ -283,15 +327,26 @@ def make_network(configuration: Configuration,
 
 
 def make_loss(configuration: Configuration, num_quantiles: int
-              ) -> Callable[[jnp.ndarray, jnp.ndarray, jnp.ndarray],
-                            tuple[jnp.ndarray, jnp.ndarray]]:
-  """Return loss(rng_key, source [B, N], target [B, N]) -> (rng_key, [B]).
+              ) -> Callable[..., tuple[jnp.ndarray, jnp.ndarray]]:
+  """Return loss(rng_key, source [B, N], target [B, N], levels=None).
 
-  Only the noisy-target loss draws from the key; the others return it as is.
+  It returns (rng_key, [B]). Only the noisy-target loss draws from the key;
+  the others return it as is. Only QR at sampled levels reads the levels
+  [B, N] of the source atoms.
   """
   # The Cramér losses carry the published code's N/2 factor: the same
   # gradient scale as QR, for Adam's eps.
   half_n = num_quantiles / 2
+  if configuration.loss == 'sampled_qr':
+    return lambda k, s, t, levels: (k, losses.sampled_quantile_regression_loss(
+        s, t, levels, configuration.huber_param))
+  if configuration.loss == 'sampled_cramer':
+    # The target's copies of one Dirac are not independent draws: its term
+    # would estimate 0, not E|Y − Y'|; dropped (it is free of the source).
+    return lambda k, s, t, levels=None: (k, half_n * losses.sampled_cramer_loss(
+        s, t, target_term=False))
+  if configuration.loss == 'plugin_cramer':
+    return lambda k, s, t, levels=None: (k, half_n * losses.cramer_loss(s, t))
   if configuration.loss == 'qr':
     return lambda k, s, t: (k, losses.quantile_regression_loss(
         s, t, configuration.huber_param))
@@ -334,30 +389,48 @@ def make_train_trials(configuration: Configuration, mixture: Mixture,
   """Return train_trials(keys [T]) -> TrialOutputs, a pure function.
 
   Each trial initialises the network from its key, then takes
-  `num_iterations` Adam steps on batches of sampled Diracs.
+  `num_iterations` Adam steps on batches of sampled Diracs. A sampled-level
+  network also draws N levels per batch element and step.
   """
   network = make_network(configuration, num_quantiles)
   loss_fn = make_loss(configuration, num_quantiles)
   optimizer = optax.adam(learning_rate)  # Default eps = 1e-8, as published.
   locations = jnp.asarray(mixture.locations, jnp.float32)
   log_probabilities = jnp.log(jnp.asarray(mixture.probabilities, jnp.float32))
-  target_staircase = jnp.asarray(exact_staircase(mixture, num_quantiles),
+  num_evaluated = evaluated_atoms(configuration, num_quantiles)
+  target_staircase = jnp.asarray(exact_staircase(mixture, num_evaluated),
                                  jnp.float32)
   # One state: every batch element sees the same atoms, so apply the network
   # once and broadcast (same loss and gradient as a batch of constant inputs).
   state = jnp.ones((1, 1), jnp.float32)
+  midpoints = (jnp.arange(num_quantiles, dtype=jnp.float32) + 0.5
+               ) / num_quantiles
+  grid = (jnp.arange(num_evaluated, dtype=jnp.float32) + 0.5) / num_evaluated
 
-  def atoms_of(params):
-    return network.apply(params, state).q_atoms[0, 0]  # [N]
+  def atoms_of(params, levels=midpoints):
+    """Return the atoms [N], or a sampled-level network's at levels [L]."""
+    if configuration.sampled:
+      return network.apply(params, state, levels[None]).q_atoms[0, 0]
+    return network.apply(params, state).q_atoms[0, 0]
 
   def batch_loss(params, key):
-    source = jnp.broadcast_to(atoms_of(params), (batch_size, num_quantiles))
+    if configuration.sampled:
+      # Levels of their own key: the Diracs drawn stay the others'.
+      levels = jax.random.uniform(jax.random.fold_in(key, 2),
+                                  (batch_size, num_quantiles))
+      source = network.apply(params, jnp.ones((batch_size, 1)),
+                             levels).q_atoms[:, 0]
+      extra = (levels,)
+    else:
+      source = jnp.broadcast_to(atoms_of(params), (batch_size, num_quantiles))
+      extra = ()
     which = jax.random.categorical(key, log_probabilities, shape=(batch_size,))
     target = jnp.broadcast_to(locations[which][:, None],
                               (batch_size, num_quantiles))
     # A key of its own for a randomised loss: the Diracs drawn stay those of
     # the other configurations.
-    _, per_example = loss_fn(jax.random.fold_in(key, 1), source, target)
+    _, per_example = loss_fn(jax.random.fold_in(key, 1), source, target,
+                             *extra)
     chex.assert_shape(per_example, (batch_size,))
     return jnp.mean(per_example)
 
@@ -371,12 +444,16 @@ def make_train_trials(configuration: Configuration, mixture: Mixture,
 
   def train_trial(key):
     init_key, key = jax.random.split(key)
-    params = network.init(init_key, state)
+    params = network.init(init_key, state, *(
+        (midpoints[None],) if configuration.sampled else ()))
     opt_state = optimizer.init(params)
     (params, _, _), (loss, atoms_over_steps) = jax.lax.scan(
         train_step, (params, opt_state, key), None, length=num_iterations)
-    atoms = jnp.sort(atoms_of(params))
-    return TrialOutputs(atoms=atoms, d1=d1(atoms, target_staircase),
+    atoms = jnp.sort(atoms_of(params, grid))  # [N], or [100 N] sampled.
+    # d1 of two sorted staircases, written out: through d1() XLA would
+    # constant-fold the sort of the 1200-atom target, seconds per compile.
+    return TrialOutputs(atoms=atoms,
+                        d1=jnp.mean(jnp.abs(atoms - target_staircase), -1),
                         collapsed=collapsed(atoms, collapse_tolerance),
                         final_loss=loss[-1],
                         oscillation=oscillation(
@@ -393,6 +470,13 @@ class TrialOutputs(NamedTuple):
   oscillation: jnp.ndarray  # [T]
 
 
+def evaluated_atoms(configuration: Configuration, num_quantiles: int) -> int:
+  """Return how many atoms measure a configuration's learned distribution."""
+  if configuration.sampled:
+    return EVALUATION_LEVELS_PER_ATOM * num_quantiles
+  return num_quantiles
+
+
 @functools.lru_cache(maxsize=None)
 def _jitted_train_trials(configuration, locations, probabilities, *args):
   """Return the jitted train_trials, compiled once per distinct setting."""
@@ -407,8 +491,11 @@ def trial_keys(seed: int, num_trials: int) -> jnp.ndarray:
 
 
 def count_params(configuration: Configuration, num_quantiles: int) -> int:
+  inputs = (jnp.ones((1, 1)),)
+  if configuration.sampled:
+    inputs += (jnp.ones((1, num_quantiles)),)
   shapes = jax.eval_shape(make_network(configuration, num_quantiles).init,
-                          jax.random.PRNGKey(0), jnp.ones((1, 1)))
+                          jax.random.PRNGKey(0), *inputs)
   return sum(int(np.prod(v.shape)) for v in jax.tree_util.tree_leaves(shapes))
 
 
@@ -498,7 +585,21 @@ def format_markdown(rows, mixture: Mixture, num_quantiles: int,
       f'trials. The Cramér losses (plain and smoothed) are multiplied by '
       f'N/2, as in the published code.',
   ]
+  if any(_is_sampled(row) for row in rows):
+    lines[-1] += (
+        f' IQN rows: the network is trained at {num_quantiles} levels drawn '
+        f'uniformly per batch element and step; d1, collapse and the mean of '
+        f'atoms are measured on its outputs at '
+        f'{EVALUATION_LEVELS_PER_ATOM * num_quantiles} midpoint levels '
+        f'(against the exact staircase of that size, which is the mixture '
+        f'itself when the {num_quantiles}-atom staircase is), the oscillation '
+        f'on its outputs at the {num_quantiles} midpoints.')
   return '\n'.join(lines) + '\n'
+
+
+def _is_sampled(row) -> bool:
+  configuration = CONFIGURATIONS_BY_NAME.get(row['configuration'])
+  return configuration is not None and configuration.sampled
 
 
 def check_output_dir(output_dir: str) -> None:
@@ -556,7 +657,9 @@ def check_settings(settings: Settings
                   collapse_tolerance=settings.collapse_tolerance)
   mixture = make_mixture(settings.dirac_locations,
                          settings.dirac_probabilities)
-  exact_staircase(mixture, settings.num_quantiles)
+  for size in sorted({evaluated_atoms(c, settings.num_quantiles)
+                      for c in configurations}):
+    exact_staircase(mixture, size)
   check_output_dir(settings.output_dir)
   return configurations, mixture
 
