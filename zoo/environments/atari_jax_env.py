@@ -1,0 +1,195 @@
+"""Atari inside jitted code: zoo.environments.vector_env's streams on ale-py's XLA interface.
+
+`ale_py.AtariVectorEnv(...).xla()` gives a handle (8 bytes naming the C++
+vector environment) and a reset and a step that JAX calls through its FFI, so
+K emulators step inside `jax.jit` and `lax.scan`. This module configures the
+vector environment exactly as zoo.environments.vector_env does
+(`vector_env.make_vector_env`: the DQN Zoo protocol, NEXT_STEP auto-reset, the
+frame cap counted by the emulators after the no-ops, the seeds
+zoo.environments.environment.stream_seeds) and converts its outputs, in JAX,
+to the timestep `vector_env.VectorAtariEnvironment` returns: the same step
+types, rewards, discounts (0 at game over and on a life loss) and stacks in
+DQN Zoo's end-padded layout, bit for bit (tests/test_zoo_atari_jax_env.py).
+
+Limits of the XLA interface (ale-py 0.12.1):
+- It cannot be vmapped: the K streams are batched inside the vector
+  environment (one `AtariJaxEnvironment` of K streams, not K of one).
+- Only NEXT_STEP auto-reset (dm_env's: the step after a LAST returns the new
+  episode's FIRST and ignores its action), which is what the project uses.
+- The calls have side effects on the emulators: the handle must thread through
+  every reset and step (each returns the one the next call takes), so that
+  XLA keeps them in order. `EnvState` carries it.
+- The handle names emulators owned by this Python object: keep the object
+  alive (and not closed) while any computation holding its handle runs.
+- Under jit nothing checks the actions: they must lie in [0, num_actions).
+"""
+
+import os
+from typing import NamedTuple, Tuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from zoo.environments import atari_data
+from zoo.environments import environment
+from zoo.environments import vector_env
+
+FIRST, MID, LAST = environment.FIRST, environment.MID, environment.LAST
+
+
+class TimeStep(NamedTuple):
+  """zoo.environments.environment.BatchedTimeStep's fields, then the newest frame."""
+  step_type: jax.Array    # [K] int8: FIRST, MID or LAST.
+  reward: jax.Array       # [K] float32, raw sum over the repeats; 0 on FIRST.
+  discount: jax.Array     # [K] float32, 0 at game over and on a life loss.
+  observation: jax.Array  # [K, 84, 84, 4] uint8, DQN Zoo's end-padded stacks.
+  frame: jax.Array        # [K, 84, 84] uint8, the step's newest frame.
+
+
+class EnvState(NamedTuple):
+  """What the conversion needs between steps (a pytree of [K] arrays)."""
+  handle: jax.Array        # [8] uint8, threads the emulators' calls in order.
+  lives: jax.Array         # [K] int32, lives after each stream's last step.
+  last: jax.Array          # [K] bool, the stream's last step was LAST.
+  episode_step: jax.Array  # [K] int32, agent steps since FIRST (0 on FIRST).
+  noop_frames: jax.Array   # [K] int32, no-op frames of the current episode.
+
+
+def to_dqn_zoo_stack(stacks: jax.Array, episode_step: jax.Array) -> jax.Array:
+  """Convert [K, S, H, W] front-padded stacks to [K, H, W, S] end-padded ones.
+
+  vector_env.to_dqn_zoo_stack in JAX: roll each stream's stack left by
+  S - 1 - episode_step while its episode has fewer than S frames.
+  """
+  num_stacked = stacks.shape[1]
+  shift = jnp.maximum(num_stacked - 1 - episode_step, 0)
+  source = (jnp.arange(num_stacked)[None, :] + shift[:, None]) % num_stacked
+  rolled = jnp.take_along_axis(stacks, source[:, :, None, None], axis=1)
+  return jnp.moveaxis(rolled, 1, -1)
+
+
+def to_timestep(stacks, reward, terminated, truncated, lives, previous_lives,
+                first, episode_step) -> TimeStep:
+  """Map one XLA step (NEXT_STEP auto-reset) to a TimeStep.
+
+  vector_env.to_batched_timestep in JAX; the arguments are its own.
+  """
+  terminated = terminated & ~first
+  truncated = truncated & ~first
+  last = terminated | truncated
+  step_type = jnp.where(first, FIRST, jnp.where(last, LAST, MID))
+  life_lost = ~first & (lives < previous_lives)
+  discount = jnp.where(terminated | life_lost, 0.0, 1.0)
+  return TimeStep(
+      step_type=step_type.astype(jnp.int8),
+      reward=jnp.where(first, 0, reward).astype(jnp.float32),
+      discount=discount.astype(jnp.float32),
+      observation=to_dqn_zoo_stack(stacks, episode_step),
+      frame=stacks[:, -1],  # The vector environment's newest is always last.
+  )
+
+
+class AtariJaxEnvironment:
+  """K Atari streams as pure jittable functions of an `EnvState`.
+
+  Owns the emulators (an ale_py.AtariVectorEnv); `reset` and `step` are pure
+  in their arguments (the emulators' state is named by the handle they take
+  and return), so they may be jitted and scanned. Equality is identity: two
+  environments never share emulators.
+  """
+
+  def __init__(self, game: str, seed: int, num_envs: int = 1,
+               max_episode_frames: int = 108_000, num_threads: int = 0):
+    """Create the emulators (vector_env.VectorAtariEnvironment's arguments).
+
+    Args:
+      game: one of zoo.environments.atari_data.GAMES.
+      seed: seeds the K emulators (at the first `reset`, reseed=True).
+      num_envs: K.
+      max_episode_frames: frame cap per episode, no-ops excluded (0: none).
+      num_threads: emulator threads; 0: min(K, CPU count).
+    """
+    atari_data.check_game(game)
+    if num_envs < 1:
+      raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
+    if max_episode_frames < 0:
+      raise ValueError(f'max_episode_frames must be >= 0 (0: no cap), got '
+                       f'{max_episode_frames}.')
+    self.seeds = environment.stream_seeds(seed, num_envs).astype(np.int32)
+    if num_threads <= 0:
+      num_threads = min(num_envs, os.cpu_count() or 1)
+    self._env = vector_env.make_vector_env(game, num_envs, max_episode_frames,
+                                           num_threads)
+    self.handle, self._reset, self._step = self._env.xla()
+    self.game = game
+    self.num_envs = num_envs
+    self.num_actions = int(self._env.single_action_space.n)
+    self.max_episode_frames = max_episode_frames
+    self.frame_shape: Tuple[int, int] = (84, 84)
+
+  def __repr__(self) -> str:
+    return (f'AtariJaxEnvironment({self.game!r}, num_envs={self.num_envs}, '
+            f'max_episode_frames={self.max_episode_frames})')
+
+  def reset(self, handle: jax.Array, reseed: bool = True
+            ) -> Tuple[EnvState, TimeStep]:
+    """Start a new episode in every stream; every step type is FIRST.
+
+    Args:
+      handle: `self.handle`, or the latest state's (so that this call comes
+        after the steps before it).
+      reseed: a Python bool. True: seed the emulators with `self.seeds`, as
+        VectorAtariEnvironment's first reset does (it reloads the ROMs); False:
+        go on with their generators, as its later resets.
+    """
+    seeds = self.seeds if reseed else np.full(self.num_envs, -1, np.int32)
+    handle, (stacks, info) = self._reset(handle, jnp.asarray(seeds))
+    lives = info['lives']
+    first = jnp.ones(self.num_envs, bool)
+    zeros = jnp.zeros(self.num_envs, jnp.int32)
+    state = EnvState(handle=handle, lives=lives, last=~first,
+                     episode_step=zeros,
+                     noop_frames=info['episode_frame_number'])
+    timestep = to_timestep(stacks, zeros, ~first, ~first, lives, lives, first,
+                           zeros)
+    return state, timestep
+
+  def step(self, state: EnvState, actions: jax.Array
+           ) -> Tuple[EnvState, TimeStep]:
+    """Step every stream with its action ([K] ints in [0, num_actions)).
+
+    A stream whose previous step was LAST starts a new episode (FIRST) and
+    ignores its action.
+    """
+    handle, (stacks, reward, terminated, truncated, info) = self._step(
+        state.handle, jnp.asarray(actions, jnp.int32))
+    first = state.last
+    episode_step = jnp.where(first, 0, state.episode_step + 1)
+    lives = info['lives']
+    timestep = to_timestep(stacks, reward, terminated, truncated, lives,
+                           state.lives, first, episode_step)
+    state = EnvState(
+        handle=handle, lives=lives, last=timestep.step_type == LAST,
+        episode_step=episode_step,
+        noop_frames=jnp.where(first, info['episode_frame_number'],
+                              state.noop_frames))
+    return state, timestep
+
+  def close(self) -> None:
+    """Release the emulators; no handle of them may be used after this."""
+    if self._env is not None:
+      self._env.close()
+      self._env = None
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *unused_exc):
+    self.close()
+
+
+def make(game: str, seed: int, num_envs: int = 1, **kwargs
+         ) -> AtariJaxEnvironment:
+  """Return K streams of `game` (ValueError if unknown); see the class."""
+  return AtariJaxEnvironment(game, seed, num_envs, **kwargs)
