@@ -374,7 +374,7 @@ class _Recorder(run_hooks.RunHooks):
   def begin_phase(self, iteration, phase):
     self.calls.append(('begin_phase', iteration, phase))
 
-  def on_step(self, frames):
+  def on_step(self, frames, status=''):
     self._steps += 1
     if self._steps == self._raise_at_step:
       raise KeyError('stop')

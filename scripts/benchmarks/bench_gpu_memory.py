@@ -26,6 +26,7 @@ from absl import app
 from absl import flags
 
 from scripts.benchmarks import gpu_runs
+from zoo.configuration import cli
 
 FLAGS = flags.FLAGS
 MODULE = 'cr_dqn.run_atari'
@@ -117,4 +118,4 @@ if __name__ == '__main__':
                        'episodes are played past them).')
   flags.DEFINE_integer('replay_capacity', 20_000, 'Transitions: full within '
                        'the run.')
-  app.run(main)
+  cli.run(main)

@@ -24,6 +24,7 @@ from absl import flags
 
 from scripts.benchmarks import gpu_runs
 from scripts.experiments import sweep
+from zoo.configuration import cli
 
 FLAGS = flags.FLAGS
 MODULE = 'cr_dqn.run_atari'
@@ -127,4 +128,4 @@ if __name__ == '__main__':
                        'episodes are played past them).')
   flags.DEFINE_integer('replay_capacity', 20_000, 'Transitions: full within '
                        'the run.')
-  app.run(main)
+  cli.run(main)

@@ -41,6 +41,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
+from zoo.configuration import cli
 from zoo.storage import files
 
 FLAGS = flags.FLAGS
@@ -321,4 +322,4 @@ def main(argv):
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

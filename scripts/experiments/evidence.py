@@ -70,6 +70,7 @@ from scripts.experiments import evidence_plan
 from scripts.experiments import evidence_report
 from scripts.experiments import evidence_schedule
 from scripts.experiments import evidence_store
+from zoo.configuration import cli
 from zoo.storage import files
 
 FLAGS = flags.FLAGS
@@ -703,4 +704,4 @@ START = evidence_schedule.RealClock().now()
 
 if __name__ == '__main__':
   define_flags()
-  app.run(main)
+  cli.run(main)

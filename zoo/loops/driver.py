@@ -194,8 +194,8 @@ def _iterate(loop: Loop, runs, rows: List[Rows], first: int, hooks,
   """Run iterations first..num_iterations of every seed."""
   s = runs[0]
 
-  def on_step(frames: int) -> None:
-    _each(hooks, 'on_step', frames)
+  def on_step(frames: int, status: str = '') -> None:
+    _each(hooks, 'on_step', frames, status)
     stop.frame = loop.learners[0].frame_t
     stop.check()
 

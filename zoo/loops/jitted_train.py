@@ -197,7 +197,7 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
     """Return the state at a training phase's start: its streams fresh at
     K = 1 (DQN Zoo), going on at K > 1 (as zoo.loops.train_streams')."""
     streams = state.train_streams
-    return state._replace(train_streams=start_phase(env_key) if k == 1 else
+    return state._replace(train_streams=start_phase(env_key) if phase_accounting.is_dqn_zoo(k) else
                           phase_start(*streams[:3], streams.tally.running))
 
   def env_step(streams: Streams, actions) -> Streams:
@@ -293,7 +293,7 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
   def eval_seed(params, eval_rng_key, env_key):
     """Evaluate one seed; only the key and the streams are carried."""
     streams = start_phase(env_key)
-    whole_episodes = k > 1  # zoo.loops.python_loop's rule for evaluation.
+    whole_episodes = not phase_accounting.is_dqn_zoo(k)
 
     def body(carry):
       eval_rng_key, streams, _ = carry

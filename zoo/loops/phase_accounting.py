@@ -31,6 +31,18 @@ CUT_RULES = ('partial', 'drop')
 CUT_RULE = 'partial'
 
 
+def is_dqn_zoo(num_streams: int) -> bool:
+  """Return whether K streams run DQN Zoo's protocol exactly: K = 1.
+
+  The one place the K = 1 / K > 1 rule is decided. At K = 1 a training
+  phase runs on a fresh environment, evaluation follows the budget rule and
+  a phase with no ended episode reports the cut one's partial return. At
+  K > 1 training streams go on across phases, evaluation runs whole
+  episodes within a bound, and such a phase reports NaN.
+  """
+  return num_streams == 1
+
+
 class PhaseStats(NamedTuple):
   """One phase's CSV numbers (both loops)."""
   episode_return: float  # The phase's return (phase_stats' rule).
@@ -144,7 +156,7 @@ def phase_stats(tally: Tally, duration: float) -> PhaseStats:
   running = np.asarray(tally.running, np.float64)
   if num_episodes:
     episode_return = float(tally.return_sum) / num_episodes
-  elif running.size == 1:  # DQN Zoo: the cut episode's partial return.
+  elif is_dqn_zoo(running.size):  # The cut episode's partial return.
     episode_return = float(running[0])
   else:
     episode_return = math.nan

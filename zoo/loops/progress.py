@@ -99,7 +99,7 @@ class Progress(run_hooks.RunHooks):
     self._origin = None
     self._learning_from = None
 
-  def on_step(self, frames: int) -> None:
+  def on_step(self, frames: int, status: str = '') -> None:
     if self._interval <= 0 and self._bar is None:
       return
     now = self._clock()
@@ -117,7 +117,7 @@ class Progress(run_hooks.RunHooks):
     if self._interval > 0 and now >= self._next_line:
       self._next_line = now + self._interval
       self._clear_bar()
-      self._log('%s', self.line(frames, now))
+      self._log('%s', self.line(frames, now, status))
       # The next line's rate covers its own interval: a compilation (the
       # first update of a process) distorts one line only.
       self._origin = (now, frames)
@@ -180,8 +180,12 @@ class Progress(run_hooks.RunHooks):
     recent = self._overheads[-3:]
     return seconds + remaining * (sum(recent) / len(recent) if recent else 0)
 
-  def line(self, frames: int, now: float) -> str:
-    """Return the progress line of the current phase at `frames`."""
+  def line(self, frames: int, now: float, status: str = '') -> str:
+    """Return the progress line of the current phase at `frames`.
+
+    `status`: what the phase does past its spent budget (it then stands in
+    for the phase's ETA, which the budget no longer gives).
+    """
     total = self._phase_frames[self._phase]
     rate = self._rate(frames, now)
     rates = dict(self._rates)
@@ -198,8 +202,12 @@ class Progress(run_hooks.RunHooks):
       if math.isfinite(iteration_left):
         run_eta = self.run_eta(self._iteration + 1, iteration_left, rates)
     warming_up = self._phase == 'train' and not self._learning()
-    return (f'{self._label}iteration {self._iteration}/{self._num_iterations}'
-            f' {self._phase}: {frames}/{total} frames '
+    head = (f'{self._label}iteration {self._iteration}/{self._num_iterations}'
+            f' {self._phase}: ')
+    if status:
+      return (f'{head}{frames} frames counted of a {total} budget, '
+              f'{rate:.0f} frames/s; {status}')
+    return (f'{head}{frames}/{total} frames '
             f'({100 * min(frames / total, 1):.0f}%), {rate:.0f} frames/s; '
             f'phase ETA {format_duration(phase_left)}, run ETA '
             + ('? (filling the replay: no update yet)' if warming_up

@@ -35,13 +35,13 @@ def run_phase(env: environment.BatchedEnvironment,
               act: Callable[[environment.BatchedTimeStep], np.ndarray],
               num_frames: int, num_action_repeats: int, *,
               whole_episodes: bool = False,
-              on_step: Optional[Callable[[int], None]] = None
+              on_step: Optional[Callable[[int, str], None]] = None
               ) -> phase_accounting.PhaseStats:
   """Run `act` on every stream of a fresh environment for one phase.
 
   Counted by zoo.loops.phase_accounting: the budget rule (evaluation at K = 1,
-  DQN Zoo's) or whole episodes (evaluation at K > 1; a ratio estimator of
-  the mean return, docs/environments.md).
+  DQN Zoo's) or whole episodes within a bound (evaluation at K > 1,
+  docs/evaluation-rule.md).
 
   Args:
     env: the phase's (fresh) environment.
@@ -49,8 +49,9 @@ def run_phase(env: environment.BatchedEnvironment,
     num_frames: the phase's frame budget (positive).
     num_action_repeats: frames per agent step.
     whole_episodes: the rule, above.
-    on_step: called after every step with the frames counted so far (progress
-      reports, interrupt checks); it may raise to abandon the phase.
+    on_step: fn(frames counted so far, status) after every step (progress,
+      interrupt checks), status phase_accounting.past_budget's for whole
+      episodes, else ''; it may raise to abandon the phase.
 
   Raises:
     ValueError: if num_frames is not positive.
@@ -58,10 +59,15 @@ def run_phase(env: environment.BatchedEnvironment,
   if num_frames <= 0:
     raise ValueError(f'A phase needs a positive frame budget, got {num_frames}.')
   start = time.perf_counter()
+
+  def report(tally):
+    on_step(int(tally.frames), phase_accounting.past_budget(tally, num_frames)
+            if whole_episodes else '')
+
   _, tally = phase_accounting.run_steps(
       env.reset(), env.step, act,
       phase_accounting.start(np.zeros(env.num_envs, np.float64)), num_frames,
-      num_action_repeats, whole_episodes, on_step)
+      num_action_repeats, whole_episodes, on_tally=report if on_step else None)
   return phase_accounting.phase_stats(tally, time.perf_counter() - start)
 
 
@@ -104,7 +110,8 @@ def _evaluate(env: environment.BatchedEnvironment, act, num_frames: int,
   """Evaluate on a fresh environment, whole episodes at K > 1; close it."""
   try:
     return run_phase(env, act, num_frames, num_action_repeats,
-                     whole_episodes=env.num_envs > 1, on_step=on_step)
+                     whole_episodes=not phase_accounting.is_dqn_zoo(env.num_envs),
+                     on_step=on_step)
   finally:
     env.close()
 

@@ -31,8 +31,12 @@ class RunHooks:
   def begin_phase(self, iteration: int, phase: str) -> None:
     pass
 
-  def on_step(self, frames: int) -> None:
-    """`frames` counted so far in the phase; keep it cheap."""
+  def on_step(self, frames: int, status: str = '') -> None:
+    """`frames` counted so far in the phase; keep it cheap.
+
+    `status`: what the phase is doing past its budget, where it goes on
+    (zoo.loops.phase_accounting.past_budget), else ''.
+    """
 
   def end_phase(self, iteration: int, phase: str,
                 stats: phase_accounting.PhaseStats) -> None:

@@ -75,7 +75,7 @@ class TensorBoardWriter(run_hooks.RunHooks):
   def begin_phase(self, iteration: int, phase: str) -> None:
     self._phase = phase
 
-  def on_step(self, frames: int) -> None:
+  def on_step(self, frames: int, status: str = '') -> None:
     if self._phase != 'train' or self._learner.frame_t < self._next_loss_frame:
       return
     loss = self._learner.last_loss

@@ -98,7 +98,7 @@ class TrainStreams:
     stats = phase_accounting.phase_stats(tally,
                                          time.perf_counter() - start)
     self._returns = tally.running
-    if self._env.num_envs == 1:  # DQN Zoo: a fresh environment every phase.
+    if phase_accounting.is_dqn_zoo(self._env.num_envs):  # Fresh every phase.
       self.close()
     return stats
 

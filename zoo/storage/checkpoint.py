@@ -50,7 +50,7 @@ FAULT_ENV = 'ZOO_CHECKPOINT_TEST_FAULT'
 _BLOCK = 1 << 22
 # The layout of a checkpoint (meta keys, tree, replay chunks, what a loop
 # keeps in its meta); raise it whenever a change makes older ones unreadable.
-FORMAT = 2
+FORMAT = 3
 
 Steps = Tuple[int, Dict[str, np.ndarray]]  # (first step, {name: [K, n, ...]})
 
