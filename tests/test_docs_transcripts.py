@@ -5,7 +5,7 @@ iteration) is made here, and every absl log line of the page must have the
 shape of one of its lines (same source file, same words; numbers, durations
 and paths may differ), so a change to what a run prints shows up here until
 the page is regenerated. The "Resumed from" line, which a fresh run does not
-print, is checked against its format in zoo/loops/python_loop.py.
+print, is checked against its format in zoo/loops/driver.py.
 """
 
 import os
@@ -53,11 +53,11 @@ def test_the_transcripts_match_a_real_run(tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   printed = {(source, shape(message))
              for source, message in log_lines(result.stderr)}
-  assert {source for source, _ in printed} >= {'runner.py', 'progress.py'}
-  with open(os.path.join(REPO, 'zoo', 'loops', 'python_loop.py')) as f:
+  assert {source for source, _ in printed} >= {'python_loop.py', 'progress.py'}
+  with open(os.path.join(REPO, 'zoo', 'loops', 'driver.py')) as f:
     resumed = re.search(r"'(Resumed from %s at iteration %d\.)'", f.read())
-  assert resumed, 'zoo/loops/python_loop.py no longer logs "Resumed from ..."'
-  printed.add(('python_loop.py', shape(resumed.group(1).replace(
+  assert resumed, 'zoo/loops/driver.py no longer logs "Resumed from ..."'
+  printed.add(('driver.py', shape(resumed.group(1).replace(
       '%s', '/x/iteration_1').replace('%d', '1'))))
   checked = 0
   for page in PAGES:

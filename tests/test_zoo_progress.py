@@ -140,3 +140,49 @@ def test_a_resumed_run_starts_from_the_rates_of_its_csv_rows():
   # then iteration 3 at this phase's 10 frames/s and 50 (110 s). Without
   # the rows, no eval rate: the run's ETA would be unknown.
   assert lines[-1].endswith('phase ETA 0h01m10s, run ETA 0h03m10s')
+
+
+class _Learner:
+  num_updates = 0
+
+
+def test_the_run_eta_waits_for_the_first_update_and_measures_from_it():
+  clock, lines = _Clock(), []
+  p = progress.Progress(num_iterations=3, num_train_frames=1000,
+                        num_eval_frames=500, interval_seconds=30.0,
+                        clock=clock, log=lambda fmt, *a: lines.append(fmt % a))
+  learner = _Learner()
+  p.begin_run(0, learner, [])
+  p.begin_iteration(1)
+  p.begin_phase(1, 'train')
+  p.on_step(0)
+  clock.now += 31.0
+  p.on_step(620)  # Filling the replay: 20 frames/s, not what learning costs.
+  assert lines[-1].endswith('run ETA ? (filling the replay: no update yet)')
+  learner.num_updates = 1
+  clock.now += 10.0  # The first update compiled.
+  p.on_step(640)
+  assert len(lines) == 1  # No line on the step that starts the rate again.
+  clock.now += 36.0
+  p.on_step(820)  # 5 frames/s since learning began.
+  assert '820/1000 frames (82%), 5 frames/s' in lines[-1]
+  assert 'filling' not in lines[-1]
+  clock.now += 36.0
+  p.end_phase(1, 'train', _stats(1000, 149.0))
+  # The phase's rate is learning's: 360 frames in 72 s since the update.
+  assert p._rates['train'] == 360 / 72.0  # pylint: disable=protected-access
+
+
+def test_past_the_budget_the_line_says_so():
+  clock, lines = _Clock(), []
+  p = _progress(clock, lines, label='seed 2: ')
+  p.begin_iteration(0)
+  p.begin_phase(0, 'eval')
+  p.on_step(0)
+  clock.now += 31.0
+  p.on_step(800, 'budget spent, finishing 3 episodes in progress, 300 '
+            'frames past it (at most 500)')
+  assert lines[-1] == (
+      'seed 2: iteration 0/3 eval: 800 frames counted of a 500 budget, '
+      '26 frames/s; budget spent, finishing 3 episodes in progress, 300 '
+      'frames past it (at most 500)')

@@ -173,8 +173,8 @@ def run(runs: Sequence[settings_lib.Settings], make_loop: Callable[[], Loop],
     rows = [list(seed_rows) for seed_rows in start.rows]
     if start.iteration:
       loop.restore(start.paths)
-      log('Resumed seeds %s at iteration %d.', [r.seed for r in runs],
-          start.iteration)
+      for path in start.paths:
+        log('Resumed from %s at iteration %d.', path, start.iteration)
       for r, seed_rows in zip(runs, rows):
         if r.results_csv_path:
           results_csv.write_rows(r.results_csv_path, seed_rows)

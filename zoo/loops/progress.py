@@ -72,6 +72,7 @@ class Progress(run_hooks.RunHooks):
     self._phase_start = 0.0
     self._origin = None  # (time, frames) where the rate is measured from.
     self._learning_from = None  # (time, frames) of the phase's first update.
+    self._learned_before = True  # Updates ran before the phase began.
     self._phase_seconds = 0.0
     self._iteration_start = 0.0
     self._next_line = 0.0
@@ -98,6 +99,7 @@ class Progress(run_hooks.RunHooks):
     self._next_bar = self._phase_start + 1.0
     self._origin = None
     self._learning_from = None
+    self._learned_before = self._learning()
 
   def on_step(self, frames: int, status: str = '') -> None:
     if self._interval <= 0 and self._bar is None:
@@ -107,14 +109,17 @@ class Progress(run_hooks.RunHooks):
       # Rates count from the end of the first step, which may include
       # compiling the jitted functions (tens of seconds on a busy CPU).
       self._origin = (now, frames)
-    if (self._phase == 'train' and self._learning_from is None and
-        self._learning()):
-      # Updates began: steps cost what they will from now on.
+    if (self._phase == 'train' and not self._learned_before and
+        self._learning_from is None and self._learning()):
+      # Updates began (their first compiled): steps cost what they will
+      # from now on.
       self._learning_from = self._origin = (now, frames)
+      self._next_line = max(self._next_line, now + self._interval)
     if self._bar is not None and now >= self._next_bar:
       self._next_bar = now + 1.0
       self._draw_bar(frames, now)
-    if self._interval > 0 and now >= self._next_line:
+    if (self._interval > 0 and now >= self._next_line and
+        math.isfinite(self._rate(frames, now))):  # A line needs a rate.
       self._next_line = now + self._interval
       self._clear_bar()
       self._log('%s', self.line(frames, now, status))
