@@ -17,13 +17,12 @@ from typing import (Any, Callable, Dict, Iterator, List, Mapping, NamedTuple,
 
 import numpy as np
 
-from zoo.storage import checkpoint
+from zoo.configuration import settings as settings_lib
 from zoo.loops import interrupts
+from zoo.storage import checkpoint
 from zoo.storage import results_csv
 from zoo.storage import run_directory
-from zoo.configuration import settings as settings_lib
 
-ConfigError = settings_lib.ConfigError
 
 # Settings a finished or interrupted run may change when resumed, provided
 # the iterations already run would not have run differently.
@@ -105,7 +104,7 @@ def held(runs: Sequence[settings_lib.Settings]) -> Iterator[None]:
     with run_directory.held([d for d in directories if d]):
       yield
   except run_directory.Refused as e:
-    raise ConfigError(str(e)) from e
+    raise settings_lib.ConfigError(str(e)) from e
 
 
 def _fraction_keeping(decay_frames: int, s: settings_lib.Settings) -> float:
@@ -138,14 +137,14 @@ def check_resume(s: settings_lib.Settings) -> Optional[Resume]:
     path, meta = run_directory.resume_point(s.checkpoint_dir,
                                             s.results_csv_path)
   except run_directory.Refused as e:
-    raise ConfigError(str(e)) from e
+    raise settings_lib.ConfigError(str(e)) from e
   if path is None:
     return None
   saved = meta['config']
   config = s.checkpoint_config()
   differences = config_differences(saved, config, EXTENDABLE)
   if differences:
-    raise ConfigError(
+    raise settings_lib.ConfigError(
         f'The checkpoint {path} was written by another agent or '
         'configuration: ' + '; '.join(differences) + '. Rerun with the same '
         'flags to resume, or use a new --checkpoint_dir.')
@@ -153,7 +152,7 @@ def check_resume(s: settings_lib.Settings) -> Optional[Resume]:
     return Resume(path, meta)
   done = meta['iteration'] - 1  # The last iteration run.
   if s.num_iterations < done:
-    raise ConfigError(
+    raise settings_lib.ConfigError(
         f'The checkpoint {path} holds iterations 0..{done}; '
         f'--num_iterations={s.num_iterations} is fewer. Pass '
         f'--num_iterations={saved["num_iterations"]} (or more, to extend).')
@@ -165,7 +164,7 @@ def check_resume(s: settings_lib.Settings) -> Optional[Resume]:
     changes = ' and '.join(
         f'--{name} from {saved.get(name)} to {getattr(s, name)}'
         for name in EXTENDABLE if saved.get(name) != getattr(s, name))
-    raise ConfigError(
+    raise settings_lib.ConfigError(
         f'Changing {changes} would change the ε schedule of the '
         f'{frames_run} frames already run: ε decays over '
         'exploration_epsilon_decay_frame_fraction x num_iterations x '

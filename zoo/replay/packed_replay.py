@@ -10,8 +10,8 @@ import chex
 import jax.numpy as jnp
 import numpy as np
 
-from zoo.replay import device_replay
 from zoo.environments import environment
+from zoo.replay import device_replay
 
 
 
