@@ -1,11 +1,8 @@
 """The Python loop (--loop=python): one seed's agent steps Python environments.
 
-An adapter of zoo.loops.driver. Every evaluation runs on a fresh environment
-seeded from (seed, iteration, 'eval'). Training runs on
-zoo.loops.train_streams: with K = 1 a fresh environment of (seed, iteration,
-'train') per phase (DQN Zoo); with K > 1 streams made at the first training
-phase that go on across phases (docs/training-streams.md). A checkpoint
-holds the agent, the replay steps added since the previous one and what the
+A zoo.loops.driver adapter. Evaluation runs on a fresh environment of (seed,
+iteration, 'eval'), training on zoo.loops.train_streams. A checkpoint holds
+the agent, the replay steps added since the previous one and what the
 training streams were running; a resume is exact at K = 1 and restarts the
 streams at K > 1.
 """

@@ -1,13 +1,9 @@
 """The resume policy, and what both loops share around it.
 
-Which checkpoint a run may continue from (check_resume); the run directory
-held while a run works (held); what a checkpoint's meta records
-(checkpoint_meta); the interrupt and finished-run messages.
-
-A checkpoint resumes with equal settings (`Settings.checkpoint_config`),
-except those in EXTENDABLE, which may change when the iterations already run
-would not have run differently. A checkpoint stores every setting (one
-format, zoo.storage.checkpoint.FORMAT), so nothing is implied.
+A checkpoint resumes with equal settings (`Settings.checkpoint_config`), except
+EXTENDABLE ones, which may change where the iterations already run would not
+have run differently. Also: the run directories held while a run works, a
+checkpoint's meta, the interrupt and finished-run messages.
 """
 
 import contextlib

@@ -1,13 +1,9 @@
 """Run a quantile agent on a suite of games: the shared runner.
 
-An agent package's entry point `<agent>/run_<suite>.py` hands its presets
-(`<agent>/agent.py`) to `main(argv, suite, presets, default_preset)`. The
-run resolves its settings once (zoo.configuration.settings), checks them,
-the chosen loop's limits and the run's files, disk and device before any
-work, holds the run directories, and runs the seeds through the one
-iteration driver (zoo.loops.driver) with --loop's adapter, the module
-zoo.loops.<loop>_loop (`VMAPS_SEEDS`, `check(suite, settings)`,
-`make(suite, preset, runs, **options)`).
+`<agent>/run_<suite>.py` hands its presets to `main`. The run resolves and
+checks its settings, the loop's limits and its files, disk and device before
+any work, holds its run directories, and runs the seeds through
+zoo.loops.driver with --loop's adapter, zoo.loops.<loop>_loop.
 """
 
 import importlib

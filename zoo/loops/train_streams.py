@@ -1,15 +1,11 @@
 """The training environment of a run: K streams that go on across phases.
 
-K = 1 (DQN Zoo, exactly): every training phase runs on a fresh environment of
-(seed, iteration, 'train'), cut when its frames are spent. K > 1: the
-environment is made at the first training phase and its streams go on across
-phases, as if the evaluations between them did not happen. Counted by
-zoo.loops.phase_accounting; the jitted loop (zoo.loops.jitted_train) runs the same
-streams. Resume at K > 1 restarts the streams from a fresh environment of
-(seed, resumed iteration, 'train'), cutting the K running episodes: ale_py's
-AtariVectorEnv cannot save or restore an emulator (docs/training-streams.md).
-`get_state()` records what was running (JSON, the checkpoint's meta under
-META_KEY).
+K = 1 (DQN Zoo, exactly): a fresh environment of (seed, iteration, 'train')
+per training phase. K > 1: made at the first training phase, its streams go
+on across phases as if the evaluations between them did not happen; a resume
+restarts them from (seed, resumed iteration, 'train'), since ale_py's
+AtariVectorEnv cannot restore an emulator (docs/training-streams.md).
+`get_state()` records what was running (the checkpoint's meta, META_KEY).
 """
 
 import time
