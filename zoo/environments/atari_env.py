@@ -72,16 +72,10 @@ class AtariEnvironment(dm_env.Environment):
     """Create the environment.
 
     Args:
-      game: one of zoo.environments.atari_data.GAMES.
       seed: seeds ALE's random_seed and the no-op draws.
       max_episode_frames: frame cap per episode (0: none), no-ops excluded.
-      num_action_repeats: frames per agent step.
       num_pooled_frames: how many of the repeat's last frames are max-pooled.
-      num_stacked_frames: stack depth.
-      min_noop_frames: least no-op frames at an episode start.
-      max_noop_frames: most no-op frames at an episode start (inclusive).
-      height: processed frame height.
-      width: processed frame width.
+      max_noop_frames: inclusive.
       ale: an ALEInterface-like object with the ROM loaded (tests pass a
         fake); made from `game` and `seed` when None.
     """
@@ -255,11 +249,8 @@ def make_atari_environment(
   """Return a batched Atari environment under the DQN Zoo protocol.
 
   Args:
-    game: one of zoo.environments.atari_data.GAMES.
-    seed: the run's seed.
-    num_envs: K, the number of streams.
     mode: 'reference' (K Python AtariEnvironments; K=1 is DQN Zoo) or
-      'vector' (ale_py.AtariVectorEnv, C++ threads; see zoo.environments.vector_env).
+      'vector' (zoo.environments.vector_env).
     max_episode_frames: frame cap per episode (0: none).
     num_threads: 'vector' mode only: emulator threads (0: one per stream, at
       most the CPU count).

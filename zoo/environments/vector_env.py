@@ -54,15 +54,10 @@ def to_batched_timestep(
   Args:
     stacks: [K, S, H, W] uint8 observations.
     reward: [K] raw rewards summed over the repeats.
-    terminated: [K] game over.
-    truncated: [K] episode cut at the frame cap.
-    lives: [K] lives after this step (info['lives']).
-    previous_lives: [K] lives after the stream's previous step.
+    terminated, truncated: [K] game over; cut at the frame cap.
+    lives, previous_lives: [K] lives after this step and the previous one.
     first: [K] whether this step starts an episode (the previous was LAST).
     episode_step: [K] agent steps since FIRST, 0 where `first`.
-
-  Returns:
-    The BatchedTimeStep of ARCHITECTURE.md.
   """
   first = np.asarray(first, bool)
   terminated = np.asarray(terminated, bool) & ~first
@@ -112,15 +107,12 @@ class VectorAtariEnvironment(environment.BatchedEnvironment):
   def __init__(self, game: str, seed: int, num_envs: int = 1,
                max_episode_frames: int = 108_000, num_threads: int = 0,
                vector_env=None):
-    """Create the environment.
+    """Create the environment (`vector_env`: a fake, for tests).
 
     Args:
-      game: one of zoo.environments.atari_data.GAMES.
       seed: seeds the K emulators (once, at the first reset).
-      num_envs: K.
       max_episode_frames: frame cap per episode, no-ops excluded (0: none).
       num_threads: emulator threads; 0: min(K, CPU count).
-      vector_env: an AtariVectorEnv-like object (tests pass a fake).
     """
     atari_data.check_game(game)
     if num_envs < 1:

@@ -36,22 +36,15 @@ def run_phase(env: environment.BatchedEnvironment,
               ) -> phase_accounting.PhaseStats:
   """Run `act` on every stream of a fresh environment for one phase.
 
-  Counted by zoo.loops.phase_accounting: the budget rule (evaluation at K = 1,
-  DQN Zoo's) or whole episodes within a bound (evaluation at K > 1,
-  docs/evaluation-rule.md).
+  Counted by zoo.loops.phase_accounting: the budget rule, or `whole_episodes`
+  within a bound (evaluation at K > 1, docs/evaluation-rule.md).
 
   Args:
-    env: the phase's (fresh) environment.
     act: fn(timestep) -> [K] actions (the agent's step or eval_step).
-    num_frames: the phase's frame budget (positive).
-    num_action_repeats: frames per agent step.
-    whole_episodes: the rule, above.
-    on_step: fn(frames counted so far, status) after every step (progress,
-      interrupt checks), status phase_accounting.past_budget's for whole
-      episodes, else ''; it may raise to abandon the phase.
-
-  Raises:
-    ValueError: if num_frames is not positive.
+    num_frames: the phase's frame budget (positive, else ValueError).
+    on_step: fn(frames counted so far, status) after every step, status
+      phase_accounting.past_budget's for whole episodes, else ''; it may
+      raise to abandon the phase.
   """
   if num_frames <= 0:
     raise ValueError(f'A phase needs a positive frame budget, got {num_frames}.')

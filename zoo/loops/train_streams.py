@@ -47,14 +47,11 @@ class TrainStreams:
                 ) -> phase_accounting.PhaseStats:
     """Train on every stream until `num_frames` frames are spent.
 
-    Counted by zoo.loops.phase_accounting (budget rule; returns of the episodes
-    that ended in the phase, wherever they started).
+    Counted by zoo.loops.phase_accounting's budget rule: the returns of the
+    episodes that ended in the phase, wherever they started.
 
     Args:
-      iteration: the iteration (seeds the environment when one is made).
-      act: fn(timestep) -> [K] actions (the agent's step).
-      num_frames: the phase's frame budget (positive).
-      num_action_repeats: frames per agent step.
+      iteration: seeds the environment when one is made.
       on_step: called after every step with the frames counted so far; it
         may raise to abandon the phase (the streams are then closed, and a
         later phase starts fresh ones).
