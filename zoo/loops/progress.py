@@ -41,11 +41,8 @@ class Progress(run_hooks.RunHooks):
 
     Args:
       num_iterations: the run's last iteration.
-      num_train_frames: frames of a training phase.
-      num_eval_frames: frames of an evaluation phase.
       interval_seconds: seconds between progress lines (<= 0: none).
       clock: seconds, monotonic (tests pass a fake).
-      log: logging.info-like function.
       bar_stream: where to draw the bar; None: stderr if it is a terminal.
       label: put before every line ('seed 2: ' where seeds run together).
     """
