@@ -8,6 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
+from tests import checkpoint_faults
 from zoo.storage import checkpoint
 from zoo.storage import checkpoint_read
 
@@ -274,7 +275,7 @@ def test_a_full_disk_during_a_save_keeps_the_previous_checkpoint(
   directory = str(tmp_path)
   checkpoint.save(directory, 0, {'config': {}}, _tree(0), _steps(0, 4))
   before = sorted(os.listdir(directory)), _replay_files(directory)
-  monkeypatch.setenv(checkpoint.FAULT_ENV, f'enospc:1:{file}')
+  checkpoint_faults.install(f'enospc:1:{file}', monkeypatch.setattr)
   with pytest.raises(checkpoint.WriteError) as error:
     checkpoint.save(directory, 1, {'config': {}}, _tree(1), _steps(4, 8))
   assert error.value.errno == errno.ENOSPC
@@ -289,7 +290,7 @@ def test_a_full_disk_during_a_save_keeps_the_previous_checkpoint(
   assert (sorted(os.listdir(directory)), _replay_files(directory)) == before
   assert checkpoint_read.newest_intact(directory) == (
       f'{directory}/iteration_000000', [])
-  monkeypatch.delenv(checkpoint.FAULT_ENV)
+  monkeypatch.undo()
   checkpoint.save(directory, 1, {'config': {}}, _tree(1), _steps(4, 8))
   assert checkpoint_read.newest_intact(directory)[0].endswith('iteration_000001')
 

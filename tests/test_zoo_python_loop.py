@@ -10,13 +10,13 @@ import pytest
 
 from tests import catch
 from tests import test_zoo_agent
-from zoo.storage import checkpoint
+from zoo.configuration import settings as settings_lib
 from zoo.environments import environment
-from zoo.loops import resume
 from zoo.loops import build
 from zoo.loops import driver
 from zoo.loops import python_loop
 from zoo.loops import run_hooks
+from zoo.storage import checkpoint
 
 
 class _ScriptedEnv(environment.BatchedEnvironment):
@@ -352,7 +352,7 @@ def test_resume_with_streams_restarts_them_and_is_otherwise_exact(tmp_path):
 
 def test_checkpoint_of_another_configuration_is_refused(tmp_path):
   _catch_run(0, str(tmp_path))
-  with pytest.raises(resume.ConfigError,
+  with pytest.raises(settings_lib.ConfigError,
                      match='--num_quantiles=11 in the checkpoint, 13 now'):
     _catch_run(1, str(tmp_path), num_quantiles=13)
 

@@ -21,14 +21,14 @@ import pytest
 
 from scripts.analysis import evaluate
 from zoo.configuration import agent_registry
+from zoo.configuration import settings as settings_lib
+from zoo.loops import resume
+from zoo.loops import runner
 from zoo.storage import checkpoint
 from zoo.storage import checkpoint_read
-from zoo.loops import runner
 from zoo.storage import results_csv
-from zoo.loops import resume
 from zoo.storage import run_directory
 from zoo.suites import minatar_suite
-from zoo.configuration import settings as settings_lib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # One XLA thread: runs in different processes then compute bit-identical
@@ -44,16 +44,16 @@ NEWEST = 'checkpoints/iteration_000002'
 PREVIOUS = 'checkpoints/iteration_000001'
 
 
-def _command(run_dir, *extra):
-  return ([sys.executable, '-m', 'cr_dqn.run_minatar'] +
+def _command(run_dir, *extra, fault=None):
+  faulty = ['-m', 'tests.checkpoint_faults', fault] if fault else ['-m']
+  return ([sys.executable, *faulty, 'cr_dqn.run_minatar'] +
           [f'--{k}={v}' for k, v in TINY.items()] +
           [f'--results_csv_path={run_dir}/results.csv', *extra])
 
 
 def _run(run_dir, *extra, fault=None):
-  env = dict(ENV, **{checkpoint.FAULT_ENV: fault}) if fault else ENV
-  result = subprocess.run(_command(run_dir, *extra), cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+  result = subprocess.run(_command(run_dir, *extra, fault=fault), cwd=ROOT,
+                          env=ENV, capture_output=True, text=True, timeout=300)
   assert 'Traceback' not in result.stderr, result.stderr[-3000:]
   return result
 

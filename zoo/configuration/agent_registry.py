@@ -1,13 +1,10 @@
 """The agents: named presets that each agent package declares in its agent.py.
 
-A preset fixes what makes an agent: the network head, the loss and its
-hyperparameters (zoo.agent.catalog) and whether the gradient is scaled by 2/N
-(Adam's ε follows, default_optimizer_epsilon). Every top-level package of the
-project with an `agent.py` defining `PRESETS` (a tuple of AgentPreset) and
-`DEFAULT_PRESET` (one of their names) is an agent package. zoo's run code
-never calls the discovery here: an entry point hands its own package's presets
-to the runner; what needs every agent (sweeps, comparisons, the agents table)
-calls `presets()`.
+A preset fixes the head, the loss and its hyperparameters (zoo.agent.catalog)
+and the 2/N gradient scale (Adam's ε follows). A top-level package with an
+`agent.py` defining `PRESETS` and `DEFAULT_PRESET` is an agent package. Run
+code gets its presets from its entry point; what needs every agent (sweeps,
+comparisons, the agents table) calls `presets()`.
 """
 
 import dataclasses

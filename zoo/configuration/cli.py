@@ -1,16 +1,11 @@
-"""Start a command-line tool: absl's app.run, as every tool of the project runs.
+"""Start a command-line tool: every entry point ends with `cli.run(main)`.
 
-Every entry point (the agent packages' run_<suite>.py, the tools under
-scripts/) ends with `cli.run(main)` instead of `absl.app.run(main)`, so that:
-
-- --help, --helpshort, --helpfull and --helpxml print absl's help and exit
-  with status 0 (absl exits 1, which a script checking a command sees as a
-  failure);
-- a flag absl cannot parse, and an `app.UsageError` raised by `main`, end the
-  tool with one `Error:` line and status 1 (absl prints the whole help first);
-- JAX's note that libtpu is absent, logged at INFO by every run on a machine
-  without a TPU, is dropped (NoLibtpuNote): installed when a tool starts, so
-  that importing the project changes no logging.
+Unlike absl.app.run: --help and its kin exit with status 0 (absl: 1, which a
+script checking a command sees as a failure); a flag absl cannot parse, and an
+`app.UsageError` from `main`, end with one `Error:` line and status 1 (absl
+prints the whole help first); JAX's INFO note that libtpu is absent is dropped
+(NoLibtpuNote), installed when a tool starts so that importing the project
+changes no logging.
 """
 
 import logging

@@ -10,8 +10,8 @@ from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from zoo.environments import environment
 from zoo.configuration import settings as settings_lib
+from zoo.environments import environment
 
 
 class Suite(NamedTuple):

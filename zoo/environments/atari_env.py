@@ -1,31 +1,11 @@
 """One Atari game under the DQN Zoo protocol, and the reference batched mode.
 
-`AtariEnvironment` is a `dm_env.Environment` that drives `ale_py.ALEInterface`
-directly and folds in what DQN Zoo spreads over gym_atari.GymAtari,
-gym_atari.RandomNoopsEnvironmentWrapper, processors.atari and the run loop's
-episode cap:
-
-- no sticky actions (repeat_action_probability 0), minimal action set;
-- at each episode start, a uniform number in [1, 30] of raw no-op frames
-  (ALE action index 0), not counted in the episode's frames;
-- each action repeated 4 frames; reward = raw sum over them (unclipped: the
-  agent clips); observation = max of the last two RGB frames of the repeat,
-  then luminance Y = 0.299 R + 0.587 G + 0.114 B truncated to uint8, then
-  Pillow's bilinear resize to 84x84, then the stack of the last 4 (DQN Zoo
-  layout, see zoo.environments.environment);
-- discount 0 on a frame where lives decrease (episode goes on) and at game
-  over; an episode is cut after 108,000 frames: LAST with discount 1.
-
-Pixels are those of DQN Zoo's pipeline, bit for bit, given the same emulator
-screens. Where they can still differ from the published DQN Zoo runs:
-the emulator (ale-py 0.12 vs atari-py 0.2 / gym 0.x: same Stella core lineage,
-different ROM revisions are possible), the seeding (ALE random_seed and no-op
-draws come from `seed` here, from gym's seed hashing there) and Pillow's
-version (fixed-point bilinear filter; stable across recent versions).
-Kept DQN Zoo quirks: if the game ends on the 1st or 2nd frame of a repeat,
-the pooled frames are the buffer's zero padding, so that LAST observation's
-newest frame is black (discount 0 makes it irrelevant to learning); a life
-lost on the very frame the episode is cut does not zero the discount.
+`AtariEnvironment` is a `dm_env.Environment` over `ale_py.ALEInterface` that
+folds in what DQN Zoo spreads over gym_atari, its no-op wrapper, its
+processors and the run loop's episode cap; its pixels are DQN Zoo's, bit for
+bit, given the same emulator screens. docs/environments.md states the
+protocol, the two DQN Zoo quirks kept on purpose and what can still differ
+from the published runs.
 """
 
 from typing import Callable, Optional, Sequence
@@ -92,16 +72,10 @@ class AtariEnvironment(dm_env.Environment):
     """Create the environment.
 
     Args:
-      game: one of zoo.environments.atari_data.GAMES.
       seed: seeds ALE's random_seed and the no-op draws.
       max_episode_frames: frame cap per episode (0: none), no-ops excluded.
-      num_action_repeats: frames per agent step.
       num_pooled_frames: how many of the repeat's last frames are max-pooled.
-      num_stacked_frames: stack depth.
-      min_noop_frames: least no-op frames at an episode start.
-      max_noop_frames: most no-op frames at an episode start (inclusive).
-      height: processed frame height.
-      width: processed frame width.
+      max_noop_frames: inclusive.
       ale: an ALEInterface-like object with the ROM loaded (tests pass a
         fake); made from `game` and `seed` when None.
     """
@@ -275,11 +249,8 @@ def make_atari_environment(
   """Return a batched Atari environment under the DQN Zoo protocol.
 
   Args:
-    game: one of zoo.environments.atari_data.GAMES.
-    seed: the run's seed.
-    num_envs: K, the number of streams.
     mode: 'reference' (K Python AtariEnvironments; K=1 is DQN Zoo) or
-      'vector' (ale_py.AtariVectorEnv, C++ threads; see zoo.environments.vector_env).
+      'vector' (zoo.environments.vector_env).
     max_episode_frames: frame cap per episode (0: none).
     num_threads: 'vector' mode only: emulator threads (0: one per stream, at
       most the CPU count).

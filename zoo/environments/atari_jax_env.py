@@ -1,27 +1,15 @@
-"""Atari inside jitted code: zoo.environments.vector_env's streams on ale-py's XLA interface.
+"""Atari inside jitted code: vector_env's streams on ale-py's XLA interface.
 
-`ale_py.AtariVectorEnv(...).xla()` gives a handle (8 bytes naming the C++
-vector environment) and a reset and a step that JAX calls through its FFI, so
-K emulators step inside `jax.jit` and `lax.scan`. This module configures the
-vector environment exactly as zoo.environments.vector_env does
-(`vector_env.make_vector_env`: the DQN Zoo protocol, NEXT_STEP auto-reset, the
-frame cap counted by the emulators after the no-ops, the seeds
-zoo.environments.environment.stream_seeds) and converts its outputs, in JAX,
-to the timestep `vector_env.VectorAtariEnvironment` returns: the same step
-types, rewards, discounts (0 at game over and on a life loss) and stacks in
-DQN Zoo's end-padded layout, bit for bit (tests/test_zoo_atari_jax_env.py).
-
-Limits of the XLA interface (ale-py 0.12.1):
-- It cannot be vmapped: the K streams are batched inside the vector
-  environment (one `AtariJaxEnvironment` of K streams, not K of one).
-- Only NEXT_STEP auto-reset (dm_env's: the step after a LAST returns the new
-  episode's FIRST and ignores its action), which is what the project uses.
-- The calls have side effects on the emulators: the handle must thread through
-  every reset and step (each returns the one the next call takes), so that
-  XLA keeps them in order. `EnvState` carries it.
-- The handle names emulators owned by this Python object: keep the object
-  alive (and not closed) while any computation holding its handle runs.
-- Under jit nothing checks the actions: they must lie in [0, num_actions).
+`ale_py.AtariVectorEnv(...).xla()` gives a handle and a reset and a step that
+JAX calls through its FFI. The vector environment is vector_env's
+(`make_vector_env`), and its outputs are converted, in JAX, to the timesteps
+`vector_env.VectorAtariEnvironment` returns, bit for bit. Limits of the
+interface (docs/environments.md): no vmap (the K streams are batched inside),
+NEXT_STEP auto-reset only, and the calls have side effects: the handle threads
+through every reset and step (`EnvState`) so that XLA keeps them in order,
+and this object must stay alive and open while a computation holding its
+handle runs. Under jit nothing checks the actions: keep them in
+[0, num_actions).
 """
 
 import os

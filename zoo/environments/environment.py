@@ -1,18 +1,10 @@
 """The batched environment contract the run loop sees (ARCHITECTURE.md).
 
-A batched environment runs K >= 1 streams, each with dm_env semantics; the
-step of a stream whose previous step was LAST starts a new episode (returns
-FIRST and ignores its action).
-
-Frame stack layout (DQN Zoo's, both modes): `observation[k, :, :, :n]` holds
-the stream's last n = min(episode_step + 1, 4) processed frames, oldest first,
-and `observation[k, :, :, n:]` is zero, where episode_step counts the agent
-steps since FIRST (0 on FIRST). DQN Zoo pads the stack with zeros at the END
-(processors.trailing_zero_pad): the first observation of an episode is
-[A, 0, 0, 0], then [A, B, 0, 0], [A, B, C, 0], [A, B, C, D], [B, C, D, E].
-So the newest frame is last from the 4th step of an episode on; before that
-it is at index episode_step. `newest_frame_index` and `stack_frames` encode
-this rule for code (such as a replay) that stores one frame per step.
+K >= 1 streams with dm_env semantics each; the step after a stream's LAST
+starts a new episode (FIRST, action ignored). Stacks are laid out as DQN Zoo
+pads them, zeros at the END: [A, 0, 0, 0], [A, B, 0, 0], [A, B, C, 0],
+[A, B, C, D], [B, C, D, E]; `newest_frame_index` and `stack_frames` encode it
+for code that stores one frame per step.
 """
 
 import abc

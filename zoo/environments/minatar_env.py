@@ -1,16 +1,11 @@
 """K MinAtar games (Young & Tian, 2019) as one BatchedEnvironment.
 
-Each stream is a `minatar.Environment` with MinAtar's defaults: sticky actions
-(probability 0.1 of repeating the previous action) and difficulty ramping.
-The agent acts in the game's minimal action set: its action i is the game's
-`minimal_action_set()[i]` (Young & Tian's published results used all 6
-actions; MinAtar's gymnasium '-v1' ids use the minimal set, as here). There is
-no action repeat and no frame stacking: one step is one frame, and the
-observation of a stream is the game's 10x10xC grid of object channels (0/1) as
-uint8 with a stack axis of one, [10, 10, C, 1] (ARCHITECTURE.md). Rewards are
-the game's; the discount is 0 at game over (MinAtar has no lives) and 1 on the
-LAST step of an episode cut at `max_episode_frames`. Auto-reset as dm_env:
-the step after a LAST returns the new episode's FIRST and ignores the action.
+Each stream is a `minatar.Environment` with MinAtar's defaults (sticky actions,
+difficulty ramping); the agent acts in the game's minimal action set, as
+MinAtar's gymnasium '-v1' ids (Young & Tian's results used all 6 actions).
+One step is one frame; observations are the 10x10xC object channels as uint8
+with a stack axis of one, [10, 10, C, 1]. The discount is 0 at game over and 1
+on the LAST step of an episode cut at `max_episode_frames`.
 """
 
 import difflib

@@ -1,18 +1,11 @@
-"""MinAtar in JAX: pgx-minatar's games as zoo.environments.minatar_env's environment.
+"""MinAtar in JAX: pgx-minatar's games as minatar_env's environment.
 
-One stream of a MinAtar game as pure functions (jit- and vmap-able), the same
-environment that `zoo.environments.minatar_env.MinAtarEnvironment` gives with the `minatar`
-package: the agent's action i is the game's `minimal_action_set()[i]` (same
-set, same order), sticky actions (probability 0.1 of repeating the previous
-action, which survives a reset as in `minatar.Environment`), difficulty
-ramping, the observation the game's 10x10xC object channels as uint8 0/1
-(without zoo.environments.minatar_env's stack axis of one), the game's rewards, and one
-step one frame, an episode cut at `max_episode_frames` frames. dm_env
-semantics per stream as zoo.environments.environment.BatchedEnvironment: the discount is 0
-at game over and 1 on the LAST step of a cut episode; the step after a LAST
-starts a new episode and returns its FIRST, ignoring the action.
-
-The games are pgx-minatar's (a port of MinAtar to JAX by the pgx authors).
+One stream as pure functions (jit- and vmap-able), the environment that
+`minatar_env.MinAtarEnvironment` gives with the `minatar` package: its action
+set and order, sticky actions (the previous action survives a reset, as in
+`minatar.Environment`), difficulty ramping, 10x10xC uint8 observations
+(without minatar_env's stack axis), an episode cut at `max_episode_frames`,
+and the batched contract's dm_env semantics per stream.
 docs/minatar-jax-environment.md gives the measured agreement with `minatar`.
 Actions must lie in [0, num_actions): under jit nothing checks them.
 """

@@ -1,29 +1,14 @@
 """The vectorized mode: K Atari streams stepped by `ale_py.AtariVectorEnv`.
 
-The C++ vector environment runs the emulators on threads and does its own
-preprocessing, configured here to the DQN Zoo protocol: no sticky actions,
-minimal action set, no fire on reset, 4-frame repeat with a max over the last
-two frames, grayscale 84x84, stack of 4, raw (unclipped) rewards, no episodic
-life, 108,000-frame cap counted after the no-ops (as DQN Zoo's run loop), and
-NEXT_STEP auto-reset, which is dm_env's: the step after a LAST returns the new
-episode's first observation with reward 0 and ignores its action. The life
-count comes in `info['lives']` every step, so the zero discount on a life loss
-needs no episodic life.
-
-Where it differs from the reference mode (zoo.environments.atari_env, bit-exact DQN Zoo):
-- No-op frames at an episode start are uniform in 0..29 (DQN Zoo: 1..30).
-- Grayscale: the palette's luminance of each frame, then the max over the two
-  frames (DQN Zoo: max of the RGB frames, then luminance); resize by area
-  averaging (DQN Zoo: Pillow's bilinear filter). Frames differ by a couple of
-  grey levels on average (scripts/benchmarks/bench_env.py --compare_pixels measures it).
-- A repeat cut short by game over pools what it has, where DQN Zoo pools
-  zero padding (only the LAST observation, whose discount is 0, differs).
-- A life lost on the step an episode is cut zeroes the discount here.
-- Seeding: stream k's emulator seed is zoo.environments.environment.stream_seeds(seed, K)[k]
-  (seeding reloads the ROMs, so it happens once, at the first reset).
-The stack is returned in DQN Zoo's layout (zoo.environments.environment): the vector
-environment pads in front ([0, 0, 0, A]); this module moves the padding to
-the end ([A, 0, 0, 0]) using each stream's step count.
+The C++ vector environment preprocesses, configured here to the DQN Zoo
+protocol with NEXT_STEP auto-reset (dm_env's); the life count comes in
+`info['lives']`, so a life loss zeroes the discount without episodic life.
+Where it differs from the reference mode (docs/environments.md): no-ops
+uniform in 0..29, grayscale before the max and an area resize (a couple of
+grey levels), a repeat cut short by game over pools what it has, a life lost
+on a capped step zeroes the discount. Stream k's seed is
+environment.stream_seeds(seed, K)[k], set once (seeding reloads the ROMs).
+The front-padded stacks are moved to DQN Zoo's end-padded layout.
 """
 
 import os
@@ -69,15 +54,10 @@ def to_batched_timestep(
   Args:
     stacks: [K, S, H, W] uint8 observations.
     reward: [K] raw rewards summed over the repeats.
-    terminated: [K] game over.
-    truncated: [K] episode cut at the frame cap.
-    lives: [K] lives after this step (info['lives']).
-    previous_lives: [K] lives after the stream's previous step.
+    terminated, truncated: [K] game over; cut at the frame cap.
+    lives, previous_lives: [K] lives after this step and the previous one.
     first: [K] whether this step starts an episode (the previous was LAST).
     episode_step: [K] agent steps since FIRST, 0 where `first`.
-
-  Returns:
-    The BatchedTimeStep of ARCHITECTURE.md.
   """
   first = np.asarray(first, bool)
   terminated = np.asarray(terminated, bool) & ~first
@@ -127,15 +107,12 @@ class VectorAtariEnvironment(environment.BatchedEnvironment):
   def __init__(self, game: str, seed: int, num_envs: int = 1,
                max_episode_frames: int = 108_000, num_threads: int = 0,
                vector_env=None):
-    """Create the environment.
+    """Create the environment (`vector_env`: a fake, for tests).
 
     Args:
-      game: one of zoo.environments.atari_data.GAMES.
       seed: seeds the K emulators (once, at the first reset).
-      num_envs: K.
       max_episode_frames: frame cap per episode, no-ops excluded (0: none).
       num_threads: emulator threads; 0: min(K, CPU count).
-      vector_env: an AtariVectorEnv-like object (tests pass a fake).
     """
     atari_data.check_game(game)
     if num_envs < 1:

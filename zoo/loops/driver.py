@@ -1,13 +1,10 @@
 """The one iteration driver: every loop's runs go through `run`.
 
-Iteration 0 evaluates only; each later iteration trains `num_train_frames`,
-then evaluates `num_eval_frames`. The driver is the only code that decides
-where a group of seeds starts (zoo.loops.resume), finishes a complete run,
-writes run.json, builds the CSV rows (the suite's normalised score) and
-writes the CSV, checks for interrupts, and tells the hooks (progress lines,
-TensorBoard scalars) of the run. A loop is an adapter (`Loop`): it starts or
-restores its learners and environments, runs a training phase and an
-evaluation phase of every seed of its group, and saves itself.
+Iteration 0 evaluates only; each later one trains, then evaluates. The driver
+alone decides where a group of seeds starts, finishes a run, writes run.json,
+the rows (the suite's normalised score) and the CSV, checks for interrupts and
+calls the hooks. A loop is an adapter (`Loop`) that restores, runs one phase
+of every seed of its group and saves.
 """
 
 import abc

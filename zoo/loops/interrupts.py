@@ -1,16 +1,11 @@
 """Clean stops on SIGINT (Ctrl-C) and SIGTERM: record the signal, stop later.
 
 Python's default SIGINT handler raises KeyboardInterrupt wherever the main
-thread happens to be, including inside JAX tracing and XLA compilation, which
-then crashed the process (segmentation faults) or printed long tracebacks.
-`install()` replaces it with a handler that only records the signal; the run
-checks `pending()` at safe points (every environment step, between set-up
-stages, after each checkpoint), which raises `Interrupted` there. A second
-signal exits at once: finished iterations are already on disk (checkpoints
-are atomic), so nothing is lost that a rerun would not redo.
-
-This module imports only the standard library: the entry points install the
-handlers before importing JAX.
+thread is, JAX tracing and XLA compilation included, which crashed the process
+or printed long tracebacks. `install()` only records the signal; `pending()`,
+called at safe points, raises `Interrupted` there. A second signal exits at
+once (checkpoints are atomic: nothing is lost that a rerun would not redo).
+Standard library only: the entry points install the handlers before JAX loads.
 """
 
 import os

@@ -1,14 +1,11 @@
 """The jitted loop (--loop=jitted): a group of seeds vmapped in one process.
 
-An adapter of zoo.loops.driver, as the Python loop. The suite supplies the
-JAX environment (`Suite.jax_environment`: pure reset(key) and
-step(state, action, key), one stream each); `JittedLoop` jits
-zoo.loops.jitted_train's pure functions in one place and runs each phase of
-every seed as compiled chunks, with Python only between chunks (progress,
-interrupts) and between phases (rows, checkpoints). Environments are seeded
-from (seed, iteration, phase) as the Python loop's: evaluation fresh every
-phase; training fresh every phase at K = 1, made at iteration 1 and going on
-at K > 1, checkpointed with the seed (an exact resume).
+A zoo.loops.driver adapter. The suite supplies the JAX environment
+(`Suite.jax_environment`); `JittedLoop` jits zoo.loops.jitted_train's pure
+functions in one place and runs each phase as compiled chunks, with Python
+only between chunks (progress, interrupts) and phases (rows, checkpoints).
+Environments are seeded as the Python loop's; the training streams at K > 1
+are checkpointed with the seed (an exact resume).
 """
 
 import time

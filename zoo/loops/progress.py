@@ -1,19 +1,13 @@
 """Progress of a run: a line every ~30 s within phases, measured ETAs.
 
-A default Atari iteration (1M training and 0.5M evaluation frames) takes about
-an hour on a CPU, so one line per iteration is not enough. During a phase,
-`Progress` logs the frames done, the phase's frame rate since the previous
-line (the first line: since the phase's first step) and two ETAs: the
-phase's (its remaining frames at that rate) and the run's (the rest of this
-iteration, then every remaining phase at the latest measured rate of its
-kind, train or eval, plus the measured time between phases: checkpoints,
-environment set-up). A resumed run starts from the rates in its CSV rows.
-Until a training phase has been measured the run's ETA is reported as
-unknown rather than guessed from the evaluation rate; while the replay
-fills (no update yet) training runs several times faster than it will, so
-the run's ETA waits for the first update, and a phase in which learning
-starts is measured from then. On a terminal, a
-one-line bar on stderr is also redrawn every second.
+A default Atari iteration takes about an hour on a CPU, so one line per
+iteration is not enough. Each line gives the frames done, the frame rate since
+the previous line and the phase's and the run's ETAs (every remaining phase at
+the latest measured rate of its kind, plus the measured time between phases);
+a resumed run starts from the rates in its CSV rows. The run's ETA stays
+unknown until training has been measured after its first update: while the
+replay fills, training runs several times faster than it will. On a terminal
+a one-line bar on stderr is also redrawn every second.
 """
 
 import math
@@ -47,11 +41,8 @@ class Progress(run_hooks.RunHooks):
 
     Args:
       num_iterations: the run's last iteration.
-      num_train_frames: frames of a training phase.
-      num_eval_frames: frames of an evaluation phase.
       interval_seconds: seconds between progress lines (<= 0: none).
       clock: seconds, monotonic (tests pass a fake).
-      log: logging.info-like function.
       bar_stream: where to draw the bar; None: stderr if it is a terminal.
       label: put before every line ('seed 2: ' where seeds run together).
     """

@@ -1,11 +1,8 @@
 """The Python loop (--loop=python): one seed's agent steps Python environments.
 
-An adapter of zoo.loops.driver. Every evaluation runs on a fresh environment
-seeded from (seed, iteration, 'eval'). Training runs on
-zoo.loops.train_streams: with K = 1 a fresh environment of (seed, iteration,
-'train') per phase (DQN Zoo); with K > 1 streams made at the first training
-phase that go on across phases (docs/training-streams.md). A checkpoint
-holds the agent, the replay steps added since the previous one and what the
+A zoo.loops.driver adapter. Evaluation runs on a fresh environment of (seed,
+iteration, 'eval'), training on zoo.loops.train_streams. A checkpoint holds
+the agent, the replay steps added since the previous one and what the
 training streams were running; a resume is exact at K = 1 and restarts the
 streams at K > 1.
 """
@@ -39,22 +36,15 @@ def run_phase(env: environment.BatchedEnvironment,
               ) -> phase_accounting.PhaseStats:
   """Run `act` on every stream of a fresh environment for one phase.
 
-  Counted by zoo.loops.phase_accounting: the budget rule (evaluation at K = 1,
-  DQN Zoo's) or whole episodes within a bound (evaluation at K > 1,
-  docs/evaluation-rule.md).
+  Counted by zoo.loops.phase_accounting: the budget rule, or `whole_episodes`
+  within a bound (evaluation at K > 1, docs/evaluation-rule.md).
 
   Args:
-    env: the phase's (fresh) environment.
     act: fn(timestep) -> [K] actions (the agent's step or eval_step).
-    num_frames: the phase's frame budget (positive).
-    num_action_repeats: frames per agent step.
-    whole_episodes: the rule, above.
-    on_step: fn(frames counted so far, status) after every step (progress,
-      interrupt checks), status phase_accounting.past_budget's for whole
-      episodes, else ''; it may raise to abandon the phase.
-
-  Raises:
-    ValueError: if num_frames is not positive.
+    num_frames: the phase's frame budget (positive, else ValueError).
+    on_step: fn(frames counted so far, status) after every step, status
+      phase_accounting.past_budget's for whole episodes, else ''; it may
+      raise to abandon the phase.
   """
   if num_frames <= 0:
     raise ValueError(f'A phase needs a positive frame budget, got {num_frames}.')

@@ -1,13 +1,9 @@
 """The resume policy, and what both loops share around it.
 
-Which checkpoint a run may continue from (check_resume); the run directory
-held while a run works (held); what a checkpoint's meta records
-(checkpoint_meta); the interrupt and finished-run messages.
-
-A checkpoint resumes with equal settings (`Settings.checkpoint_config`),
-except those in EXTENDABLE, which may change when the iterations already run
-would not have run differently. A checkpoint stores every setting (one
-format, zoo.storage.checkpoint.FORMAT), so nothing is implied.
+A checkpoint resumes with equal settings (`Settings.checkpoint_config`), except
+EXTENDABLE ones, which may change where the iterations already run would not
+have run differently. Also: the run directories held while a run works, a
+checkpoint's meta, the interrupt and finished-run messages.
 """
 
 import contextlib
@@ -17,13 +13,12 @@ from typing import (Any, Callable, Dict, Iterator, List, Mapping, NamedTuple,
 
 import numpy as np
 
-from zoo.storage import checkpoint
+from zoo.configuration import settings as settings_lib
 from zoo.loops import interrupts
+from zoo.storage import checkpoint
 from zoo.storage import results_csv
 from zoo.storage import run_directory
-from zoo.configuration import settings as settings_lib
 
-ConfigError = settings_lib.ConfigError
 
 # Settings a finished or interrupted run may change when resumed, provided
 # the iterations already run would not have run differently.
@@ -105,7 +100,7 @@ def held(runs: Sequence[settings_lib.Settings]) -> Iterator[None]:
     with run_directory.held([d for d in directories if d]):
       yield
   except run_directory.Refused as e:
-    raise ConfigError(str(e)) from e
+    raise settings_lib.ConfigError(str(e)) from e
 
 
 def _fraction_keeping(decay_frames: int, s: settings_lib.Settings) -> float:
@@ -138,14 +133,14 @@ def check_resume(s: settings_lib.Settings) -> Optional[Resume]:
     path, meta = run_directory.resume_point(s.checkpoint_dir,
                                             s.results_csv_path)
   except run_directory.Refused as e:
-    raise ConfigError(str(e)) from e
+    raise settings_lib.ConfigError(str(e)) from e
   if path is None:
     return None
   saved = meta['config']
   config = s.checkpoint_config()
   differences = config_differences(saved, config, EXTENDABLE)
   if differences:
-    raise ConfigError(
+    raise settings_lib.ConfigError(
         f'The checkpoint {path} was written by another agent or '
         'configuration: ' + '; '.join(differences) + '. Rerun with the same '
         'flags to resume, or use a new --checkpoint_dir.')
@@ -153,7 +148,7 @@ def check_resume(s: settings_lib.Settings) -> Optional[Resume]:
     return Resume(path, meta)
   done = meta['iteration'] - 1  # The last iteration run.
   if s.num_iterations < done:
-    raise ConfigError(
+    raise settings_lib.ConfigError(
         f'The checkpoint {path} holds iterations 0..{done}; '
         f'--num_iterations={s.num_iterations} is fewer. Pass '
         f'--num_iterations={saved["num_iterations"]} (or more, to extend).')
@@ -165,7 +160,7 @@ def check_resume(s: settings_lib.Settings) -> Optional[Resume]:
     changes = ' and '.join(
         f'--{name} from {saved.get(name)} to {getattr(s, name)}'
         for name in EXTENDABLE if saved.get(name) != getattr(s, name))
-    raise ConfigError(
+    raise settings_lib.ConfigError(
         f'Changing {changes} would change the ε schedule of the '
         f'{frames_run} frames already run: ε decays over '
         'exploration_epsilon_decay_frame_fraction x num_iterations x '

@@ -19,10 +19,8 @@ class RunHooks:
                 rows: Sequence[Dict[str, Any]]) -> None:
     """The run (re)starts at `start_iteration`.
 
-    Args:
-      start_iteration: the first iteration to run.
-      learner: the seed's `frame_t`, `num_updates`, `last_loss` (read live).
-      rows: the CSV rows already run (a resumed run's).
+    `learner` gives the seed's frame_t, num_updates and last_loss (read
+    live); `rows` are the CSV rows already run.
     """
 
   def begin_iteration(self, iteration: int) -> None:

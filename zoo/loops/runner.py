@@ -1,13 +1,9 @@
 """Run a quantile agent on a suite of games: the shared runner.
 
-An agent package's entry point `<agent>/run_<suite>.py` hands its presets
-(`<agent>/agent.py`) to `main(argv, suite, presets, default_preset)`. The
-run resolves its settings once (zoo.configuration.settings), checks them,
-the chosen loop's limits and the run's files, disk and device before any
-work, holds the run directories, and runs the seeds through the one
-iteration driver (zoo.loops.driver) with --loop's adapter, the module
-zoo.loops.<loop>_loop (`VMAPS_SEEDS`, `check(suite, settings)`,
-`make(suite, preset, runs, **options)`).
+`<agent>/run_<suite>.py` hands its presets to `main`. The run resolves and
+checks its settings, the loop's limits and its files, disk and device before
+any work, holds its run directories, and runs the seeds through
+zoo.loops.driver with --loop's adapter, zoo.loops.<loop>_loop.
 """
 
 import importlib
@@ -40,19 +36,12 @@ def _loop_module(name: str):
 
 def run(suite: suites.Suite, preset: agent_registry.AgentPreset,
         values: Mapping[str, Any], restart: bool = False, **loop_options):
-  """Validate the settings, then train/evaluate (or resume) one seed; return rows.
-
-  Args:
-    suite: the family of games.
-    preset: the agent variant (its package's agent.py).
-    values: flag values (zoo.configuration.settings.resolve_settings).
-    restart: move the run's files aside first (zoo.storage.run_directory.restart).
-    **loop_options: as run_seeds'.
+  """Check the settings, then run (or resume) one seed; return its rows.
 
   Raises:
     ConfigError: bad settings or checkpoint, before any long work.
-    interrupts.Interrupted: a recorded SIGINT/SIGTERM (see zoo.loops.interrupts),
-      with a message saying where the run stopped and how to resume.
+    interrupts.Interrupted: a recorded SIGINT/SIGTERM, with a message saying
+      where the run stopped and how to resume.
   """
   seed = values.get('seed', settings_lib.Settings.seed)
   return run_seeds(suite, preset, values, [seed], restart, **loop_options)[0]
@@ -68,11 +57,7 @@ def _check_writable(directory: str, what: str) -> None:
 
 
 def check_resources(suite: suites.Suite, s: settings_lib.Settings) -> None:
-  """Raise ConfigError if the run cannot write its files or hold its replay.
-
-  The runner's probes of the files, the disk and the device, after
-  zoo.configuration.settings.validate_settings checked the values; they make nothing.
-  """
+  """Raise ConfigError if the run cannot write its files or hold its replay."""
   if s.replay_on_device:
     _check_replay_fits_on_device(suite, s)
   if s.results_csv_path:
@@ -180,15 +165,13 @@ def run_seeds(suite: suites.Suite, preset: agent_registry.AgentPreset,
               ) -> List[List[Dict[str, Any]]]:
   """Run `seeds` with --loop's loop; return the rows of each seed.
 
-  Resolves and checks every seed's settings (resolve_runs), holds their run
-  directories (zoo.loops.resume.held), moves their files aside with `restart`
-  (zoo.storage.run_directory.restart), then runs them through
-  zoo.loops.driver with --loop's adapter (zoo.loops.<loop>_loop.make): one
-  seed per group, or every seed in one group where the loop vmaps them.
+  One seed per group, or every seed in one group where the loop vmaps them;
+  `restart` moves the runs' files aside first, once their directories are
+  held.
 
   Args:
     log: where the run's lines go (progress, resume, finished).
-    extra_hooks: per seed, hooks (zoo.loops.run_hooks) after the default ones.
+    extra_hooks: per seed, hooks after the default ones.
     **loop_options: to the loop's make (tests: the Python loop's
       make_environment, the jitted loop's env).
   """

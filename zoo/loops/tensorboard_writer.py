@@ -1,16 +1,10 @@
 """TensorBoard scalars of a run (tensorboardX; no TensorFlow needed).
 
-Per iteration, at step = the iteration's training frames (the CSV's `frame`):
-`eval/episode_return`, `eval/num_episodes`, `eval/frame_rate`,
-`eval/normalized_return`, `train/episode_return`, `train/num_episodes`,
-`train/frame_rate`, `train/exploration_epsilon`, `train/state_value` (the
-CSV's columns; NaN ones, such as iteration 0's train columns, are skipped).
-During training, `train/loss` (the latest update's loss) as soon as there
-is one, then every `loss_period` frames, at step = the learner's frame
-counter. A resumed run purges the events a killed process wrote after its
-last checkpoint, so the curves show each step once.
-
-  tensorboard --logdir runs/   # every run under runs/
+Per iteration, the CSV's columns of ITERATION_SCALARS (NaN ones skipped) at
+step = the CSV's `frame`; during training, `train/loss` at the learner's frame
+counter, the first one and then every `loss_period` frames. A resumed run
+purges the events a killed process wrote after its last checkpoint, so the
+curves show each step once.
 """
 
 import math

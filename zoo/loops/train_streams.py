@@ -1,15 +1,11 @@
 """The training environment of a run: K streams that go on across phases.
 
-K = 1 (DQN Zoo, exactly): every training phase runs on a fresh environment of
-(seed, iteration, 'train'), cut when its frames are spent. K > 1: the
-environment is made at the first training phase and its streams go on across
-phases, as if the evaluations between them did not happen. Counted by
-zoo.loops.phase_accounting; the jitted loop (zoo.loops.jitted_train) runs the same
-streams. Resume at K > 1 restarts the streams from a fresh environment of
-(seed, resumed iteration, 'train'), cutting the K running episodes: ale_py's
-AtariVectorEnv cannot save or restore an emulator (docs/training-streams.md).
-`get_state()` records what was running (JSON, the checkpoint's meta under
-META_KEY).
+K = 1 (DQN Zoo, exactly): a fresh environment of (seed, iteration, 'train')
+per training phase. K > 1: made at the first training phase, its streams go
+on across phases as if the evaluations between them did not happen; a resume
+restarts them from (seed, resumed iteration, 'train'), since ale_py's
+AtariVectorEnv cannot restore an emulator (docs/training-streams.md).
+`get_state()` records what was running (the checkpoint's meta, META_KEY).
 """
 
 import time
@@ -51,14 +47,11 @@ class TrainStreams:
                 ) -> phase_accounting.PhaseStats:
     """Train on every stream until `num_frames` frames are spent.
 
-    Counted by zoo.loops.phase_accounting (budget rule; returns of the episodes
-    that ended in the phase, wherever they started).
+    Counted by zoo.loops.phase_accounting's budget rule: the returns of the
+    episodes that ended in the phase, wherever they started.
 
     Args:
-      iteration: the iteration (seeds the environment when one is made).
-      act: fn(timestep) -> [K] actions (the agent's step).
-      num_frames: the phase's frame budget (positive).
-      num_action_repeats: frames per agent step.
+      iteration: seeds the environment when one is made.
       on_step: called after every step with the frames counted so far; it
         may raise to abandon the phase (the streams are then closed, and a
         later phase starts fresh ones).

@@ -1,30 +1,23 @@
-"""The frame replay mirrored on the JAX device: sampling inside the update.
+"""The frame replay mirrored on the JAX device, and its pure functions.
 
-`DeviceFrameReplay` is a `zoo.replay.frame_replay.FrameReplay` (the host arrays stay the
-source of truth: bookkeeping, `get_state`/`set_state`, checkpoints) whose
-frames and per-slot scalars are also kept on the JAX device. Each `add`
-uploads only that step's K new frames, written in place (donated buffers).
-`sample` is a pure function of the device arrays and a PRNG key, so the
-learner samples and assembles its stacks inside its own jitted computation:
-no host sampling and no batch upload per update.
-
-It draws uniformly over the same valid transitions as the host replay
-(`zoo.replay.frame_replay.is_valid_transition`) and assembles the same stacks for the
-same indices (`zoo.replay.frame_replay.stack_indices`); only the random draws differ (a
-JAX key instead of numpy's generator).
-
-Memory: the frames are held twice, once on the host and once on the
-device: 2 x 7.1 GB for the default 1e6 transitions. Meant for accelerators
-(an 80 GB GPU holds it); on a CPU both copies are in RAM.
+`DeviceFrameReplay` is a `zoo.replay.frame_replay.FrameReplay` (the host
+arrays stay the source of truth: bookkeeping, state, checkpoints) whose arrays
+are also kept on the device; each `add` uploads only that step (donated
+buffers). The learner samples inside its own jitted computation: the same
+valid transitions and stacks as the host replay (`is_valid_transition`,
+`stack_indices`), drawn with a JAX key. The frames are held twice (host and
+device: 2 x 7.1 GB for 1e6 transitions), which suits accelerators.
 """
 
 import functools
 from typing import NamedTuple
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from zoo.environments import environment
 from zoo.replay import frame_replay as replay_lib
 
 # Rejection rounds of `sample_indices`; each draws 2B candidates. Transitions
@@ -45,11 +38,7 @@ class DeviceArrays(NamedTuple):
 
 def sample_indices(arrays: DeviceArrays, rng_key, batch_size: int,
                    num_stacked: int):
-  """Return (rng_key, stream [B], logical [B]) of uniform valid transitions.
-
-  The host replay's rejection sampler, jitted: draw uniformly over the held
-  slots of all streams, keep the valid ones, until B are found.
-  """
+  """Return (rng_key, stream [B], logical [B]) of uniform valid transitions."""
   capacity = arrays.episode_steps.shape[1]
   held = jnp.minimum(arrays.num_added, capacity)
   oldest = arrays.num_added - held
@@ -85,10 +74,7 @@ def sample_indices(arrays: DeviceArrays, rng_key, batch_size: int,
 
 def gather(arrays: DeviceArrays, stream, logical, num_stacked: int
            ) -> replay_lib.Transitions:
-  """Return the transitions at (stream, logical) [B], stacks [B, S, *frame].
-
-  Jitted code's zoo.replay.frame_replay.FrameReplay.gather(..., stacks_last=False).
-  """
+  """FrameReplay.gather(stream, logical, stacks_last=False), in JAX."""
   capacity = arrays.episode_steps.shape[1]
   slot_t = logical % capacity
   slot_tm1 = (logical - 1) % capacity
@@ -117,8 +103,25 @@ def sample(arrays: DeviceArrays, rng_key, batch_size: int, num_stacked: int):
   return rng_key, gather(arrays, stream, logical, num_stacked)
 
 
-def _write_step(arrays: DeviceArrays, slot, frame, action, reward, discount,
-                episode_step) -> DeviceArrays:
+def empty(num_streams: int, stream_capacity: int, frame_shape) -> DeviceArrays:
+  """Return empty arrays of K streams of `stream_capacity` uint8-frame slots."""
+  shape = (num_streams, stream_capacity)
+  return DeviceArrays(
+      frames=jnp.zeros(shape + tuple(frame_shape), jnp.uint8),
+      actions=jnp.zeros(shape, jnp.int32),
+      rewards=jnp.zeros(shape, jnp.float32),
+      discounts=jnp.zeros(shape, jnp.float32),
+      episode_steps=jnp.zeros(shape, jnp.int32),
+      num_added=jnp.zeros(num_streams, jnp.int32))
+
+
+def nbytes(num_streams: int, stream_capacity: int, frame_bytes: int) -> int:
+  """Return the bytes of `empty`'s arrays, given one frame's bytes."""
+  return num_streams * (stream_capacity * (frame_bytes + 4 * 4) + 4)
+
+
+def write_step(arrays: DeviceArrays, slot, frame, action, reward, discount,
+               episode_step) -> DeviceArrays:
   """Return the arrays with one step of every stream written at `slot` [K]."""
   streams = jnp.arange(slot.shape[0])
   return DeviceArrays(
@@ -131,6 +134,32 @@ def _write_step(arrays: DeviceArrays, slot, frame, action, reward, discount,
   )
 
 
+def store(arrays: DeviceArrays, episode_step, timestep, actions,
+          max_abs_reward: float, frame_of):
+  """Add one step of the K streams by FrameReplay.add's rules.
+
+  Args:
+    arrays: one seed's arrays.
+    episode_step: [K] int32, each stream's episode step before this one.
+    timestep: fields [K, ...].
+    actions: [K] int32, the actions chosen on it.
+    max_abs_reward: rewards are clipped to ± this.
+    frame_of: fn(observation, episode_step) -> the [K, ...] frames to keep.
+
+  Returns:
+    (arrays, episode_step).
+  """
+  chex.assert_shape(actions, arrays.num_added.shape)
+  first = timestep.step_type == environment.FIRST
+  episode_step = jnp.where(first, 0, episode_step + 1)
+  reward = jnp.clip(timestep.reward, -max_abs_reward, max_abs_reward)
+  slot = arrays.num_added % arrays.actions.shape[1]
+  arrays = write_step(arrays, slot, frame_of(timestep.observation,
+                                             episode_step),
+                      actions, reward, timestep.discount, episode_step)
+  return arrays, episode_step
+
+
 class DeviceFrameReplay(replay_lib.FrameReplay):
   """A FrameReplay whose arrays are mirrored on the JAX device."""
 
@@ -139,7 +168,7 @@ class DeviceFrameReplay(replay_lib.FrameReplay):
     super().__init__(*args, **kwargs)
     # The one place where this module's pure functions are jitted. Donating
     # the arrays makes each step's write in place (no copy of the replay).
-    self._write_step = jax.jit(_write_step, donate_argnums=0)
+    self._write_step = jax.jit(write_step, donate_argnums=0)
     self.sampler = functools.partial(sample, num_stacked=self._num_stacked)
     self._device_arrays = self._upload()
     self._stale = False  # Host arrays changed outside `add` (a restore).
@@ -151,13 +180,11 @@ class DeviceFrameReplay(replay_lib.FrameReplay):
     return self._device_arrays
 
   def _sync(self) -> None:
-    """Upload the whole host replay if a restore changed it."""
     if self._stale:
       self._device_arrays = self._upload()
       self._stale = False
 
   def _upload(self) -> DeviceArrays:
-    """Return a device copy of the host arrays."""
     # jnp.array copies: on a CPU, device_put may alias the numpy memory, which
     # the donated writes would then overwrite behind numpy's back.
     return jax.tree.map(jnp.array, DeviceArrays(
@@ -166,7 +193,6 @@ class DeviceFrameReplay(replay_lib.FrameReplay):
         num_added=self._num_added.astype(np.int32)))
 
   def add(self, step_type, observation, action, reward, discount) -> None:
-    """Add one step of every stream (FrameReplay.add), then upload it."""
     self._sync()
     slot = self._num_added % self._stream_capacity
     super().add(step_type, observation, action, reward, discount)
@@ -178,25 +204,17 @@ class DeviceFrameReplay(replay_lib.FrameReplay):
         self._episode_steps[streams, slot])
 
   def set_state(self, state) -> None:
-    """Restore the host counters (FrameReplay.set_state); upload them later."""
     super().set_state(state)
     self._stale = True
 
   def put_steps(self, begin, arrays) -> None:
-    """Write steps on the host (FrameReplay.put_steps); upload them later.
-
-    A restore calls set_state and then put_steps a few times: the whole
-    replay is uploaded once, when the device arrays are next needed.
-    """
+    # A restore calls set_state, then put_steps a few times: the whole replay
+    # is uploaded once, when the device arrays are next needed.
     super().put_steps(begin, arrays)
     self._stale = True
 
   def check_sampleable(self) -> None:
-    """Raise FrameReplay.sample's ValueError if nothing can be sampled.
-
-    The device sampler cannot raise; call this (host, O(batch)) once before
-    relying on it.
-    """
+    """Raise FrameReplay.sample's ValueError (the device sampler cannot)."""
     if self.size == 0:
       raise ValueError('Cannot sample from an empty replay.')
     self._draw_valid(1)

@@ -11,9 +11,7 @@ Slot p (p >= 1 steps into its episode) gives the transition
 s_t = stack at p). A FIRST slot gives none (the step into a new episode is no
 transition), nor does a slot whose stacks need frames already overwritten.
 
-Stacks follow DQN Zoo's layout (zoo.environments.environment), with n = min(episode_step +
-1, S): the n frames first, oldest first, then zeros: A000, AB00, ABC0, ABCD,
-BCDE.
+Stacks follow DQN Zoo's layout (zoo.environments.environment).
 """
 
 from typing import Any, Dict, List, NamedTuple, Tuple
@@ -69,12 +67,8 @@ class FrameReplay:
   ):
     """Allocate the replay (pages are touched, hence resident, as it fills).
 
-    Args:
-      capacity: total transitions kept, split evenly over the streams.
-      num_streams: K, the number of environment streams adding each step.
-      frame_shape: (H, W) of one processed frame.
-      num_stacked_frames: S, frames per observation stack.
-      seed: seeds the sampling generator.
+    `capacity` transitions are split evenly over the `num_streams` streams;
+    `seed` seeds the sampling generator.
     """
     if num_streams < 1:
       raise ValueError(f'num_streams must be >= 1, got {num_streams}.')

@@ -1,37 +1,24 @@
 """Run checkpoints: their layout and format, and the writer.
 
-  DIR/iteration_NNNNNN/meta.json   counters, config, CSV rows, RNG states,
-                                   the replay chunks this checkpoint uses, the
-                                   size and SHA-256 of every file it needs
-                                   (and of its own content); written last
-  DIR/iteration_NNNNNN/tree.npz    a pytree (params, optimizer state, ...),
-                                   one array per leaf, named by its path
-  DIR/replay/steps_B_E/*.npy       replay steps [B, E), one file per array,
-                                   written once and loaded memory-mapped
+  DIR/iteration_NNNNNN/meta.json   counters, config, CSV rows, RNG states, the
+                                   replay chunks used, the size and SHA-256 of
+                                   every file needed (and of its own content)
+  DIR/iteration_NNNNNN/tree.npz    a pytree, one array per leaf, named by path
+  DIR/replay/steps_B_E/*.npy       replay steps [B, E), loaded memory-mapped
 
-A checkpoint directory `iteration_NNNNNN` is written under a temporary name
-and renamed when complete, and so is each chunk `steps_B_E`; a directory
-with either name therefore is complete. A checkpoint is trusted only once
-verified (`verify`: every file listed in its meta has its size and hash);
-`newest_intact` skips damaged ones (truncated, emptied or corrupted files),
-so a run falls back to the previous checkpoint, which is kept: each save
-writes only the steps added since the previous one (one chunk) plus the small
-state, the two newest checkpoints share their chunks, and older checkpoints
-and unused chunks are deleted. Disk use is therefore at most a full replay
-plus one iteration's steps plus the small state of two checkpoints.
-Each meta records the FORMAT that wrote it; a checkpoint of another format
-is refused (FormatError), never read by guesswork. Reading back (verify,
-choose, load) is zoo.storage.checkpoint_read's job.
+Checkpoints and chunks are written under a temporary name and renamed when
+complete. Each save writes only the steps added since the previous checkpoint
+(one chunk) and keeps that checkpoint as the fallback (docs/data-safety.md).
+Reading back is zoo.storage.checkpoint_read's job.
 """
 
-import errno
 import hashlib
 import json
 import os
 import re
 import shutil
-import signal
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import (Any, Callable, Dict, List, NamedTuple, Optional, Sequence,
+                    Tuple)
 
 import jax
 import numpy as np
@@ -43,10 +30,6 @@ _CHUNK = re.compile(r'^steps_(\d+)_(\d+)$')
 META_FILE = 'meta.json'
 TREE_FILE = 'tree.npz'
 REPLAY_DIR = 'replay'
-# Tests set it to 'kill|enospc:ITERATION:FILE' to fail a save of ITERATION
-# just before FILE (e.g. tree.npz, frames.npy, meta.json) is written: SIGKILL
-# of the process, or OSError(ENOSPC) as from a full disk.
-FAULT_ENV = 'ZOO_CHECKPOINT_TEST_FAULT'
 _BLOCK = 1 << 22
 # The layout of a checkpoint (meta keys, tree, replay chunks, what a loop
 # keeps in its meta); raise it whenever a change makes older ones unreadable.
@@ -116,21 +99,6 @@ def iteration_of(path: str) -> int:
   return int(_NAME.match(os.path.basename(path)).group(1))
 
 
-def _fault(iteration: int, file_name: str) -> None:
-  """Fail here if FAULT_ENV asks to (fault-injection tests only)."""
-  fault = os.environ.get(FAULT_ENV)
-  if not fault:
-    return
-  action, at_iteration, at_file = fault.split(':')
-  if int(at_iteration) != iteration or at_file != file_name:
-    return
-  if action == 'kill':
-    os.kill(os.getpid(), signal.SIGKILL)
-  if action == 'enospc':
-    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC) + ' (injected)',
-                  file_name)
-
-
 class _Hashing:
   """A binary file that records the size and SHA-256 of what is written."""
 
@@ -187,24 +155,30 @@ def named_leaves(tree: Any) -> Tuple[List[List[Any]], List[str], List[Any]]:
   return paths, names, [leaf for _, leaf in with_paths]
 
 
-def _write_npy(path: str, pieces: Sequence[np.ndarray]) -> List[Any]:
-  """Write the concatenation of [K, n_i, ...] pieces along axis 1 as .npy.
+def _write_file(path: str, write: Callable[[Any], Any]) -> Any:
+  """Write a new file durably with `write(f)`; return what it returns."""
+  with open(path, 'wb') as f:
+    result = write(f)
+    f.flush()
+    os.fsync(f.fileno())
+  return result
+
+
+def _write_npy(raw, pieces: Sequence[np.ndarray]) -> List[Any]:
+  """Write [K, n_i, ...] pieces joined on axis 1 as .npy; return its digest.
 
   Stream by stream, piece by piece: each write is a contiguous view, so the
-  steps are never copied into one array first. Returns [size, SHA-256].
+  steps are never copied into one array first.
   """
   first = pieces[0]
   shape = (first.shape[0], sum(p.shape[1] for p in pieces)) + first.shape[2:]
-  with open(path, 'wb') as raw:
-    f = _Hashing(raw)
-    np.lib.format.write_array_header_2_0(f, {
-        'descr': np.lib.format.dtype_to_descr(first.dtype),
-        'fortran_order': False, 'shape': shape})
-    for k in range(shape[0]):
-      for piece in pieces:
-        f.write(np.ascontiguousarray(piece[k]))
-    raw.flush()
-    os.fsync(raw.fileno())
+  f = _Hashing(raw)
+  np.lib.format.write_array_header_2_0(f, {
+      'descr': np.lib.format.dtype_to_descr(first.dtype),
+      'fortran_order': False, 'shape': shape})
+  for k in range(shape[0]):
+    for piece in pieces:
+      f.write(np.ascontiguousarray(piece[k]))
   return f.digest()
 
 
@@ -218,11 +192,10 @@ def _remove(path: str) -> None:
   shutil.rmtree(doomed, ignore_errors=True)
 
 
-def _write_chunk(directory: str, iteration: int, new_steps: Sequence[Steps]
+def _write_chunk(directory: str, new_steps: Sequence[Steps]
                  ) -> Tuple[str, Dict[str, List[Any]]]:
   """Write consecutive step pieces as one chunk; return its name, digests."""
-  begin = new_steps[0][0]
-  end = begin
+  begin = end = new_steps[0][0]
   for first, arrays in new_steps:
     if first != end:
       raise ValueError(f'Replay steps are not consecutive: {first} after '
@@ -236,11 +209,10 @@ def _write_chunk(directory: str, iteration: int, new_steps: Sequence[Steps]
   os.makedirs(temp)
   digests = {}
   for array_name in new_steps[0][1]:
-    file_name = f'{array_name}.npy'
-    _fault(iteration, file_name)
-    digests[f'{name}/{file_name}'] = _write_npy(
-        os.path.join(temp, file_name),
-        [arrays[array_name] for _, arrays in new_steps])
+    pieces = [arrays[array_name] for _, arrays in new_steps]
+    digests[f'{name}/{array_name}.npy'] = _write_file(
+        os.path.join(temp, f'{array_name}.npy'),
+        lambda f, pieces=pieces: _write_npy(f, pieces))
   files.fsync_path(temp)
   final = os.path.join(replay_dir, name)
   # A chunk of this name that no checkpoint uses was left by a killed
@@ -263,6 +235,53 @@ def _previous(directory: str, iteration: int
   return None, {}
 
 
+def _keep_only(directory: str, previous: Optional[str],
+               previous_chunks: Sequence[str]) -> None:
+  """Delete every checkpoint but `previous`, and every chunk it does not use.
+
+  Before writing: the disk then holds at most the previous checkpoint and the
+  new chunk (what zoo.loops.runner's disk check counts).
+  """
+  for _, path in iterations(directory):
+    if path != previous:
+      _remove(path)
+  for name in os.listdir(directory):  # Left by killed processes.
+    if name.startswith('.tmp-'):
+      shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+  replay_dir = os.path.join(directory, REPLAY_DIR)
+  if os.path.isdir(replay_dir):
+    for name in os.listdir(replay_dir):
+      if name not in previous_chunks:
+        _remove(os.path.join(replay_dir, name))
+
+
+def _write_state(temp: str, meta: Dict[str, Any], tree: Any) -> None:
+  """Write the tree and the meta (last: it lists the tree's digest)."""
+  os.makedirs(temp)
+  paths, names, leaves = named_leaves(tree)
+  tree_path = os.path.join(temp, TREE_FILE)
+  _write_file(tree_path, lambda f: np.savez(f, **{
+      name: np.asarray(leaf) for name, leaf in zip(names, leaves)}))
+  meta = dict(meta, tree_paths=paths,
+              files={TREE_FILE: file_digest(tree_path)})
+  meta['meta_sha256'] = meta_digest(meta)
+  _write_file(os.path.join(temp, META_FILE), lambda f: f.write(
+      json.dumps(meta, sort_keys=True).encode()))
+  files.fsync_path(temp)
+
+
+def _write_error(directory: str, iteration: int, previous: Optional[str],
+                 error: OSError) -> WriteError:
+  kept = (f'the previous checkpoint, {previous}, is intact: free some disk '
+          'space (or fix the cause) and rerun the same command to resume '
+          'from it' if previous else
+          'there is no earlier checkpoint: free some disk space (or fix the '
+          'cause) and rerun the same command to start again')
+  return WriteError(
+      f'Cannot write the checkpoint of iteration {iteration} in {directory} '
+      f'({error}); what it wrote was removed, and {kept}.', error.errno)
+
+
 def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
          new_steps: Sequence[Steps] = (), keep_steps_from: int = 0) -> str:
   """Write a checkpoint for `iteration` atomically; return its path.
@@ -276,10 +295,9 @@ def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
     meta: JSON-able state (counters, config, rows, RNG states).
     tree: pytree of arrays (agent state).
     new_steps: replay steps added since the previous checkpoint, as
-      FrameReplay.steps returns them (consecutive pieces); written once, as
-      one chunk.
-    keep_steps_from: the oldest replay step still needed; the previous
-      checkpoint's chunks that end at or before it are not used by this one.
+      FrameReplay.steps returns them (consecutive pieces).
+    keep_steps_from: the oldest replay step still needed; older chunks of
+      the previous checkpoint are not used by this one.
 
   Raises:
     ValueError: if the new steps do not continue the previous checkpoint's.
@@ -288,60 +306,32 @@ def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
   """
   os.makedirs(directory, exist_ok=True)
   previous, previous_meta = _previous(directory, iteration)
-  # Before writing: the disk then holds at most the previous checkpoint and
-  # the new chunk (what zoo.loops.runner's disk check counts).
-  for _, path in iterations(directory):
-    if path != previous:
-      _remove(path)
-  for name in os.listdir(directory):  # Left by killed processes.
-    if name.startswith('.tmp-'):
-      shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
-  previous_files = previous_meta.get('replay_files', {})
-  replay_dir = os.path.join(directory, REPLAY_DIR)
-  if os.path.isdir(replay_dir):
-    for name in os.listdir(replay_dir):
-      if name not in previous_meta.get('replay_chunks', []):
-        _remove(os.path.join(replay_dir, name))
-  chunks = [name for name in previous_meta.get('replay_chunks', [])
+  previous_chunks = previous_meta.get('replay_chunks', [])
+  _keep_only(directory, previous, previous_chunks)
+  chunks = [name for name in previous_chunks
             if chunk_range(name)[1] > keep_steps_from]
-  if new_steps:
-    begin = new_steps[0][0]
-    if chunks and chunk_range(chunks[-1])[1] != begin:
-      raise ValueError(f'New replay steps start at {begin}, the checkpoint '
-                       f'{previous} ends at {chunk_range(chunks[-1])[1]}.')
+  if new_steps and chunks and chunk_range(chunks[-1])[1] != new_steps[0][0]:
+    raise ValueError(f'New replay steps start at {new_steps[0][0]}, the '
+                     f'checkpoint {previous} ends at '
+                     f'{chunk_range(chunks[-1])[1]}.')
+  replay_dir = os.path.join(directory, REPLAY_DIR)
   final = os.path.join(directory, f'iteration_{iteration:06d}')
   temp = os.path.join(directory,
                       f'.tmp-iteration_{iteration:06d}-{os.getpid()}')
   new_chunk = None
   try:
-    replay_files = {}
-    for name in chunks:
-      for file_name in sorted(os.listdir(os.path.join(replay_dir, name))):
-        key = f'{name}/{file_name}'
-        replay_files[key] = previous_files[key]
+    replay_files = {
+        f'{name}/{file_name}': previous_meta['replay_files'][
+            f'{name}/{file_name}']
+        for name in chunks
+        for file_name in sorted(os.listdir(os.path.join(replay_dir, name)))}
     if new_steps:
-      new_chunk, digests = _write_chunk(directory, iteration, new_steps)
+      new_chunk, digests = _write_chunk(directory, new_steps)
       chunks.append(new_chunk)
       replay_files.update(digests)
     shutil.rmtree(temp, ignore_errors=True)
-    os.makedirs(temp)
-    paths, names, leaves = named_leaves(tree)
-    _fault(iteration, TREE_FILE)
-    with open(os.path.join(temp, TREE_FILE), 'wb') as f:
-      np.savez(f, **{name: np.asarray(leaf)
-                     for name, leaf in zip(names, leaves)})
-      f.flush()
-      os.fsync(f.fileno())
-    meta = dict(meta, format=FORMAT, tree_paths=paths, replay_chunks=chunks,
-                files={TREE_FILE: file_digest(os.path.join(temp, TREE_FILE))},
-                replay_files=replay_files)
-    meta['meta_sha256'] = meta_digest(meta)
-    _fault(iteration, META_FILE)
-    with open(os.path.join(temp, META_FILE), 'w') as f:
-      json.dump(meta, f, sort_keys=True)
-      f.flush()
-      os.fsync(f.fileno())
-    files.fsync_path(temp)
+    _write_state(temp, dict(meta, format=FORMAT, replay_chunks=chunks,
+                            replay_files=replay_files), tree)
     os.rename(temp, final)
     files.fsync_path(directory)
   except OSError as e:
@@ -351,15 +341,7 @@ def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
     for name in os.listdir(replay_dir) if os.path.isdir(replay_dir) else ():
       if name.startswith('.tmp-'):
         shutil.rmtree(os.path.join(replay_dir, name), ignore_errors=True)
-    kept = (f'the previous checkpoint, {previous}, is intact: free some '
-            'disk space (or fix the cause) and rerun the same command to '
-            'resume from it' if previous else
-            'there is no earlier checkpoint: free some disk space (or fix '
-            'the cause) and rerun the same command to start again')
-    raise WriteError(
-        f'Cannot write the checkpoint of iteration {iteration} in '
-        f'{directory} ({e}); what it wrote was removed, and {kept}.',
-        e.errno) from e
+    raise _write_error(directory, iteration, previous, e) from e
   return final
 
 

@@ -8,8 +8,8 @@ replay chunks, `load_params` serves evaluation.
 
 import json
 import os
-import zipfile
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+import zipfile
 
 import jax
 import numpy as np

@@ -1,23 +1,11 @@
 """One run, one directory: where a run resumes, and what it may overwrite.
 
-A run's directory is that of its results CSV; its checkpoints, TensorBoard
-events and run.json default to it (zoo.configuration.settings). Before any work,
-`resume_point` picks the checkpoint to resume and refuses, with the fix:
-
-- a checkpoint directory that belongs to another run (each checkpoint
-  records its results CSV; a run directory moved as a whole still resumes);
-- checkpoints of which none is intact (each damaged file named);
-- going on where that would replace finished CSV rows that no interrupted
-  save explains (e.g. after the checkpoints were deleted), unless `--restart`
-  moved the run's files aside (`restart`; nothing is ever deleted).
-
-A damaged newest checkpoint is not refused: the run warns, naming the file,
-and resumes from the previous one (its later rows are run again).
-
-One process at a time works in a run directory: `lock` takes an exclusive
-lock on its LOCK_FILE (flock: the operating system releases it when the
-process dies, so a killed run never blocks its rerun) and refuses, naming the
-holder, while another process holds it.
+Before any work, `resume_point` picks the checkpoint to resume (a damaged
+newest one: a warning and the previous one) and refuses, with the fix,
+another run's checkpoints, none intact, or finished CSV rows that going on
+would replace; `restart` moves a run's files aside; `lock` keeps one process
+per run directory (flock: released when the process dies, so a killed run
+never blocks its rerun). docs/data-safety.md tells the rules.
 """
 
 import contextlib
