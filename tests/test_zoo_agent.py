@@ -310,6 +310,7 @@ def _run_catch(agent_name, **overrides):
     ('cr_dqn', {'num_envs': 8}),  # Vectorized: same frames, same result.
     ('cr_dqn', {'num_envs': 2, 'num_fused_updates': 4,
                 'replay_on_device': True}),
+    ('cr_dqn', {'num_envs': 2, 'overlap_learning': True}),  # One block behind.
     ('nc_cr_dqn', {'num_envs': 2}),
     ('nc_qr_dqn', {}),
     ('nc_qr_dqn', {'huber_param': 0.0, 'scale_grad': True, 'num_envs': 2}),

@@ -235,6 +235,8 @@ def test_loop_config_refuses_unfit_settings():
                             OBS_SHAPE)
   with pytest.raises(settings_lib.ConfigError, match='replay_on_device'):
     jitted_loop.loop_config(_resolved(replay_on_device=True), OBS_SHAPE)
+  with pytest.raises(settings_lib.ConfigError, match='overlap_learning'):
+    jitted_loop.loop_config(_resolved(overlap_learning=True), OBS_SHAPE)
   cfg = jitted_loop.loop_config(_resolved(), (10, 10, 4))
   assert (cfg.min_replay_size, cfg.learn_period, cfg.target_period,
           cfg.stream_capacity, cfg.batch_size) == (5000, 4, 1000, 100_000, 32)

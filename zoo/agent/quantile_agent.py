@@ -32,6 +32,21 @@ Two learner options for accelerators, off by default:
 - A replay on the device (`zoo.replay.device_replay.DeviceFrameReplay`): the
   learner samples and assembles its batches inside its own jitted call
   (`sample_and_update`), for U = 1 as for U > 1.
+
+And one change of order, off by default (`overlap_learning`): a block is one
+agent step of the K streams and the updates dispatched in it. Before a
+step's first dispatch the agent keeps the parameters as they are (a snapshot
+for acting, on the acting device) and acts with that snapshot, with its own
+PRNG key, until the next step that dispatches; so the action selection never
+waits for the updates in flight, and the emulators step the next block while
+they run. Acting lags the learner by one block (the updates dispatched at
+the latest step that dispatched any, plus those pending). Updates, target
+copies and ε fall on the same frames as without it; evaluation acts with the
+learner's latest parameters. Two computations run at once only on two
+execution queues: the acting device is the second local device of the
+learner's platform when there is one (on a CPU host:
+XLA_FLAGS=--xla_force_host_platform_device_count=2), else the learner's
+device, where acting still waits in line behind the updates.
 """
 
 import functools
@@ -60,6 +75,7 @@ class AgentConfig(NamedTuple):
   grad_scale: float = 1.0
   eval_exploration_epsilon: float = 0.001
   num_fused_updates: int = 1             # U updates per learner dispatch.
+  overlap_learning: bool = False         # Act on a snapshot (one block old).
 
 
 class QuantileAgent:
@@ -108,9 +124,18 @@ class QuantileAgent:
     self._state_value_count = 0
     self._last_loss = None
     self._num_pending = 0  # Updates due but not yet run (< U).
+    self._overlap = config.overlap_learning
+    if self._overlap:
+      # Acting's own key and parameters, so that it depends on no update.
+      self._acting_device = _acting_device()
+      self._rng_key, acting_key = jax.random.split(self._rng_key)
+      self._acting_rng_key = jax.device_put(acting_key, self._acting_device)
+      self._acting_params = jax.device_put(self._params, self._acting_device)
 
     # The one place where the pure functions are jitted. Donating params and
-    # optimizer state lets XLA update them in place.
+    # optimizer state lets XLA update them in place; with overlap the params
+    # are not donated: the acting snapshot may still be that buffer.
+    donated = (2,) if self._overlap else (0, 2)
     self._select_action = jax.jit(
         functools.partial(learning.select_action, network))
     learner_network = _on_stacks_first(network)
@@ -120,17 +145,17 @@ class QuantileAgent:
                                   config.grad_scale)
     target_fn = functools.partial(learning.td_target, learner_network,
                                   config.additional_discount)
-    self._update = jax.jit(update_fn, donate_argnums=(0, 2))
+    self._update = jax.jit(update_fn, donate_argnums=donated)
     self._fused_update = jax.jit(
         functools.partial(learning.fused_update, update_fn, target_fn),
-        donate_argnums=(0, 2))
+        donate_argnums=donated)
     # Device replay: one jitted call per U (and per single update, which
     # flushes pending updates before a target copy).
     self._device_updates = {
         u: jax.jit(functools.partial(learning.sample_and_update, update_fn,
                                      target_fn, replay.sampler, u,
                                      config.batch_size),
-                   donate_argnums=(0, 2))
+                   donate_argnums=donated)
         for u in {1, config.num_fused_updates}} if self._on_device else {}
 
   @property
@@ -168,6 +193,15 @@ class QuantileAgent:
     return self._params
 
   @property
+  def acting_params(self):
+    """Return the parameters training steps act with.
+
+    The online parameters; with overlap_learning, their snapshot from before
+    the latest block of updates dispatched (on the acting device).
+    """
+    return self._acting_params if self._overlap else self._params
+
+  @property
   def statistics(self) -> Dict[str, float]:
     """Return the mean max-Q of the states acted on since the last reset."""
     if not self._state_value_count:
@@ -180,8 +214,13 @@ class QuantileAgent:
   def step(self, timestep: environment.BatchedTimeStep) -> np.ndarray:
     """Act on K streams (training), store the step, learn when due."""
     epsilon = self.exploration_epsilon
-    self._rng_key, actions, values = self._select_action(
-        self._params, self._rng_key, timestep.observation, epsilon)
+    if self._overlap:
+      self._acting_rng_key, actions, values = self._select_action(
+          self._acting_params, self._acting_rng_key, timestep.observation,
+          epsilon)
+    else:
+      self._rng_key, actions, values = self._select_action(
+          self._params, self._rng_key, timestep.observation, epsilon)
     actions, values = jax.device_get((actions, values))
     self._state_value_sum += float(np.sum(values))
     self._state_value_count += values.shape[0]
@@ -196,10 +235,16 @@ class QuantileAgent:
     if self._replay.size >= cfg.min_replay_size:
       self._num_pending += (self._frame_t // cfg.learn_period -
                             previous_t // cfg.learn_period)
+      copies_target = (self._frame_t // cfg.target_network_update_period >
+                       previous_t // cfg.target_network_update_period)
+      if self._overlap and (self._num_pending >= cfg.num_fused_updates or
+                            (copies_target and self._num_pending)):
+        # The snapshot of this block: the parameters before its updates.
+        self._acting_params = jax.device_put(self._params,
+                                             self._acting_device)
       while self._num_pending >= cfg.num_fused_updates:
         self._dispatch(cfg.num_fused_updates)
-      if (self._frame_t // cfg.target_network_update_period >
-          previous_t // cfg.target_network_update_period):
+      if copies_target:
         # The target copies every update due so far, whatever U.
         while self._num_pending:
           self._dispatch(1)
@@ -285,6 +330,8 @@ class QuantileAgent:
         'frame_t': self._frame_t,
         'num_updates': self._num_updates,
         'num_pending_updates': self._num_pending,
+        **({'acting_params': self._acting_params,
+            'acting_rng_key': self._acting_rng_key} if self._overlap else {}),
     })
 
   def set_state(self, state: Dict[str, Any]) -> None:
@@ -296,6 +343,11 @@ class QuantileAgent:
     self._frame_t = int(state['frame_t'])
     self._num_updates = int(state['num_updates'])
     self._num_pending = int(state['num_pending_updates'])
+    if self._overlap:
+      self._acting_params = jax.device_put(state['acting_params'],
+                                           self._acting_device)
+      self._acting_rng_key = jax.device_put(state['acting_rng_key'],
+                                            self._acting_device)
 
 
 def _on_stacks_first(network: hk.Transformed) -> hk.Transformed:
@@ -309,6 +361,16 @@ def _on_stacks_first(network: hk.Transformed) -> hk.Transformed:
     return network.apply(params, rng, jnp.moveaxis(observations, 1, -1))
 
   return hk.Transformed(network.init, apply)
+
+
+def _acting_device():
+  """Return the second local device of the default platform, else the first.
+
+  A device runs its computations one after another: acting overlaps the
+  updates only on a queue of its own.
+  """
+  devices = jax.local_devices()
+  return devices[1] if len(devices) > 1 else devices[0]
 
 
 def _copy(params):

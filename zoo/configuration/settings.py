@@ -144,6 +144,14 @@ class Settings:
       False, 'Mirror the replay on the JAX device, where the update samples '
       "its batches. Doubles the replay's memory (the host copy is kept for "
       'checkpoints).', 'bool')
+  overlap_learning: bool = _flag(
+      False, 'Python loop: act on a snapshot of the parameters taken before '
+      "each block's updates (one agent step of the K streams), so that the "
+      'emulators step the next block while the updates run. Acting lags the '
+      'learner by one block; same updates and target copies per frame. Runs '
+      'at once only on two devices (a CPU host: '
+      'XLA_FLAGS=--xla_force_host_platform_device_count=2). Off: DQN Zoo.',
+      'bool')
   loop: str = _flag(
       'python', 'The iteration loop (zoo.loops.<loop>_loop). python: one seed '
       'per process, any suite; jitted: the whole loop in JAX with the --seeds '

@@ -106,7 +106,8 @@ def build_agent(suite, s: settings_lib.Settings, num_actions: int,
       additional_discount=s.additional_discount,
       max_abs_reward=s.max_abs_reward, grad_scale=parts.grad_scale,
       eval_exploration_epsilon=s.eval_exploration_epsilon,
-      num_fused_updates=s.num_fused_updates)
+      num_fused_updates=s.num_fused_updates,
+      overlap_learning=s.overlap_learning)
   agent = quantile_agent.QuantileAgent(
       network=parts.network, loss_fn=parts.loss_fn, optimizer=parts.optimizer,
       replay=replay, sample_observation=np.zeros(observation_shape, np.uint8),

@@ -54,6 +54,10 @@ def loop_config(s: settings_lib.Settings, observation_shape
   if s.replay_on_device:
     problems.append('--replay_on_device: the jitted loop\'s replay is on the '
                     'device already; leave it unset')
+  if s.overlap_learning:
+    problems.append('--overlap_learning: the Python loop\'s order; the '
+                    'jitted loop acts and learns in one computation; leave '
+                    'it unset')
   whole_updates = not (k % cfg.learn_period and cfg.learn_period % k)
   if not whole_updates:
     problems.append(f'--num_envs={k} and --learn_period={cfg.learn_period}: '
