@@ -154,13 +154,15 @@ def sampled_quantile_regression_loss(source, target, levels, huber_param=0.0):
     target: [..., M] atoms, any order. Leading dimensions broadcast. Gradients
       flow into target too: wrap it in jax.lax.stop_gradient for a TD target.
     levels: [..., N] levels τ in [0, 1], broadcasting to source's shape.
-    huber_param: κ >= 0, a Python number (H_0(u) = |u|; for κ > 0, H_κ(u) =
-      u²/2 if |u| <= κ else κ(|u| − κ/2), no division by κ).
+    huber_param: κ >= 0 (H_0(u) = |u|; for κ > 0, H_κ(u) = u²/2 if |u| <= κ
+      else κ(|u| − κ/2), no division by κ): a Python number, or an array
+      (traced: one program serves every κ, as quantile_regression_loss).
 
   Returns:
     [...] the losses; NaN for a row holding a NaN or an infinite atom.
   """
-  if not isinstance(huber_param, numbers.Real) or not huber_param >= 0:
+  static = isinstance(huber_param, numbers.Real)
+  if static and not huber_param >= 0:
     raise ValueError(f'sampled_quantile_regression_loss: huber_param must be '
                      f'a number >= 0, got {huber_param!r}.')
   source, target = validation.check_atoms('sampled_quantile_regression_loss',
@@ -189,10 +191,18 @@ def sampled_quantile_regression_loss(source, target, levels, huber_param=0.0):
   weight = jax.lax.stop_gradient(
       jnp.abs(tau[..., :, None] - (delta < 0).astype(source.dtype)))
   abs_delta = jnp.abs(delta)
-  if huber_param > 0:
-    quadratic = jnp.minimum(abs_delta, huber_param)
-    penalty = 0.5 * quadratic**2 + huber_param * (abs_delta - quadratic)
+  if static:
+    penalty = (_huber(abs_delta, huber_param) if huber_param > 0
+               else abs_delta)
   else:
-    penalty = abs_delta
+    kappa = jnp.asarray(huber_param, source.dtype)[..., None, None]
+    # At κ = 0 the Huber formula gives 0, not |u|: select.
+    penalty = jnp.where(kappa > 0, _huber(abs_delta, kappa), abs_delta)
   value = jnp.sum(jnp.mean(weight * penalty, axis=-1), axis=-1)
   return validation.nan_where_not_finite(value, source, target)
+
+
+def _huber(abs_delta, kappa):
+  """Return H_κ(u) of |u| for κ > 0 (no division by κ)."""
+  quadratic = jnp.minimum(abs_delta, kappa)
+  return 0.5 * quadratic**2 + kappa * (abs_delta - quadratic)

@@ -72,8 +72,9 @@ def test_bad_requests_are_refused_before_playing(checkpoint_dir, tmp_path,
     evaluate.evaluate(checkpoint_dir, 0)
 
 
+@pytest.mark.parametrize('agent', ['cr_dqn', 'iqn'])  # iqn: sampled levels.
 def test_minatar_checkpoint_prints_returns_without_normalised_scores(
-    tmp_path):
+    agent, tmp_path):
   # MinAtar has no human reference scores: nothing normalised (no NaN).
   settings = dict(
       settings_lib.default_settings(minatar_suite.MINATAR),
@@ -82,7 +83,7 @@ def test_minatar_checkpoint_prints_returns_without_normalised_scores(
       num_eval_frames=40, num_quantiles=11, hidden_size=16,
       results_csv_path='', tensorboard_dir='',
       checkpoint_dir=str(tmp_path / 'checkpoints'))
-  runner.run(minatar_suite.MINATAR, _preset('cr_dqn'), settings)
+  runner.run(minatar_suite.MINATAR, _preset(agent), settings)
   lines = []
   episodes = evaluate.evaluate(str(tmp_path / 'checkpoints'), 2,
                                log=lines.append)

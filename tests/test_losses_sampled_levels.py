@@ -269,3 +269,18 @@ def test_quantile_regression_at_levels_refuses_bad_levels():
   with pytest.raises(ValueError, match='floating point'):
     sampled_levels.sampled_quantile_regression_loss(
         jnp.zeros(4), jnp.zeros(3), jnp.zeros(4, jnp.int32))
+
+
+def test_quantile_regression_at_levels_takes_kappa_as_data():
+  # The jitted loop passes κ as an array: one program for every κ.
+  rng = np.random.default_rng(3)
+  source = jnp.asarray(rng.normal(size=(3, 5)), jnp.float32)
+  target = jnp.asarray(rng.normal(size=(3, 4)), jnp.float32)
+  levels = jnp.asarray(rng.uniform(size=(3, 5)), jnp.float32)
+  loss = jax.jit(sampled_levels.sampled_quantile_regression_loss)
+  for kappa in (0.0, 1.0):
+    np.testing.assert_allclose(
+        loss(source, target, levels, jnp.float32(kappa)),
+        sampled_levels.sampled_quantile_regression_loss(source, target,
+                                                        levels, kappa),
+        rtol=1e-6)

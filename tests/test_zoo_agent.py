@@ -136,6 +136,75 @@ def test_td_loss_uses_target_network_greedy_atoms(loss):
   assert float(jnp.abs(target_grads['~']['atoms']).max()) == 0.0
 
 
+def _iqn_network(num_actions=3, counts=(5, 7, 6)):
+  """A small IQN network on [B, 1, 4, 4, 1] stacks-first observations."""
+  raw = hk.transform(networks.iqn_network(
+      networks.mlp_torso([16]), num_actions, num_cosines=8,
+      hidden_sizes=(16,)))
+  return raw, agent_lib.at_sampled_levels(raw, agent_lib.LevelCounts(*counts))
+
+
+@pytest.mark.parametrize('loss', ['sampled_qr', 'sampled_cramer'])
+def test_iqn_td_loss_is_dqn_zoos(loss):
+  """td_loss at sampled levels = DQN Zoo's IQN loss, built from rlax."""
+  rlax = pytest.importorskip('rlax')
+  raw, network = _iqn_network()
+  rng = np.random.default_rng(4)
+  batch = 6
+  transitions = replay_lib.Transitions(
+      s_tm1=rng.integers(0, 255, (batch, 4, 4, 1)).astype(np.uint8),
+      a_tm1=rng.integers(0, 3, batch).astype(np.int32),
+      r_t=rng.normal(size=batch).astype(np.float32),
+      discount_t=np.array([1, 0, 1, 1, 1, 0], np.float32),
+      s_t=rng.integers(0, 255, (batch, 4, 4, 1)).astype(np.uint8))
+  params = network.init(jax.random.PRNGKey(0), transitions.s_tm1)
+  target_params = network.init(jax.random.PRNGKey(1), transitions.s_tm1)
+  loss_fn = agent_lib.make_loss_fn(loss, huber_param=1.0)
+  key = jax.random.PRNGKey(2)
+  got = agent_lib.td_loss(network, loss_fn, 0.9, params, target_params,
+                          transitions, key)
+  # The levels each use draws: td_loss's keys, then td_target's.
+  online_key, target_key = jax.random.split(key)
+  selector_key, values_key = jax.random.split(target_key)
+  tau_tm1 = jax.random.uniform(online_key, (batch, 7))
+  tau_selector = jax.random.uniform(selector_key, (batch, 5))
+  tau_t = jax.random.uniform(values_key, (batch, 6))
+  # DQN Zoo's layout [B, N, A]; the greedy action from the target network.
+  dist = lambda p, s, tau: jnp.swapaxes(raw.apply(p, None, s, tau).q_atoms,
+                                        1, 2)
+  dist_q_tm1 = dist(params, transitions.s_tm1, tau_tm1)
+  dist_selector = dist(target_params, transitions.s_t, tau_selector)
+  dist_q_t = dist(target_params, transitions.s_t, tau_t)
+  if loss == 'sampled_qr':
+    expected = jax.vmap(rlax.quantile_q_learning,
+                        in_axes=(0, 0, 0, 0, 0, 0, 0, None))(
+        dist_q_tm1, tau_tm1, transitions.a_tm1, transitions.r_t,
+        0.9 * transitions.discount_t, dist_selector, dist_q_t, 1.0)
+  else:
+    a_star = jnp.argmax(jnp.mean(dist_selector, axis=1), axis=-1)
+    rows = jnp.arange(batch)
+    target = (transitions.r_t[:, None] + 0.9 * transitions.discount_t[:, None]
+              * dist_q_t[rows, :, a_star])
+    expected = losses.sampled_cramer_loss(
+        dist_q_tm1[rows, :, transitions.a_tm1], target)
+  np.testing.assert_allclose(got, jnp.mean(expected), rtol=1e-5, atol=1e-6)
+
+
+def test_acting_at_sampled_levels_is_greedy_on_the_policy_levels_mean():
+  raw, network = _iqn_network()
+  observations = np.random.default_rng(5).integers(
+      0, 255, (4, 4, 4, 1)).astype(np.uint8)
+  params = network.init(jax.random.PRNGKey(0), observations)
+  key = jax.random.PRNGKey(3)
+  _, actions, values = agent_lib.select_action(network, params, key,
+                                               observations, 0.0)
+  apply_key = jax.random.split(key, 4)[1]  # select_action's second key.
+  q_values = raw.apply(params, None, observations, jax.random.uniform(
+      apply_key, (4, 5))).q_values  # The policy's 5 levels per state.
+  np.testing.assert_array_equal(actions, jnp.argmax(q_values, -1))
+  np.testing.assert_allclose(values, jnp.max(q_values, -1), rtol=1e-6)
+
+
 def test_update_scales_gradient_and_returns_key():
   network = _table_network(3, 2, 4)
   params = network.init(jax.random.PRNGKey(0), jnp.zeros(1, jnp.int32))
@@ -161,10 +230,11 @@ def _mlp_network(num_actions=3, num_quantiles=5):
       networks.fc_quantile_head(num_actions, num_quantiles, 1, 16)))
 
 
-def test_fused_updates_equal_sequential_updates():
+@pytest.mark.parametrize('sampled_levels', [False, True])
+def test_fused_updates_equal_sequential_updates(sampled_levels):
   """U updates in one dispatch = U dispatches on the same batches."""
   num_updates, batch = 3, 8
-  network = _mlp_network()
+  network = _iqn_network()[1] if sampled_levels else _mlp_network()
   rng = np.random.default_rng(0)
   observations = rng.integers(0, 255, (num_updates, batch, 1, 4, 4, 1))
   transitions = replay_lib.Transitions(
@@ -178,8 +248,10 @@ def test_fused_updates_equal_sequential_updates():
   target_params = stacks_first.init(jax.random.PRNGKey(1),
                                     transitions.s_tm1[0])
   optimizer = agent_lib.make_optimizer(1e-3, 1e-4, 10.0)
+  loss_fn = (agent_lib.sampled_cramer_loss if sampled_levels
+             else losses.cramer_loss)
   update_fn = functools.partial(agent_lib.update, stacks_first, optimizer,
-                                losses.cramer_loss, 0.99, 1.0)
+                                loss_fn, 0.99, 1.0)
   target_fn = functools.partial(agent_lib.td_target, stacks_first, 0.99)
   key = jax.random.PRNGKey(2)
   single = jax.jit(update_fn)
@@ -190,7 +262,8 @@ def test_fused_updates_equal_sequential_updates():
     p, o, k, loss = single(p, target_params, o, batch_u, k)
     sequential_losses.append(loss)
   fused = jax.jit(functools.partial(agent_lib.fused_update, update_fn,
-                                    target_fn))(
+                                    target_fn,
+                                    sampled_levels=sampled_levels))(
       params, target_params, optimizer.init(params), transitions, key)
   np.testing.assert_array_equal(fused[2], k)  # The same keys, in turn.
   for got, want in zip(jax.tree.leaves((fused[0], fused[1])),
@@ -254,7 +327,9 @@ def _settings(agent_name, **overrides):
 
 
 def _catch_agent(settings):
-  network_fn = networks.quantile_network(
+  network_fn = networks.iqn_network(
+      networks.mlp_torso([64]), 3, hidden_sizes=(64,)) if (
+          settings.head == 'iqn') else networks.quantile_network(
       networks.mlp_torso([64]),
       (networks.fc_quantile_head if settings.head == 'fc' else
        functools.partial(networks.nc_quantile_head,
@@ -314,6 +389,11 @@ def _run_catch(agent_name, **overrides):
     ('nc_cr_dqn', {'num_envs': 2}),
     ('nc_qr_dqn', {}),
     ('nc_qr_dqn', {'huber_param': 0.0, 'scale_grad': True, 'num_envs': 2}),
+    ('iqn', {'tau_samples_policy': 8, 'tau_samples_s_tm1': 8,
+             'tau_samples_s_t': 8}),
+    ('iqn', {'loss': 'sampled_cramer', 'tau_samples_policy': 8,
+             'tau_samples_s_tm1': 8, 'tau_samples_s_t': 8, 'num_envs': 2,
+             'num_fused_updates': 2}),
 ])
 def test_every_agent_learns_catch(agent_name, overrides):
   rows = _run_catch(agent_name, **overrides)

@@ -16,8 +16,8 @@ PAPER = ('QR-DQN-1', 'QR-DQN-0', 'CR-DQN', 'NC-CR-DQN', 'NC-QR-DQN-1',
 def test_the_packages_define_the_papers_variants():
   presets = agent_registry.presets()
   assert set(PAPER) <= set(presets)
-  assert agent_registry.agent_packages() == ('cr_dqn', 'nc_cr_dqn', 'nc_qr_dqn',
-                                     'qr_dqn')
+  assert agent_registry.agent_packages() == ('cr_dqn', 'iqn', 'nc_cr_dqn',
+                                             'nc_qr_dqn', 'qr_dqn')
   # The definitions of the paper (head, loss, κ, gradient scaling).
   got = {name: (p.package, p.head, p.loss, p.huber_param, p.scale_grad)
          for name, p in presets.items()}
@@ -31,8 +31,11 @@ def test_the_packages_define_the_papers_variants():
   assert got['CR-DQN-MQ'][:3] == ('cr_dqn', 'fc', 'multiquadric_cramer')
   assert presets['CR-DQN-MQ'].smoothing_width == 0.003
   assert presets['CR-DQN'].smoothing_width == 0.0
+  # Sampled levels: DQN Zoo's IQN and the unbiased Cramér loss.
+  assert got['IQN'] == ('iqn', 'iqn', 'sampled_qr', 1.0, False)
+  assert got['CR-IQN'][:3] == ('iqn', 'iqn', 'sampled_cramer')
   assert [agent_registry.default_preset(p).name for p in agent_registry.agent_packages()] == [
-      'CR-DQN', 'NC-CR-DQN', 'NC-QR-DQN-1', 'QR-DQN-1']
+      'CR-DQN', 'IQN', 'NC-CR-DQN', 'NC-QR-DQN-1', 'QR-DQN-1']
 
 
 def test_pick_defaults_and_refuses_an_unknown_name_listing_the_presets():

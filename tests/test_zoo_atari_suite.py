@@ -162,7 +162,7 @@ def _check_csv(path, agent, num_iterations, num_envs=1):
 
 
 @pytest.mark.parametrize('agent', ['qr_dqn', 'cr_dqn', 'nc_cr_dqn',
-                                   'nc_qr_dqn'])
+                                   'nc_qr_dqn', 'iqn'])
 @pytest.mark.end_to_end
 def test_agent_end_to_end_on_a_real_rom(agent, tmp_path):
   path = str(tmp_path / 'run.csv')
@@ -177,6 +177,9 @@ def test_agent_end_to_end_on_a_real_rom(agent, tmp_path):
     argv += ['--num_envs=2', '--environment_mode=reference']
   if agent == 'cr_dqn':
     argv += ['--num_envs=4']  # auto: the vectorized mode (AtariVectorEnv).
+  if agent == 'iqn':  # IQN, at few sampled levels.
+    argv += ['--tau_samples_policy=4', '--tau_samples_s_tm1=4',
+             '--tau_samples_s_t=4']
   flags.FLAGS.unparse_flags()
   flags.FLAGS(argv)
   try:

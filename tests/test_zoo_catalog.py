@@ -24,8 +24,13 @@ def _run_python(code: str) -> str:
 
 
 def test_the_declarations():
-  assert tuple(catalog.LOSSES) == ('qr', 'cramer', 'multiquadric_cramer')
-  assert catalog.HEADS == {'fc': 'FC', 'nc': 'NC'}
+  assert tuple(catalog.LOSSES) == ('qr', 'cramer', 'multiquadric_cramer',
+                                   'sampled_qr', 'sampled_cramer')
+  assert {n: h.display for n, h in catalog.HEADS.items()} == {
+      'fc': 'FC', 'nc': 'NC', 'iqn': 'IQN'}
+  assert [n for n, h in catalog.HEADS.items() if h.sampled_levels] == ['iqn']
+  assert [n for n, d in catalog.LOSSES.items() if d.sampled_levels] == [
+      'sampled_qr', 'sampled_cramer']
   assert [h.name for h in catalog.hyperparameters()] == ['huber_param',
                                                          'smoothing_width']
   with pytest.raises(ValueError, match=r"loss 'iqn' is not one of \('qr', "):
@@ -38,7 +43,20 @@ def test_networks_build_the_declared_heads():
   # networks imports nothing of the project: it builds heads by name, and
   # this keeps its names the declared ones.
   built = importlib.import_module('networks.quantile_network').HEADS
-  assert set(built) == set(catalog.HEADS)
+  assert set(built) == {n for n, h in catalog.HEADS.items()
+                        if not h.sampled_levels}
+
+
+def test_a_head_takes_the_losses_of_its_levels():
+  problem = catalog.head_loss_problem
+  assert problem('fc', 'cramer') is None
+  assert problem('iqn', 'sampled_cramer') is None
+  assert problem('iqn', 'qr') == (
+      '--loss=qr with --head=iqn: that head samples its levels; use '
+      '--loss=sampled_qr|sampled_cramer.')
+  assert problem('nc', 'sampled_qr') == (
+      '--loss=sampled_qr with --head=nc: that head has fixed levels; use '
+      '--loss=qr|cramer|multiquadric_cramer.')
 
 
 def test_hyperparameter_rules():
@@ -96,7 +114,7 @@ def test_a_new_loss_with_a_hyperparameter_is_one_declaration():
           agent_registry.markdown_table([preset]))
       # The settings take it from the preset and check it.
       suite = types.SimpleNamespace(
-          name='toy', flag_defaults={}, resolve=dict, loops={},
+          name='toy', flag_defaults={}, resolve=dict, loops=('python',),
           check_game=lambda game: None, validate=lambda s: None)
       s = settings.resolve_settings(suite, preset, {'results_csv_path': ''})
       settings.validate_settings(suite, s)

@@ -47,7 +47,11 @@ AGENTS = {
     'CR-DQN': ('fc', 'cramer', 1.0, False),
     'NC-CR-DQN': ('nc', 'cramer', 1.0, False),
     'NC-QR-DQN-0': ('nc', 'qr', 0.0, True),
+    # Sampled levels (counts: policy, online, target).
+    'IQN': ('iqn', 'sampled_qr', 1.0, False),
+    'CR-IQN': ('iqn', 'sampled_cramer', 1.0, False),
 }
+LEVEL_COUNTS = agent_lib.LevelCounts(policy=5, online=7, target=6)
 
 
 def _config(**overrides) -> jitted_train.LoopConfig:
@@ -144,9 +148,16 @@ def test_sampling_rules(num_streams):
 
 
 def _agent_parts(head, loss, kappa, scale_grad, num_actions=3):
-  network = hk.transform(networks.minatar_quantile_network(
-      num_actions, NUM_QUANTILES, head=head, hidden_size=16))
-  eps = agent_registry.default_optimizer_epsilon(loss, NUM_QUANTILES, scale_grad)
+  if head == 'iqn':
+    network = agent_lib.at_sampled_levels(hk.transform(
+        networks.minatar_iqn_network(num_actions, hidden_size=16)),
+                                          LEVEL_COUNTS)
+    num_atoms = LEVEL_COUNTS.online
+  else:
+    network = hk.transform(networks.minatar_quantile_network(
+        num_actions, NUM_QUANTILES, head=head, hidden_size=16))
+    num_atoms = NUM_QUANTILES
+  eps = agent_registry.default_optimizer_epsilon(loss, num_atoms, scale_grad)
   optimizer = agent_lib.make_optimizer(1e-3, eps, 10.0)
   grad_scale = 2.0 / NUM_QUANTILES if scale_grad else 1.0
   loss_of_kappa = functools.partial(agent_lib.make_loss_fn, loss)
@@ -404,6 +415,33 @@ def test_csvs_learning_and_resume(tmp_path):
   rows = _run(values, [1, 2], restart=True)  # Compiled already: reused.
   assert [len(r) for r in rows] == [4, 4]
   assert any(p.name.startswith('checkpoints.') for p in seed_2.parent.iterdir())
+
+
+@pytest.mark.end_to_end
+def test_cr_iqn_learns_the_bandit_and_resumes(tmp_path):
+  """CR-IQN in the jitted loop: 2 iterations, then extended to 3 from the
+  checkpoint (the same ε schedule: 240 frames); greedy play at the end."""
+  preset = agent_registry.presets()['CR-IQN']
+  levels = dict(tau_samples_policy=8, tau_samples_s_tm1=8, tau_samples_s_t=8)
+  values = dict(_values(str(tmp_path), num_iterations=2), **levels)
+  run = lambda v: runner.run_seeds(minatar_suite.MINATAR, preset, v, [1],
+                                   env=jax_bandit.Bandit())[0]
+  first = run(dict(values, exploration_epsilon_decay_frame_fraction=0.15))
+  assert [r['iteration'] for r in first] == [0, 1, 2]
+  lines = []
+  rows = runner.run_seeds(
+      minatar_suite.MINATAR, preset, dict(values, num_iterations=3), [1],
+      env=jax_bandit.Bandit(), log=lambda *a: lines.append(a[0] % a[1:]))[0]
+  for got, want in zip(rows, first):  # Iterations 0-2 kept, not rerun.
+    for column in results_csv.DETERMINISTIC_COLUMNS:
+      np.testing.assert_equal(got[column], want[column], err_msg=column)
+  assert not any('iteration 1/3' in line for line in lines), lines
+  saved = json.loads((tmp_path / 'iqn' / 'seed_1' / 'run.json').read_text())
+  assert (saved['settings']['head'], saved['settings']['loss']) == (
+      'iqn', 'sampled_cramer')
+  # Random play earns 4/3 per episode, greedy play 4.
+  assert float(rows[0]['eval_episode_return']) < 2.5
+  assert float(rows[-1]['eval_episode_return']) > 3.5
 
 
 @pytest.mark.end_to_end

@@ -85,20 +85,36 @@ def test_every_agent_runs_on_minatar(agent, extra, tmp_path):
   assert np.isfinite(float(read[-1]['train_state_value']))
 
 
-def test_entry_point_uses_minatar_defaults(tmp_path):
+@pytest.mark.parametrize('agent,extra', [
+    ('qr_dqn', ['--num_quantiles=5', '--checkpoint_dir=']),
+    # Sampled levels; checkpointed, then extended from the checkpoint (the
+    # same ε schedule: 4 frames).
+    ('iqn', ['--preset=CR-IQN', '--tau_samples_policy=4',
+             '--tau_samples_s_tm1=5', '--tau_samples_s_t=6']),
+])
+def test_entry_point_uses_minatar_defaults(agent, extra, tmp_path):
   csv_path = tmp_path / 'r.csv'
-  command = [sys.executable, '-m', 'qr_dqn.run_minatar',
-             '--environment_name=seaquest', '--num_iterations=1',
-             '--num_train_frames=200', '--num_eval_frames=100',
-             '--replay_capacity=1000', '--num_quantiles=5', '--hidden_size=8',
-             f'--results_csv_path={csv_path}', '--checkpoint_dir=']
-  result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
+  command = [sys.executable, '-m', f'{agent}.run_minatar',
+             '--environment_name=seaquest', '--num_train_frames=200',
+             '--num_eval_frames=100', '--replay_capacity=1000',
+             '--hidden_size=8', f'--results_csv_path={csv_path}', *extra]
+  run = lambda *more: subprocess.run(
+      command + list(more), cwd=ROOT, capture_output=True, text=True,
+      timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
+  result = run('--num_iterations=1')
   assert result.returncode == 0, result.stderr[-2000:]
   assert "'learn_period': 4" in result.stderr
   assert "'suite': 'minatar'" in result.stderr
   rows = results_csv.read_rows(str(csv_path))
   assert [r['environment_name'] for r in rows] == ['minatar-seaquest'] * 2
+  if agent == 'iqn':
+    assert "'head': 'iqn', 'loss': 'sampled_cramer'" in result.stderr
+    resumed = run('--num_iterations=2',
+                  '--exploration_epsilon_decay_frame_fraction=0.01')
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert 'iteration 2/2' in resumed.stderr
+    assert 'iteration 1/2' not in resumed.stderr  # Resumed after it.
+    assert results_csv.read_rows(str(csv_path))[:2] == rows
 
 
 

@@ -29,11 +29,11 @@ from typing import Callable, List, NamedTuple, Optional, Tuple
 
 from absl import app
 from absl import flags
-import haiku as hk
 import jax
 import numpy as np
 
 from zoo.agent import learning as agent_lib
+from zoo.loops import build
 from zoo.storage import checkpoint
 from zoo.storage import checkpoint_read
 from zoo.environments import environment
@@ -190,7 +190,8 @@ def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
   s = dataclasses.replace(settings_lib.Settings.from_dict(settings),
                           num_envs=1, environment_mode='reference')
   env = suite.make_environment(s, seed)
-  network = hk.transform(suite.network_fn(s, env.num_actions))
+  # The run's network; at sampled levels it acts on the policy's levels.
+  network = build.make_network(suite, s, env.num_actions)
   select = jax.jit(functools.partial(agent_lib.select_action, network))
   key = jax.random.PRNGKey(seed)
 

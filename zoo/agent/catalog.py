@@ -37,6 +37,21 @@ class Loss:
   # Its gradient is 2/N of the QR loss's, so Adam's ε is 2/N of QR-DQN's
   # (as with --scale_grad).
   gradient_2_over_n: bool = False
+  # It takes atoms at sampled levels (a head with sampled_levels): its
+  # function is fn(source, target, levels [..., N], **hyperparameters).
+  sampled_levels: bool = False
+  # The fewest source atoms N it is defined for (per action and state).
+  min_source_atoms: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Head:
+  """A network head (--head=NAME, its name in HEADS)."""
+  display: str       # The agents table's.
+  # The network takes the levels as an input, sampled uniformly per state
+  # and per use (IQN): fn(observations, levels [B, N]); the settings'
+  # tau_samples_* give the counts. Else fixed levels: fn(observations).
+  sampled_levels: bool = False
 
 
 HUBER_PARAM = Hyperparameter(
@@ -52,10 +67,24 @@ LOSSES: Dict[str, Loss] = {
             "relative to the source atoms' spread, h = c × E|X − X'|",
             default=0.0, positive=True, exclusive=True),),
         gradient_2_over_n=True),
+    # At sampled levels the atoms are samples of the return distribution.
+    'sampled_qr': Loss('QR at sampled levels',
+                       'losses.sampled_quantile_regression_loss',
+                       (HUBER_PARAM,), sampled_levels=True),
+    # The Cramér distance's unbiased estimate (U-statistic): its gradient is
+    # 2/N of sampled QR's in expectation (docs: Sampled quantile levels).
+    'sampled_cramer': Loss('Cramér, sampled levels (unbiased)',
+                           'zoo.agent.learning.sampled_cramer_loss',
+                           gradient_2_over_n=True, sampled_levels=True,
+                           min_source_atoms=2),
 }
-# The heads by --head name: the agents table's name. networks builds them
-# (networks.quantile_network.HEADS, by the same names).
-HEADS: Dict[str, str] = {'fc': 'FC', 'nc': 'NC'}
+# The heads by --head name. networks builds the fixed-level ones
+# (networks.quantile_network.HEADS, by the same names) and the IQN network
+# (networks.iqn_network).
+HEADS: Dict[str, Head] = {
+    'fc': Head('FC'), 'nc': Head('NC'),
+    'iqn': Head('IQN', sampled_levels=True),
+}
 
 
 def loss(name: str) -> Loss:
@@ -69,6 +98,18 @@ def check_head(name: str) -> None:
   """Raise ValueError listing the heads if none is called `name`."""
   if name not in HEADS:
     raise ValueError(f'head {name!r} is not one of {tuple(HEADS)}.')
+
+
+def head_loss_problem(head: str, loss_name: str,
+                      prefix: str = '--') -> Optional[str]:
+  """Return what is wrong with `loss_name` on `head` (None if nothing is)."""
+  sampled = HEADS[head].sampled_levels
+  if loss(loss_name).sampled_levels == sampled:
+    return None
+  fits = '|'.join(n for n, d in LOSSES.items() if d.sampled_levels == sampled)
+  kind = 'samples its levels' if sampled else 'has fixed levels'
+  return (f'{prefix}loss={loss_name} with {prefix}head={head}: that head '
+          f'{kind}; use {prefix}loss={fits}.')
 
 
 def hyperparameters() -> Tuple[Hyperparameter, ...]:

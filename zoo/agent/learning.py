@@ -1,7 +1,11 @@
 """The quantile agent's pure functions: acting, the TD target, loss and update.
 
 The agents differ only by network head and loss (their presets,
-zoo.configuration.agent_registry; the losses, zoo.agent.catalog).
+zoo.configuration.agent_registry; the losses, zoo.agent.catalog). A network
+at sampled levels (IQN) is a `SampledLevelNetwork`: each function that calls
+it draws the levels from its own key, uniform per state and per use, as DQN
+Zoo (acting and the TD target's greedy action: the policy count; the TD
+target's atoms: the target count; the loss: the online count).
 `select_action`, `td_target`, `td_loss`, `update`, `fused_update` and
 `sample_and_update` are pure module-level functions; the Python loop's agent
 (zoo.agent.quantile_agent) and the jitted loop jit them, each in one visible
@@ -25,7 +29,49 @@ from zoo.agent import catalog
 from zoo.replay import device_replay
 from zoo.replay import frame_replay as replay_lib
 
-LossFn = Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]  # [B,N],[B,N]->[B]
+# [B, N], [B, M] -> [B]; at sampled levels also the levels [B, N].
+LossFn = Callable[..., jnp.ndarray]
+
+
+class LevelCounts(NamedTuple):
+  """Levels sampled per state for each use (DQN Zoo's tau_samples_*)."""
+  policy: int   # Acting, and the TD target's greedy action.
+  online: int   # The online atoms that the loss trains (s_tm1).
+  target: int   # The TD target's atoms (s_t).
+
+
+class SampledLevelNetwork(NamedTuple):
+  """A network at sampled levels, with hk.Transformed's fields.
+
+  apply(params, rng, observations, levels [B, N]) -> QuantileNetworkOutputs;
+  init(rng, observations): the parameters do not depend on the levels.
+  """
+  init: Callable
+  apply: Callable
+  counts: LevelCounts
+
+
+def at_sampled_levels(network: hk.Transformed,
+                      counts: LevelCounts) -> SampledLevelNetwork:
+  """Return `network` (fn(observations, levels)) as a SampledLevelNetwork."""
+
+  def init(rng, observations):
+    levels = jnp.zeros((observations.shape[0], 1), jnp.float32)
+    return network.init(rng, observations, levels)
+
+  return SampledLevelNetwork(init, network.apply, counts)
+
+
+def samples_levels(network) -> bool:
+  """Return whether `network` takes sampled levels (a SampledLevelNetwork)."""
+  return isinstance(network, SampledLevelNetwork)
+
+
+def apply_at_sampled_levels(network: SampledLevelNetwork, params, rng_key,
+                            observations, num_levels: int):
+  """Return (outputs, levels [B, num_levels]), levels ~ U[0, 1) per state."""
+  levels = jax.random.uniform(rng_key, (observations.shape[0], num_levels))
+  return network.apply(params, None, observations, levels), levels
 
 
 class LinearSchedule(NamedTuple):
@@ -54,6 +100,18 @@ def relative_multiquadric_cramer_loss(source, target, smoothing_width):
   spread = jax.lax.stop_gradient(losses.atom_spread(source))
   return losses.multiquadric_cramer_loss(source, target,
                                          smoothing_width * spread)
+
+
+def sampled_cramer_loss(source, target, levels):
+  """Return the unbiased sampled Cramér loss; the levels are not read.
+
+  The target term (the target's own pairs) does not depend on the network;
+  it is kept so that the loss is an unbiased estimate of the squared Cramér
+  distance itself (the reported training loss), at the cost of one sort of
+  the target atoms.
+  """
+  del levels  # The atoms are samples: their ranks stand for the levels.
+  return losses.sampled_cramer_loss(source, target, target_term=True)
 
 
 def make_loss_fn(loss: str, huber_param=1.0, **hyperparameters) -> LossFn:
@@ -95,7 +153,12 @@ def select_action(network: hk.Transformed, params, rng_key, observations,
                   epsilon):
   """Return (rng_key, ε-greedy actions [K], max Q-values [K])."""
   rng_key, apply_key, explore_key, random_key = jax.random.split(rng_key, 4)
-  q_values = network.apply(params, apply_key, observations).q_values
+  if samples_levels(network):  # The mean over the policy's levels.
+    q_values = apply_at_sampled_levels(network, params, apply_key,
+                                       observations,
+                                       network.counts.policy)[0].q_values
+  else:
+    q_values = network.apply(params, apply_key, observations).q_values
   chex.assert_rank(q_values, 2)
   num_streams, num_actions = q_values.shape
   greedy = jnp.argmax(q_values, axis=-1)
@@ -108,10 +171,24 @@ def select_action(network: hk.Transformed, params, rng_key, observations,
 
 def td_target(network: hk.Transformed, additional_discount: float,
               target_params, transitions: replay_lib.Transitions, rng_key):
-  """Return the TD target atoms [B, N] (target network, no double Q)."""
-  target_out = network.apply(target_params, rng_key, transitions.s_t)
+  """Return the TD target atoms [B, N] (target network, no double Q).
+
+  At sampled levels (DQN Zoo's IQN), the greedy action is the target
+  network's at the policy's levels, its atoms at other levels, the target
+  count: [B, M].
+  """
+  if samples_levels(network):
+    selector_key, rng_key = jax.random.split(rng_key)
+    selector = apply_at_sampled_levels(network, target_params, selector_key,
+                                       transitions.s_t, network.counts.policy)
+    target_out = apply_at_sampled_levels(network, target_params, rng_key,
+                                         transitions.s_t,
+                                         network.counts.target)[0]
+    a_star = jnp.argmax(selector[0].q_values, axis=-1)
+  else:
+    target_out = network.apply(target_params, rng_key, transitions.s_t)
+    a_star = jnp.argmax(target_out.q_values, axis=-1)
   batch = jnp.arange(target_out.q_atoms.shape[0])
-  a_star = jnp.argmax(target_out.q_values, axis=-1)
   discount = additional_discount * transitions.discount_t
   target = (transitions.r_t[:, None] +
             discount[:, None] * target_out.q_atoms[batch, a_star])
@@ -127,14 +204,23 @@ def td_loss(network: hk.Transformed, loss_fn: LossFn,
   updates compute those of U batches in one pass); None: from target_params.
   """
   online_key, target_key = jax.random.split(rng_key)
-  q_tm1 = network.apply(params, online_key, transitions.s_tm1).q_atoms
+  if samples_levels(network):
+    online_out, levels = apply_at_sampled_levels(
+        network, params, online_key, transitions.s_tm1, network.counts.online)
+    q_tm1 = online_out.q_atoms
+  else:
+    q_tm1 = network.apply(params, online_key, transitions.s_tm1).q_atoms
   if target is None:
     target = td_target(network, additional_discount, target_params,
                        transitions, target_key)
   batch = jnp.arange(q_tm1.shape[0])
   source = q_tm1[batch, transitions.a_tm1]                        # [B, N]
-  chex.assert_equal_shape([source, target])
-  per_transition = loss_fn(source, target)
+  if samples_levels(network):  # N online, M target samples.
+    chex.assert_equal_shape_prefix([source, target, levels], 1)
+    per_transition = loss_fn(source, target, levels)
+  else:
+    chex.assert_equal_shape([source, target])
+    per_transition = loss_fn(source, target)
   chex.assert_rank(per_transition, 1)
   return jnp.mean(per_transition)
 
@@ -159,7 +245,8 @@ def update(network: hk.Transformed, optimizer: optax.GradientTransformation,
 
 
 def fused_update(update_fn, target_fn, params, target_params, opt_state,
-                 transitions: replay_lib.Transitions, rng_key):
+                 transitions: replay_lib.Transitions, rng_key,
+                 sampled_levels: bool = False):
   """Return (params, opt_state, rng_key, losses [U]) after U updates in turn.
 
   The U updates share the target parameters, so the target network runs once
@@ -174,14 +261,28 @@ def fused_update(update_fn, target_fn, params, target_params, opt_state,
     opt_state: optimizer state.
     transitions: U batches, every field [U, B, ...].
     rng_key: JAX key, threaded through the U updates as U calls would (the
-      networks are deterministic: the target pass takes no key).
+      fixed-level networks are deterministic: their target pass takes no
+      key).
+    sampled_levels: the network samples its levels (samples_levels): each
+      batch's target then runs apart, with the key its update would give it,
+      so that U fused updates equal U single ones.
   """
   num_updates, batch_size = transitions.a_tm1.shape
-  flat = jax.tree.map(
-      lambda x: x.reshape((num_updates * batch_size,) + x.shape[2:]),
-      transitions)
-  targets = target_fn(target_params, flat, None)
-  targets = targets.reshape((num_updates, batch_size) + targets.shape[1:])
+  if sampled_levels:
+    targets, key = [], rng_key
+    for u in range(num_updates):
+      key, loss_key = jax.random.split(key)       # As `update`,
+      target_key = jax.random.split(loss_key)[1]  # then `td_loss`.
+      targets.append(target_fn(
+          target_params, jax.tree.map(lambda x, u=u: x[u], transitions),
+          target_key))
+    targets = jnp.stack(targets)
+  else:
+    flat = jax.tree.map(
+        lambda x: x.reshape((num_updates * batch_size,) + x.shape[2:]),
+        transitions)
+    targets = target_fn(target_params, flat, None)
+    targets = targets.reshape((num_updates, batch_size) + targets.shape[1:])
   # A Python loop: straight-line code, as lax.scan fully unrolled. XLA's CPU
   # backend runs a while loop's body several times slower (the update inside
   # a one-trip lax.scan, which stays a loop, took 8-10x longer).
@@ -196,7 +297,8 @@ def fused_update(update_fn, target_fn, params, target_params, opt_state,
 
 def sample_and_update(update_fn, target_fn, sampler, num_updates: int,
                       batch_size: int, params, target_params, opt_state,
-                      replay_arrays: device_replay.DeviceArrays, rng_key):
+                      replay_arrays: device_replay.DeviceArrays, rng_key,
+                      sampled_levels: bool = False):
   """Sample U batches from the device replay, then run `fused_update`.
 
   Args:
@@ -211,6 +313,7 @@ def sample_and_update(update_fn, target_fn, sampler, num_updates: int,
     opt_state: optimizer state.
     replay_arrays: the device replay's arrays.
     rng_key: JAX key.
+    sampled_levels: as fused_update's.
 
   Returns:
     (params, opt_state, rng_key, losses [U]).
@@ -221,4 +324,4 @@ def sample_and_update(update_fn, target_fn, sampler, num_updates: int,
       lambda x: x.reshape((num_updates, batch_size) + x.shape[1:]),
       transitions)
   return fused_update(update_fn, target_fn, params, target_params, opt_state,
-                      transitions, rng_key)
+                      transitions, rng_key, sampled_levels)

@@ -95,8 +95,10 @@ class QuantileAgent:
     """Initialise parameters and jit the pure functions.
 
     Args:
-      network: hk.transform of fn(observations) -> QuantileNetworkOutputs.
-      loss_fn: per-transition loss, [B, N], [B, N] -> [B].
+      network: hk.transform of fn(observations) -> QuantileNetworkOutputs,
+        or a zoo.agent.learning.SampledLevelNetwork (IQN).
+      loss_fn: per-transition loss, [B, N], [B, N] -> [B] (at sampled
+        levels: [B, N], [B, M], levels [B, N] -> [B]).
       optimizer: optax transformation (see make_optimizer).
       replay: the replay the agent adds to and samples from; a
         DeviceFrameReplay is sampled inside the jitted update.
@@ -146,15 +148,18 @@ class QuantileAgent:
     target_fn = functools.partial(learning.td_target, learner_network,
                                   config.additional_discount)
     self._update = jax.jit(update_fn, donate_argnums=donated)
+    sampled_levels = learning.samples_levels(network)
     self._fused_update = jax.jit(
-        functools.partial(learning.fused_update, update_fn, target_fn),
+        functools.partial(learning.fused_update, update_fn, target_fn,
+                          sampled_levels=sampled_levels),
         donate_argnums=donated)
     # Device replay: one jitted call per U (and per single update, which
     # flushes pending updates before a target copy).
     self._device_updates = {
         u: jax.jit(functools.partial(learning.sample_and_update, update_fn,
                                      target_fn, replay.sampler, u,
-                                     config.batch_size),
+                                     config.batch_size,
+                                     sampled_levels=sampled_levels),
                    donate_argnums=donated)
         for u in {1, config.num_fused_updates}} if self._on_device else {}
 
@@ -357,10 +362,12 @@ def _on_stacks_first(network: hk.Transformed) -> hk.Transformed:
   replay sample; the device does it for almost nothing.
   """
 
-  def apply(params, rng, observations):
-    return network.apply(params, rng, jnp.moveaxis(observations, 1, -1))
+  def apply(params, rng, observations, *levels):
+    return network.apply(params, rng, jnp.moveaxis(observations, 1, -1),
+                         *levels)
 
-  return hk.Transformed(network.init, apply)
+  # _replace keeps the kind (a SampledLevelNetwork's counts too).
+  return network._replace(apply=apply)
 
 
 def _acting_device():

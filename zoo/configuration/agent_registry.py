@@ -34,8 +34,9 @@ class AgentPreset:
   def __post_init__(self):
     try:
       catalog.check_head(self.head)
-      problem = catalog.hyperparameter_problem(
-          self.loss, catalog.values(self), prefix='')
+      problem = (catalog.head_loss_problem(self.head, self.loss, prefix='')
+                 or catalog.hyperparameter_problem(
+                     self.loss, catalog.values(self), prefix=''))
     except ValueError as e:
       problem = str(e)
     if problem:
@@ -44,7 +45,11 @@ class AgentPreset:
 
 def default_optimizer_epsilon(loss: str, num_quantiles: int,
                               scale_grad: bool) -> float:
-  """Return Adam's ε: 0.01/32, × 2/N with scale_grad or a 2/N-gradient loss."""
+  """Return Adam's ε: 0.01/32, × 2/N with scale_grad or a 2/N-gradient loss.
+
+  num_quantiles: N, the source atoms per action that the loss trains (at
+  sampled levels, the online samples: Settings.num_atoms()).
+  """
   if scale_grad or catalog.loss(loss).gradient_2_over_n:
     return BASE_OPTIMIZER_EPSILON * 2 / num_quantiles
   return BASE_OPTIMIZER_EPSILON
@@ -144,7 +149,7 @@ def markdown_table(all_presets: Iterable[AgentPreset]) -> str:
     kappa = (f'{p.huber_param:g}'
              if catalog.HUBER_PARAM in loss.hyperparameters else '–')
     lines.append(f'| {p.name} | `{p.package}` | '
-                 f'{catalog.HEADS[p.head]} | '
+                 f'{catalog.HEADS[p.head].display} | '
                  f'{loss.display.format(**catalog.values(p))} | '
                  f'{kappa} | {"yes" if p.scale_grad else "no"} | '
                  f'{p.summary} |')

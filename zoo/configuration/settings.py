@@ -81,8 +81,9 @@ class Settings:
       int(4e4), 'Frames between target network copies.', 'count')
   learning_rate: float = _flag(5e-5, 'Adam learning rate.', 'float')
   optimizer_epsilon: Optional[float] = _flag(
-      None, "Adam's ε; unset: 0.01/32, times 2/num_quantiles for the Cramér "
-      'loss or with --scale_grad.', 'float')
+      None, "Adam's ε; unset: 0.01/32, times 2/N for the Cramér losses or "
+      'with --scale_grad (N: --num_quantiles, or --tau_samples_s_tm1 with '
+      'the IQN head).', 'float')
   additional_discount: float = _flag(0.99, 'γ applied to env discounts.',
                                      'float')
   max_abs_reward: float = _flag(1.0, 'Rewards clipped to ± this.', 'float')
@@ -93,7 +94,21 @@ class Settings:
   num_eval_frames: int = _flag(int(5e5), 'Eval frames per iteration.',
                                'count')
   learn_period: int = _flag(16, 'Frames between updates.', 'count')
-  num_quantiles: int = _flag(201, 'Atoms N per action.', 'integer')
+  num_quantiles: int = _flag(201, 'Atoms N per action (fixed-level heads).',
+                             'integer')
+  # The IQN head's levels, sampled uniformly per state and per use (DQN
+  # Zoo's names and defaults).
+  tau_samples_policy: int = _flag(
+      64, 'IQN head: levels sampled per state to act and to pick the TD '
+      "target's greedy action.", 'integer')
+  tau_samples_s_tm1: int = _flag(
+      64, 'IQN head: levels sampled per state for the online atoms that the '
+      'loss trains (N).', 'integer')
+  tau_samples_s_t: int = _flag(
+      64, "IQN head: levels sampled per next state for the TD target's "
+      'atoms.', 'integer')
+  tau_latent_dim: int = _flag(64, 'IQN head: cosine features per level.',
+                              'integer')
   seed: int = _flag(1, 'Run seed (environments, network, replay).',
                     'integer')
   results_csv_path: str = _flag(
@@ -179,6 +194,10 @@ class Settings:
       raise ConfigError(f'Unknown settings {sorted(unknown)}.')
     return cls(**values)
 
+  def num_atoms(self) -> int:
+    """Return N, the source atoms per action that the loss trains."""
+    return num_atoms(self.as_dict())
+
   def min_replay_size(self) -> int:
     return int(self.min_replay_capacity_fraction * self.replay_capacity)
 
@@ -200,6 +219,17 @@ SETTINGS = tuple(f.name for f in dataclasses.fields(Settings) if f.metadata)
 PATH_FLAGS = ('results_csv_path', 'checkpoint_dir', 'tensorboard_dir')
 # Settings that change what a run shows, not what it computes.
 DISPLAY_FLAGS = ('tensorboard_loss_period', 'progress_interval_seconds')
+
+
+def num_atoms(values: Mapping[str, Any]) -> int:
+  """Return N of settings `values` (by name, head resolved).
+
+  The online samples at sampled levels (--tau_samples_s_tm1), else
+  --num_quantiles: what Adam's ε and the gradient scale 2/N divide by.
+  """
+  if catalog.HEADS[values['head']].sampled_levels:
+    return values['tau_samples_s_tm1']
+  return values['num_quantiles']
 
 
 def default_settings(suite) -> Dict[str, Any]:
@@ -233,9 +263,10 @@ def resolve_settings(suite, preset, values: Mapping[str, Any]) -> Settings:
       h.name for h in catalog.hyperparameters()):
     if s[name] is None:
       s[name] = getattr(preset, name)
-  if s['optimizer_epsilon'] is None and s['num_quantiles'] > 0:
+  if (s['optimizer_epsilon'] is None and s['head'] in catalog.HEADS
+      and num_atoms(s) > 0):
     s['optimizer_epsilon'] = agents_lib.default_optimizer_epsilon(
-        s['loss'], s['num_quantiles'], s['scale_grad'])
+        s['loss'], num_atoms(s), s['scale_grad'])
   s = suite.resolve(s)
   return Settings(**s, agent=preset.package, suite=suite.name)
 
@@ -244,7 +275,9 @@ _POSITIVE = (
     'environment_height', 'environment_width', 'replay_capacity',
     'batch_size', 'max_frames_per_episode', 'num_action_repeats',
     'num_stacked_frames', 'target_network_update_period', 'num_train_frames',
-    'num_eval_frames', 'learn_period', 'num_quantiles', 'num_hidden_layers',
+    'num_eval_frames', 'learn_period', 'num_quantiles', 'tau_samples_policy',
+    'tau_samples_s_tm1', 'tau_samples_s_t', 'tau_latent_dim',
+    'num_hidden_layers',
     'hidden_size', 'num_envs', 'num_fused_updates', 'learning_rate',
     'optimizer_epsilon', 'max_abs_reward')
 _UNIT_INTERVAL = ('exploration_epsilon_begin_value',
@@ -272,9 +305,16 @@ def validate_settings(suite, s: Settings) -> None:
     if not 0 <= getattr(s, name) <= 1:
       raise ConfigError(f'--{name} must lie in [0, 1], got '
                         f'{getattr(s, name)}.')
-  problem = catalog.hyperparameter_problem(s.loss, catalog.values(s))
+  problem = (catalog.head_loss_problem(s.head, s.loss)
+             or catalog.hyperparameter_problem(s.loss, catalog.values(s)))
   if problem:
     raise ConfigError(problem)
+  fewest = catalog.loss(s.loss).min_source_atoms
+  if s.num_atoms() < fewest:
+    flag = ('tau_samples_s_tm1' if catalog.HEADS[s.head].sampled_levels
+            else 'num_quantiles')
+    raise ConfigError(f'--loss={s.loss} needs --{flag} >= {fewest}, got '
+                      f'{s.num_atoms()}.')
   if s.batch_size > s.min_replay_size():
     raise ConfigError(
         f'--batch_size={s.batch_size} exceeds the minimum replay size '

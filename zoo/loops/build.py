@@ -12,6 +12,7 @@ import haiku as hk
 import jax
 import numpy as np
 
+from zoo.agent import catalog
 from zoo.agent import learning as agent_lib
 from zoo.agent import quantile_agent
 from zoo.replay import device_replay
@@ -49,9 +50,28 @@ def epsilon_schedule(s: settings_lib.Settings) -> agent_lib.LinearSchedule:
       begin_t=s.epsilon_begin_frame(), decay_steps=s.epsilon_decay_frames())
 
 
+def make_network(suite, s: settings_lib.Settings, num_actions: int,
+                 network_fn=None):
+  """Return the network of settings `s`, transformed.
+
+  `network_fn` (default: the suite's) is a Haiku fn(observations) ->
+  QuantileNetworkOutputs, or fn(observations, levels) with a head at sampled
+  levels: then the network is a zoo.agent.learning.SampledLevelNetwork of
+  the settings' tau_samples_* (what select_action and the learner read).
+  """
+  if network_fn is None:
+    network_fn = suite.network_fn(s, num_actions)
+  network = hk.transform(network_fn)
+  if not catalog.HEADS[s.head].sampled_levels:
+    return network
+  return agent_lib.at_sampled_levels(network, agent_lib.LevelCounts(
+      policy=s.tau_samples_policy, online=s.tau_samples_s_tm1,
+      target=s.tau_samples_s_t))
+
+
 class LearnerParts(NamedTuple):
   """What a loop's learner is made of, from the settings."""
-  network: hk.Transformed
+  network: Any                         # hk.Transformed or SampledLevelNetwork.
   loss_fn: agent_lib.LossFn            # The loss of the settings' κ.
   # fn(κ) -> the loss, κ a float or an array (the jitted loop's: κ as data).
   loss_of_kappa: Callable[[Any], agent_lib.LossFn]
@@ -66,23 +86,21 @@ def learner_parts(suite, s: settings_lib.Settings, num_actions: int,
                   network_fn=None) -> LearnerParts:
   """Return the learner's parts of resolved settings `s`.
 
-  `network_fn` (default: the suite's) is a Haiku fn(observations) ->
-  QuantileNetworkOutputs. The seed's draws come in one order, so that both
-  loops start a seed from the same parameters.
+  `network_fn`: as make_network's. The seed's draws come in one order, so
+  that both loops start a seed from the same parameters.
   """
-  if network_fn is None:
-    network_fn = suite.network_fn(s, num_actions)
+  network = make_network(suite, s, num_actions, network_fn)
   rng = np.random.RandomState(s.seed)
   replay_seed = int(rng.randint(2**31 - 1))
   agent_key = jax.random.PRNGKey(rng.randint(2**31 - 1))
   loss_of_kappa = functools.partial(agent_lib.make_loss_fn, s.loss,
                                     **agent_lib.loss_settings(s))
   return LearnerParts(
-      network=hk.transform(network_fn),
+      network=network,
       loss_fn=loss_of_kappa(s.huber_param), loss_of_kappa=loss_of_kappa,
       optimizer=agent_lib.make_optimizer(s.learning_rate, s.optimizer_epsilon,
                                          s.max_global_grad_norm),
-      grad_scale=2.0 / s.num_quantiles if s.scale_grad else 1.0,
+      grad_scale=2.0 / s.num_atoms() if s.scale_grad else 1.0,
       epsilon=epsilon_schedule(s),
       replay_seed=replay_seed, agent_key=agent_key)
 

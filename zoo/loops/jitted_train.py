@@ -139,7 +139,7 @@ def make_learn(cfg: LoopConfig, network: hk.Transformed,
     params, opt_state, rng_key, losses = agent_lib.sample_and_update(
         update_fn, target_fn, sampler, cfg.updates_per_block, cfg.batch_size,
         state.params, state.target_params, state.opt_state, state.replay,
-        state.rng_key)
+        state.rng_key, sampled_levels=agent_lib.samples_levels(network))
     return state._replace(params=params, opt_state=opt_state,
                           rng_key=rng_key), losses[-1]
 
@@ -155,7 +155,8 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
     cfg: the static counts.
     env: a JAX environment (zoo.environments.minatar_jax_env.make's interface): pure
       reset(key) and step(state, action, key), one stream each.
-    network: the Haiku network on [B, 10, 10, C, 1] observations.
+    network: the Haiku network on [B, 10, 10, C, 1] observations (or a
+      zoo.agent.learning.SampledLevelNetwork: IQN).
     loss_of_kappa: fn(κ) -> the loss, κ a traced float32 (a seed's
       `huber_param`): zoo.loops.build.LearnerParts'.
     optimizer: zoo.agent.learning.make_optimizer's.

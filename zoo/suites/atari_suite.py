@@ -12,6 +12,7 @@ from zoo.environments import atari_data
 from zoo.environments import atari_env
 from zoo.environments import environment
 import networks
+from zoo.agent import catalog
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import suites
 
@@ -53,6 +54,10 @@ def _make_environment(s: settings_lib.Settings, seed: int
 
 
 def _network_fn(s: settings_lib.Settings, num_actions: int):
+  if catalog.HEADS[s.head].sampled_levels:  # fn(observations, levels).
+    return networks.iqn_network(
+        networks.dqn_torso(), num_actions, num_cosines=s.tau_latent_dim,
+        hidden_sizes=(s.hidden_size,) * s.num_hidden_layers)
   return networks.atari_quantile_network(
       num_actions, s.num_quantiles, head=s.head,
       num_layers=s.num_hidden_layers, hidden_size=s.hidden_size,

@@ -9,6 +9,7 @@ import math
 from typing import Any, Dict
 
 import networks
+from zoo.agent import catalog
 from zoo.environments import environment
 from zoo.environments import minatar_env
 from zoo.environments import minatar_jax_env
@@ -75,6 +76,10 @@ def _make_environment(s: settings_lib.Settings, seed: int
 
 
 def _network_fn(s: settings_lib.Settings, num_actions: int):
+  if catalog.HEADS[s.head].sampled_levels:  # fn(observations, levels).
+    return networks.iqn_network(
+        networks.minatar_torso(), num_actions, num_cosines=s.tau_latent_dim,
+        hidden_sizes=(s.hidden_size,) * s.num_hidden_layers)
   return networks.minatar_quantile_network(
       num_actions, s.num_quantiles, head=s.head,
       num_layers=s.num_hidden_layers, hidden_size=s.hidden_size,
