@@ -99,6 +99,11 @@ def pytest_terminal_summary(terminalreporter):
   write(f'{len(_seconds)} tests: {sum(_seconds.values()):.0f} s of test time, '
         f'{sum(_cpu_seconds.values()):.0f} s of CPU time (summed over the '
         'workers and the processes the tests started)')
+  dump = os.environ.get('ZOO_TEST_CPU_FILE')
+  if dump:  # Every test's CPU seconds, for whoever trims the suite.
+    with open(dump, 'w') as f:
+      f.writelines(f'{s:.1f} {n}\n' for n, s in sorted(
+          _cpu_seconds.items(), key=lambda item: -item[1]))
   write('the ten that take the most CPU time:')
   for nodeid, seconds in sorted(_cpu_seconds.items(),
                                 key=lambda item: -item[1])[:10]:
