@@ -114,6 +114,7 @@ def last_measured(sessions: Iterable[Dict[str, Any]], device_kind: str,
 # that every importlib.import_module of the code is listed here.
 DYNAMIC_IMPORTS = {
     'zoo.configuration.agent_registry': ('*/agent.py',),
+    'zoo.agent.learning': ('losses/*.py', 'zoo/agent/*.py'),
     'zoo.configuration.suites': ('zoo/suites/*_suite.py',),
     'zoo.loops.runner': ('zoo/loops/*_loop.py',),
     'zoo.environments.minatar_jax_env': (),  # pgx's games: not ours.
