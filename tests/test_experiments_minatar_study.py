@@ -63,9 +63,10 @@ def test_configs_are_presets_of_the_registry():
       '--preset=CR-DQN', '--num_envs=8')
   assert minatar_study.config_settings(minatar_study.K_STREAM_CONFIG) == {
       'num_envs': 8}
-  # The smoothed Cramér loss runs when named, not in the default plan.
-  assert [c.label for c in minatar_study.OPTIONAL_CONFIGS] == ['CR-DQN-MQ']
-  assert minatar_study.OPTIONAL_CONFIGS[0].agent == 'cr_dqn'
+  # The smoothed Cramér loss and the sampled-level agents run when named,
+  # not in the default plan.
+  assert [(c.label, c.agent) for c in minatar_study.OPTIONAL_CONFIGS] == [
+      ('CR-DQN-MQ', 'cr_dqn'), ('IQN', 'iqn'), ('CR-IQN', 'iqn')]
   with pytest.raises(ValueError, match='not a run setting'):
     minatar_study.config_settings(
         minatar_study.Config('X', 'CR-DQN', ('--nope=1',)))

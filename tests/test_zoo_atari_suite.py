@@ -220,9 +220,10 @@ class _RecordingEnvironment(environment.BatchedEnvironment):
     self._env.close()
 
 
-def test_vectorized_evaluation_counts_whole_pong_episodes(tmp_path):
+def test_vectorized_evaluation_cuts_long_pong_episodes_at_the_bound(tmp_path):
   # 4,000 eval frames over 8 streams: 500 frames each, far shorter than any
-  # Pong episode (21 points). Each stream must play its episode to the end.
+  # Pong episode (21 points). Each stream plays its episode on past the
+  # budget until the bound (one budget more) cuts it.
   path = str(tmp_path / 'run.csv')
   s = _settings(num_envs=8, environment_mode='vector', num_iterations=0,
                 num_eval_frames=4000, num_quantiles=11, hidden_size=16,
@@ -239,13 +240,14 @@ def test_vectorized_evaluation_counts_whole_pong_episodes(tmp_path):
 
   runner.run(atari_suite.ATARI, _preset('cr_dqn'), s, make_environment=make)
   (row,) = results_csv.read_rows(path)
-  episodes = made[-1].returns  # made[0] is the probe for the action count.
-  assert all(len(stream) >= 1 for stream in episodes)
-  firsts = [stream[0] for stream in episodes]
-  assert all(r == int(r) and -21 <= r <= 21 for r in firsts)
-  # Only each stream's first episode started within the budget.
+  # made[0] is the probe for the action count: no evaluation episode ended.
+  assert all(not stream for stream in made[-1].returns)
+  # Only each stream's first episode started within the budget; each was cut.
   assert int(row['eval_num_episodes']) == 8
-  assert float(row['eval_episode_return']) == pytest.approx(np.mean(firsts))
+  assert int(row['eval_num_cut_episodes']) == 8
+  assert 8000 <= int(row['eval_num_frames']) <= 8000 + 8 * 4
+  partial = 8 * float(row['eval_episode_return'])  # Points lost so far.
+  assert partial == pytest.approx(round(partial)) and -8 * 21 < partial <= 0
   assert float(row['eval_frame_rate']) > 0
 
 

@@ -29,7 +29,7 @@ SESSION_FILE = 'session.json'
 # The packages of a session's code version (shown beside its figures; a
 # benchmark's own figure follows source_hash instead).
 CODE_PACKAGES = ('losses', 'networks', 'zoo', 'qr_dqn', 'cr_dqn', 'nc_cr_dqn',
-                 'nc_qr_dqn', os.path.join('scripts', 'benchmarks'))
+                 'nc_qr_dqn', 'iqn', os.path.join('scripts', 'benchmarks'))
 MAX_ARCHIVE_BYTES = 16 * 2**20
 FIGURES_FILE = 'figures.csv'
 FIGURE_COLUMNS = ('key', 'what', 'value', 'unit', 'command', 'note')
@@ -114,6 +114,7 @@ def last_measured(sessions: Iterable[Dict[str, Any]], device_kind: str,
 # that every importlib.import_module of the code is listed here.
 DYNAMIC_IMPORTS = {
     'zoo.configuration.agent_registry': ('*/agent.py',),
+    'zoo.agent.learning': ('losses/*.py', 'zoo/agent/*.py'),
     'zoo.configuration.suites': ('zoo/suites/*_suite.py',),
     'zoo.loops.runner': ('zoo/loops/*_loop.py',),
     'zoo.environments.minatar_jax_env': (),  # pgx's games: not ours.

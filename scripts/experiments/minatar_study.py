@@ -73,8 +73,10 @@ STUDY_PRESETS = ('QR-DQN-1', 'QR-DQN-0', 'CR-DQN', 'NC-CR-DQN', 'NC-QR-DQN-0')
 CONFIGS = tuple(Config(name, name) for name in STUDY_PRESETS)
 K_STREAM_CONFIG = Config('CR-DQN-K8', 'CR-DQN', ('--num_envs=8',))
 # Run when named in --configs, not by default: the smoothed Cramér loss
-# (docs: A smoothed Cramér loss), compared with CR-DQN and QR-DQN-1.
-OPTIONAL_CONFIGS = (Config('CR-DQN-MQ', 'CR-DQN-MQ'),)
+# (docs: A smoothed Cramér loss), compared with CR-DQN and QR-DQN-1, and the
+# sampled-level agents (docs: Sampled quantile levels), compared with CR-DQN.
+OPTIONAL_CONFIGS = (Config('CR-DQN-MQ', 'CR-DQN-MQ'), Config('IQN', 'IQN'),
+                    Config('CR-IQN', 'CR-IQN'))
 
 
 def config_settings(config: Config) -> Dict[str, Any]:

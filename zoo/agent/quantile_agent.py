@@ -120,12 +120,9 @@ class QuantileAgent:
     self._params = jax.jit(network.init)(init_key, sample_observation[None])
     self._target_params = _copy(self._params)
     self._opt_state = jax.jit(optimizer.init)(self._params)
-    self._frame_t = 0
-    self._num_updates = 0
-    self._state_value_sum = 0.0
-    self._state_value_count = 0
+    self._frame_t = self._num_updates = self._num_pending = 0  # Pending < U.
+    self._state_value_sum, self._state_value_count = 0.0, 0
     self._last_loss = None
-    self._num_pending = 0  # Updates due but not yet run (< U).
     self._overlap = config.overlap_learning
     if self._overlap:
       # Acting's own key and parameters, so that it depends on no update.

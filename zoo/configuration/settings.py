@@ -164,8 +164,8 @@ class Settings:
       "each block's updates (one agent step of the K streams), so that the "
       'emulators step the next block while the updates run. Acting lags the '
       'learner by one block; same updates and target copies per frame. Runs '
-      'at once only on two devices (a CPU host: '
-      'XLA_FLAGS=--xla_force_host_platform_device_count=2). Off: DQN Zoo.',
+      'at once only on two devices (on a CPU host, ask XLA for two host '
+      'platform devices: docs/performance.md). Off: DQN Zoo.',
       'bool')
   loop: str = _flag(
       'python', 'The iteration loop (zoo.loops.<loop>_loop). python: one seed '

@@ -33,9 +33,9 @@ import jax
 import jax.numpy as jnp
 
 from zoo.agent import learning as agent_lib
+from zoo.loops import phase_accounting
 from zoo.replay import device_replay
 from zoo.replay import packed_replay
-from zoo.loops import phase_accounting
 
 
 class LoopConfig(NamedTuple):
@@ -163,52 +163,68 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
     additional_discount: γ applied to the environment's discounts.
     grad_scale: the gradient's factor (2/N with scale_grad, else 1).
   """
-  k = cfg.num_streams
-  learn = make_learn(cfg, network, loss_of_kappa, optimizer,
-                     additional_discount, grad_scale)
+  program = _Program(cfg, env, network, optimizer, make_learn(
+      cfg, network, loss_of_kappa, optimizer, additional_discount,
+      grad_scale))
+  return Functions(program.init, program.start_train, program.train_chunk,
+                   program.eval_phase)
 
-  def init(key, env_key, huber_param) -> SeedState:
+
+class _Program:
+  """The pieces of a group's program; make_train hands out four of them."""
+
+  def __init__(self, cfg: LoopConfig, env, network, optimizer, learn):
+    self.cfg, self.env, self.network = cfg, env, network
+    self.optimizer, self.learn = optimizer, learn
+    self.k = cfg.num_streams
+
+  def init(self, key, env_key, huber_param) -> SeedState:
     """Return a seed's state; its streams: the first training phase's."""
+    cfg = self.cfg
     init_key, rng_key, eval_rng_key = jax.random.split(key, 3)
     sample_observation = jnp.zeros((1,) + cfg.observation_shape + (1,),
                                    jnp.uint8)
-    params = network.init(init_key, sample_observation)
+    params = self.network.init(init_key, sample_observation)
     return SeedState(params, jax.tree.map(jnp.copy, params),
-                     optimizer.init(params),
-                     packed_replay.empty(k, cfg.stream_capacity,
+                     self.optimizer.init(params),
+                     packed_replay.empty(self.k, cfg.stream_capacity,
                                          cfg.observation_shape),
-                     jnp.zeros(k, jnp.int32), rng_key, eval_rng_key,
+                     jnp.zeros(self.k, jnp.int32), rng_key, eval_rng_key,
                      jnp.asarray(huber_param, jnp.float32),
-                     start_phase(env_key))
+                     self.start_phase(env_key))
 
-  def start_phase(env_key) -> Streams:
+  def start_phase(self, env_key) -> Streams:
     """Return fresh streams of `env_key` at a phase's start."""
-    env_key, *reset_keys = jax.random.split(env_key, k + 1)
-    env_state, timestep = jax.vmap(env.reset)(jnp.stack(reset_keys))
-    return phase_start(env_state, timestep, env_key,
-                       jnp.zeros(k, jnp.float32))
+    env_key, *reset_keys = jax.random.split(env_key, self.k + 1)
+    env_state, timestep = jax.vmap(self.env.reset)(jnp.stack(reset_keys))
+    return self.phase_start(env_state, timestep, env_key,
+                            jnp.zeros(self.k, jnp.float32))
 
+  @staticmethod
   def phase_start(env_state, timestep, env_key, running) -> Streams:
     """Return streams at a phase's start: zero statistics."""
     return Streams(env_state, timestep, env_key,
                    phase_accounting.start(running, xp=jnp), jnp.float32(0),
                    jnp.int32(0), jnp.int32(0))
 
-  def start_train(state: SeedState, env_key) -> SeedState:
+  def start_train(self, state: SeedState, env_key) -> SeedState:
     """Return the state at a training phase's start: its streams fresh at
     K = 1 (DQN Zoo), going on at K > 1 (as zoo.loops.train_streams')."""
     streams = state.train_streams
-    return state._replace(train_streams=start_phase(env_key) if phase_accounting.is_dqn_zoo(k) else
-                          phase_start(*streams[:3], streams.tally.running))
+    if phase_accounting.is_dqn_zoo(self.k):
+      return state._replace(train_streams=self.start_phase(env_key))
+    return state._replace(train_streams=self.phase_start(
+        *streams[:3], streams.tally.running))
 
-  def env_step(streams: Streams, actions) -> Streams:
+  def env_step(self, streams: Streams, actions) -> Streams:
     """Step the K streams (the adapter cuts episodes at the frame cap)."""
     env_key, step_key = jax.random.split(streams.env_key)
-    env_state, timestep = jax.vmap(env.step)(
-        streams.env_state, actions, jax.random.split(step_key, k))
+    env_state, timestep = jax.vmap(self.env.step)(
+        streams.env_state, actions, jax.random.split(step_key, self.k))
     return streams._replace(env_state=env_state, timestep=timestep,
                             env_key=env_key)
 
+  @staticmethod
   def account(streams: Streams, budget: int) -> Streams:
     """Count the current timestep (zoo.loops.phase_accounting; frames = steps)."""
     timestep = streams.timestep
@@ -218,36 +234,37 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
         non_binary=streams.non_binary + jnp.any(
             timestep.observation > 1).astype(jnp.int32))
 
-  def block(state: SeedState, frame_t):
+  def act(self, carry, step_frame):
+    """Act on the K streams, store the step and step them (a scan body)."""
+    state, streams = carry
+    epsilon = self.cfg.epsilon.at(step_frame, xp=jnp)
+    observation = streams.timestep.observation[..., None]
+    rng_key, actions, values = agent_lib.select_action(
+        self.network, state.params, state.rng_key, observation, epsilon)
+    replay, episode_step = packed_replay.store(
+        state.replay, state.episode_step, streams.timestep, actions,
+        self.cfg.max_abs_reward)
+    state = state._replace(rng_key=rng_key, replay=replay,
+                           episode_step=episode_step)
+    streams = self.account(streams, self.cfg.num_train_frames)
+    streams = streams._replace(
+        value_sum=streams.value_sum + jnp.sum(values),
+        value_count=streams.value_count + self.k)
+    return (state, self.env_step(streams, actions)), None
+
+  def block(self, state: SeedState, frame_t):
     """Act, store and step for one block, then learn when due (one seed).
 
     Returns (state, the latest update's loss, NaN if none ran)."""
-
-    def act(carry, step_frame):
-      state, streams = carry
-      epsilon = cfg.epsilon.at(step_frame, xp=jnp)
-      observation = streams.timestep.observation[..., None]
-      rng_key, actions, values = agent_lib.select_action(
-          network, state.params, state.rng_key, observation, epsilon)
-      state = state._replace(rng_key=rng_key)
-      replay, episode_step = packed_replay.store(
-          state.replay, state.episode_step, streams.timestep, actions,
-          cfg.max_abs_reward)
-      state = state._replace(replay=replay, episode_step=episode_step)
-      streams = account(streams, cfg.num_train_frames)
-      streams = streams._replace(
-          value_sum=streams.value_sum + jnp.sum(values),
-          value_count=streams.value_count + k)
-      return (state, env_step(streams, actions)), None
-
+    cfg = self.cfg
     # A scan, not an unrolled loop: the network and the environment are
     # compiled once per block instead of once per step.
     (state, streams), _ = jax.lax.scan(
-        act, (state, state.train_streams),
-        frame_t + k * jnp.arange(cfg.steps_per_block))
+        self.act, (state, state.train_streams),
+        frame_t + self.k * jnp.arange(cfg.steps_per_block))
     end_t = frame_t + cfg.block_frames
     # Unbatched (frame_t is shared): real branches under the seeds' vmap.
-    held = k * jnp.minimum(end_t // k, cfg.stream_capacity)
+    held = self.k * jnp.minimum(end_t // self.k, cfg.stream_capacity)
     learning = held >= cfg.min_replay_size
     # Only the learner's state passes through the branches: the replay is
     # read there, and a loop-carried replay passed through a branch may be
@@ -256,8 +273,8 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
 
     def learn_from_replay(learner):
       params, opt_state, rng_key, _ = learner
-      updated, loss = learn(state._replace(params=params, opt_state=opt_state,
-                                           rng_key=rng_key, replay=replay))
+      updated, loss = self.learn(state._replace(
+          params=params, opt_state=opt_state, rng_key=rng_key, replay=replay))
       return (updated.params, updated.opt_state, updated.rng_key,
               loss.astype(jnp.float32))
 
@@ -272,7 +289,7 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
                           rng_key=rng_key, target_params=target_params,
                           train_streams=streams), loss
 
-  def train_chunk(states: SeedState, frame_t, num_blocks: int):
+  def train_chunk(self, states: SeedState, frame_t, num_blocks: int):
     """Run `num_blocks` blocks of every seed.
 
     Returns (states, frame_t, last_loss [S]): the loss of each seed's
@@ -281,9 +298,9 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
 
     def body(carry, _):
       states, frame_t, last_loss = carry
-      states, loss = jax.vmap(block, in_axes=(0, None))(states, frame_t)
+      states, loss = jax.vmap(self.block, in_axes=(0, None))(states, frame_t)
       last_loss = jnp.where(jnp.isnan(loss), last_loss, loss)
-      return (states, frame_t + cfg.block_frames, last_loss), None
+      return (states, frame_t + self.cfg.block_frames, last_loss), None
 
     num_seeds = states.huber_param.shape[0]
     (states, frame_t, last_loss), _ = jax.lax.scan(
@@ -291,30 +308,27 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
         None, length=num_blocks)
     return states, frame_t, last_loss
 
-  def eval_seed(params, eval_rng_key, env_key):
+  def eval_seed(self, params, eval_rng_key, env_key):
     """Evaluate one seed; only the key and the streams are carried."""
-    streams = start_phase(env_key)
-    whole_episodes = not phase_accounting.is_dqn_zoo(k)
+    cfg = self.cfg
+    whole_episodes = not phase_accounting.is_dqn_zoo(self.k)
 
     def body(carry):
       eval_rng_key, streams, _ = carry
       observation = streams.timestep.observation[..., None]
       eval_rng_key, actions, _ = agent_lib.select_action(
-          network, params, eval_rng_key, observation, cfg.eval_epsilon)
-      streams = account(streams, cfg.num_eval_frames)
+          self.network, params, eval_rng_key, observation, cfg.eval_epsilon)
+      streams = self.account(streams, cfg.num_eval_frames)
       done = phase_accounting.is_over(streams.tally, cfg.num_eval_frames,
                                       whole_episodes, xp=jnp)
-      return eval_rng_key, env_step(streams, actions), done
+      return eval_rng_key, self.env_step(streams, actions), done
 
     eval_rng_key, streams, _ = jax.lax.while_loop(
         lambda carry: ~carry[2], body,
-        (eval_rng_key, streams, jnp.bool_(False)))
+        (eval_rng_key, self.start_phase(env_key), jnp.bool_(False)))
     return eval_rng_key, streams
 
-  def eval_phase(states: SeedState, env_keys):
-    eval_rng_key, streams = jax.vmap(eval_seed)(
+  def eval_phase(self, states: SeedState, env_keys):
+    eval_rng_key, streams = jax.vmap(self.eval_seed)(
         states.params, states.eval_rng_key, env_keys)
     return states._replace(eval_rng_key=eval_rng_key), streams
-
-  return Functions(init, start_train, train_chunk, eval_phase)
-
