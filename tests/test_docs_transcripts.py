@@ -24,7 +24,9 @@ def shape(message: str) -> str:
   message = re.sub(r'(?:/[\w.-]+)+/iteration_\d+', 'PATH', message)
   message = re.sub(r'\bnan\b', '#', message)
   message = re.sub(r'\d+(?:[.,]\d+)*', '#', message)
-  return re.sub(r'ETA (?:\?|#h#m#s)', 'ETA D', message)
+  # The run's ETA: a duration, unknown, or unknown while the replay fills.
+  return re.sub(r'ETA (?:\?(?: \(filling the replay: no update yet\))?|'
+                r'#h#m#s)', 'ETA D', message)
 
 
 def log_lines(text: str):
