@@ -52,13 +52,14 @@ setuptools.setup(
     version='0.1.0',
     description=(
         'Quantile distributional RL agents (QR-DQN, CR-DQN, NC-CR-DQN, '
-        'NC-QR-DQN) with a sort-based Cramér loss, in JAX, DQN Zoo style.'
+        'NC-QR-DQN, IQN, CR-IQN) with sort-based Cramér losses, in JAX, DQN Zoo '
+        'style.'
     ),
     license='Apache-2.0',
     python_requires='>=3.11',  # jaxlib 0.10 has no wheels for 3.10.
     packages=setuptools.find_packages(include=[
         'losses*', 'networks*', 'zoo*', 'qr_dqn*', 'cr_dqn*', 'nc_cr_dqn*',
-        'nc_qr_dqn*', 'scripts*',
+        'nc_qr_dqn*', 'iqn*', 'scripts*',
     ]),
     package_data={'zoo': ['reference/*.csv', 'reference/*.csv.gz']},
     install_requires=INSTALL_REQUIRES,
