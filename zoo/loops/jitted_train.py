@@ -112,7 +112,7 @@ class SeedState(NamedTuple):
 
 
 class Functions(NamedTuple):
-  """The pure functions of a group (make_train); run_group jits them."""
+  """The pure functions of a group (make_train); JittedLoop jits them."""
   init: Callable           # (seed key, first train env key, κ) -> SeedState
   start_train: Callable    # (state, env key) -> the phase's SeedState
   train_chunk: Callable    # (states, frame_t, num_blocks) -> ...
