@@ -54,8 +54,10 @@ def to_batched_timestep(
   Args:
     stacks: [K, S, H, W] uint8 observations.
     reward: [K] raw rewards summed over the repeats.
-    terminated, truncated: [K] game over; cut at the frame cap.
-    lives, previous_lives: [K] lives after this step and the previous one.
+    terminated: [K] game over.
+    truncated: [K] cut at the frame cap.
+    lives: [K] lives after this step.
+    previous_lives: [K] lives after the previous step.
     first: [K] whether this step starts an episode (the previous was LAST).
     episode_step: [K] agent steps since FIRST, 0 where `first`.
   """
