@@ -8,6 +8,7 @@ checkpoint write, deleted checkpoints, another run's checkpoint directory;
 two processes on one run directory, for both loops.
 """
 
+import fcntl
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -336,6 +338,26 @@ def test_the_lock_names_its_holder_and_dies_with_it(tmp_path):
   fd = run_directory.lock(str(tmp_path))
   run_directory.unlock(fd, str(tmp_path))
   assert os.listdir(tmp_path) == []
+
+
+def test_a_holder_that_has_not_yet_written_its_record_is_waited_for(tmp_path):
+  path = tmp_path / run_directory.LOCK_FILE
+  fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+  fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # Locked, nothing written.
+  try:
+    writer = threading.Timer(0.3, run_directory.record_holder, (fd, 4242))
+    writer.start()
+    with pytest.raises(run_directory.Refused, match=': PID 4242 on '):
+      run_directory.lock(str(tmp_path))
+    writer.join()
+    os.ftruncate(fd, 0)  # A holder that never writes: said so, in time.
+    start = time.monotonic()
+    with pytest.raises(run_directory.Refused,
+                       match=': a process that is starting '):
+      run_directory.lock(str(tmp_path))
+    assert time.monotonic() - start < 10
+  finally:
+    os.close(fd)
 
 
 def test_a_stale_lock_is_taken_over_with_one_line_naming_its_holder(tmp_path):

@@ -186,9 +186,14 @@ def _recorded_holder(fd: int) -> Optional[str]:
     return 'a process whose record is unreadable'
 
 
-def _holder(fd: int) -> str:
+def _holder(fd: int, wait_seconds: float = 2.0) -> str:
   """Return who holds the lock, as its holder wrote it."""
-  return _recorded_holder(fd) or 'a process that is starting'
+  # The holder writes its record just after taking the lock: give it that
+  # moment, so that two runs started together name each other.
+  deadline = time.monotonic() + wait_seconds
+  while (found := _recorded_holder(fd)) is None and time.monotonic() < deadline:
+    time.sleep(0.02)
+  return found or 'a process that is starting'
 
 
 def _same_file(fd: int, path: str) -> bool:
