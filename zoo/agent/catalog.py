@@ -1,11 +1,7 @@
 """The losses and heads an agent is made of, each declared once.
 
-Everything that names a loss or a head reads it here: the flags' choices and
-one flag per loss hyperparameter (zoo.configuration.settings' fields), the
-checks of presets and settings, Adam's ε default, the agents table
-(zoo.configuration.agent_registry) and the learner's dispatch
-(zoo.agent.learning.make_loss_fn). A loss's function is named, not imported,
-so that reading or checking settings does not import JAX.
+Everything that names a loss or a head reads it here (ARCHITECTURE.md, "A
+loss"). A loss's function is named, not imported: checking settings needs no JAX.
 """
 
 import dataclasses
@@ -14,11 +10,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 @dataclasses.dataclass(frozen=True)
 class Hyperparameter:
-  """A loss's setting: a flag and a field of presets, settings and run.json.
-
-  Every value is >= 0. Unset on the command line, it is the preset's; a
-  preset that names none has `default`.
-  """
+  """A loss's setting (>= 0): a flag and a field of presets, settings and run.json."""
   name: str          # The flag and the field: 'smoothing_width'.
   help: str          # The flag's help, before "; unset: the preset's."
   default: float     # A preset's value when it names none.
@@ -132,7 +124,7 @@ def add_fields(field: Callable[[Hyperparameter], Tuple[Any, Any]],
   """Return a class decorator (under @dataclass) adding their fields.
 
   field: fn(hyperparameter) -> (annotation, default or dataclasses.field);
-  after: the field they follow (None: they come last).
+  after: the field they follow (None: last).
   """
   def decorate(cls):
     fields = list(cls.__annotations__.items())
@@ -150,9 +142,9 @@ def add_fields(field: Callable[[Hyperparameter], Tuple[Any, Any]],
 
 def hyperparameter_problem(loss_name: str, given: Mapping[str, float],
                            prefix: str = '--') -> Optional[str]:
-  """Return what is wrong with the values `given` (by name) to `loss_name`.
+  """Return what is wrong with the values `given` to `loss_name`, or None.
 
-  None if nothing is; prefix: before a name ('--': a flag).
+  prefix: before a name ('--': a flag).
   """
   own = loss(loss_name).hyperparameters
   for h in hyperparameters():

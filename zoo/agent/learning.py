@@ -1,16 +1,8 @@
 """The quantile agent's pure functions: acting, the TD target, loss and update.
 
-The agents differ only by network head and loss (their presets,
-zoo.configuration.agent_registry; the losses, zoo.agent.catalog). A network
-at sampled levels (IQN) is a `SampledLevelNetwork`: each function that calls
-it draws the levels from its own key, uniform per state and per use, as DQN
-Zoo (acting and the TD target's greedy action: the policy count; the TD
-target's atoms: the target count; the loss: the online count).
-`select_action`, `td_target`, `td_loss`, `update`, `fused_update` and
-`sample_and_update` are pure module-level functions; the Python loop's agent
-(zoo.agent.quantile_agent) and the jitted loop jit them, each in one visible
-place. `make_loss_fn`, `make_optimizer` and the ε schedule turn a run's
-settings into the learner's parts (zoo.loops.build).
+A network at sampled levels (IQN) is a `SampledLevelNetwork`: each function
+that calls it draws its levels from its own key, as DQN Zoo
+(docs/sampled-levels.md). Both loops jit these functions, each in one place.
 """
 
 import functools
@@ -43,8 +35,7 @@ class LevelCounts(NamedTuple):
 class SampledLevelNetwork(NamedTuple):
   """A network at sampled levels, with hk.Transformed's fields.
 
-  apply(params, rng, observations, levels [B, N]) -> QuantileNetworkOutputs;
-  init(rng, observations): the parameters do not depend on the levels.
+  apply(params, rng, observations, levels [B, N]) -> QuantileNetworkOutputs.
   """
   init: Callable
   apply: Callable
@@ -94,8 +85,7 @@ class LinearSchedule(NamedTuple):
 def relative_multiquadric_cramer_loss(source, target, smoothing_width):
   """Return the multiquadric Cramér loss of width h = c · E|X − X'|.
 
-  c is `smoothing_width`, E|X − X'| the source's spread (gradient stopped):
-  the smoothing does not depend on the scale of the returns.
+  c is `smoothing_width`; the spread's gradient is stopped.
   """
   spread = jax.lax.stop_gradient(losses.atom_spread(source))
   return losses.multiquadric_cramer_loss(source, target,
@@ -103,24 +93,16 @@ def relative_multiquadric_cramer_loss(source, target, smoothing_width):
 
 
 def sampled_cramer_loss(source, target, levels):
-  """Return the unbiased sampled Cramér loss; the levels are not read.
-
-  The target term (the target's own pairs) does not depend on the network;
-  it is kept so that the loss is an unbiased estimate of the squared Cramér
-  distance itself (the reported training loss), at the cost of one sort of
-  the target atoms.
-  """
+  """Return the unbiased sampled Cramér loss, target term kept; levels unread."""
   del levels  # The atoms are samples: their ranks stand for the levels.
   return losses.sampled_cramer_loss(source, target, target_term=True)
 
 
 def make_loss_fn(loss: str, huber_param=1.0, **hyperparameters) -> LossFn:
-  """Return the per-transition loss between source and target atoms.
+  """Return the per-transition loss `loss` (a name of zoo.agent.catalog.LOSSES).
 
-  loss: a name of zoo.agent.catalog.LOSSES; its function takes the
-  hyperparameters it declares (unset: their defaults; others are ignored).
-  huber_param: QR's κ, a Python float or an array (traced: data of the
-  compiled program, losses.quantile_regression_loss).
+  Its declared hyperparameters take their given values, else their defaults;
+  `huber_param` (QR's κ) may be an array (traced: data of the program).
   """
   declared = catalog.loss(loss)
   module, name = declared.function.rsplit('.', 1)
@@ -132,10 +114,7 @@ def make_loss_fn(loss: str, huber_param=1.0, **hyperparameters) -> LossFn:
 
 
 def loss_settings(s) -> Dict[str, float]:
-  """Return the loss hyperparameters of settings `s` but κ.
-
-  κ is make_loss_fn's own argument: the jitted loop passes it as data.
-  """
+  """Return the loss hyperparameters of settings `s` but κ (make_loss_fn's own)."""
   return {name: value for name, value in catalog.values(s).items()
           if name != catalog.HUBER_PARAM.name}
 
@@ -173,9 +152,8 @@ def td_target(network: hk.Transformed, additional_discount: float,
               target_params, transitions: replay_lib.Transitions, rng_key):
   """Return the TD target atoms [B, N] (target network, no double Q).
 
-  At sampled levels (DQN Zoo's IQN), the greedy action is the target
-  network's at the policy's levels, its atoms at other levels, the target
-  count: [B, M].
+  At sampled levels the greedy action is taken at the policy's levels and
+  the atoms at the target count's: [B, M].
   """
   if samples_levels(network):
     selector_key, rng_key = jax.random.split(rng_key)
@@ -200,8 +178,8 @@ def td_loss(network: hk.Transformed, loss_fn: LossFn,
             transitions: replay_lib.Transitions, rng_key, target=None):
   """Return the batch mean of the distributional TD loss.
 
-  `target`: the batch's TD target atoms [B, N] when already computed (fused
-  updates compute those of U batches in one pass); None: from target_params.
+  `target`: the batch's TD target atoms if already computed (None: from
+  target_params).
   """
   online_key, target_key = jax.random.split(rng_key)
   if samples_levels(network):
@@ -231,7 +209,7 @@ def update(network: hk.Transformed, optimizer: optax.GradientTransformation,
            transitions: replay_lib.Transitions, rng_key, target=None):
   """Return (params, opt_state, rng_key, loss) after one Adam step.
 
-  `target`: as td_loss's (None: computed here from target_params).
+  `target`: as td_loss's.
   """
   rng_key, loss_key = jax.random.split(rng_key)
   loss, grads = jax.value_and_grad(td_loss, argnums=3)(
@@ -249,9 +227,8 @@ def fused_update(update_fn, target_fn, params, target_params, opt_state,
                  sampled_levels: bool = False):
   """Return (params, opt_state, rng_key, losses [U]) after U updates in turn.
 
-  The U updates share the target parameters, so the target network runs once
-  on the U batches together (one batch of U x B: fewer, larger kernels); the
-  online network, the gradients and Adam run U times in turn.
+  The target network runs once on the U batches together (fixed levels);
+  the rest runs U times in turn (docs/performance.md).
 
   Args:
     update_fn: `update` with its static arguments bound.
@@ -260,12 +237,9 @@ def fused_update(update_fn, target_fn, params, target_params, opt_state,
     target_params: target parameters (the same for the U updates).
     opt_state: optimizer state.
     transitions: U batches, every field [U, B, ...].
-    rng_key: JAX key, threaded through the U updates as U calls would (the
-      fixed-level networks are deterministic: their target pass takes no
-      key).
-    sampled_levels: the network samples its levels (samples_levels): each
-      batch's target then runs apart, with the key its update would give it,
-      so that U fused updates equal U single ones.
+    rng_key: JAX key, threaded through the U updates as U calls would.
+    sampled_levels: the network samples its levels: each batch's target runs
+      apart, with its update's key, so that U fused updates equal U single ones.
   """
   num_updates, batch_size = transitions.a_tm1.shape
   if sampled_levels:
@@ -299,29 +273,19 @@ def sample_and_update(update_fn, target_fn, sampler, num_updates: int,
                       batch_size: int, params, target_params, opt_state,
                       replay_arrays: device_replay.DeviceArrays, rng_key,
                       sampled_levels: bool = False):
-  """Sample U batches from the device replay, then run `fused_update`.
+  """Sample U batches of B from the device replay, then run `fused_update`.
 
-  Args:
-    update_fn: `update` with its static arguments bound.
-    target_fn: `td_target` with its static arguments bound.
-    sampler: fn(arrays, rng_key, batch_size) -> (rng_key, Transitions), the
-      device replay's `sampler`.
-    num_updates: U.
-    batch_size: B.
-    params: online parameters.
-    target_params: target parameters.
-    opt_state: optimizer state.
-    replay_arrays: the device replay's arrays.
-    rng_key: JAX key.
-    sampled_levels: as fused_update's.
-
-  Returns:
-    (params, opt_state, rng_key, losses [U]).
+  `sampler` is the device replay's fn(arrays, rng_key, n) -> (rng_key,
+  Transitions); the other arguments are fused_update's. Returns its result.
   """
   rng_key, transitions = sampler(replay_arrays, rng_key,
                                  num_updates * batch_size)
-  transitions = jax.tree.map(
-      lambda x: x.reshape((num_updates, batch_size) + x.shape[1:]),
-      transitions)
   return fused_update(update_fn, target_fn, params, target_params, opt_state,
-                      transitions, rng_key, sampled_levels)
+                      split_updates(transitions, num_updates), rng_key,
+                      sampled_levels)
+
+
+def split_updates(transitions: replay_lib.Transitions, num_updates: int):
+  """Return U x B transitions, every field [U * B, ...], as [U, B, ...]."""
+  return jax.tree.map(
+      lambda x: x.reshape((num_updates, -1) + x.shape[1:]), transitions)

@@ -1,52 +1,12 @@
-"""The quantile agent of the Python loop: acts, stores and learns.
+"""The quantile agent of the Python loop: acts on K streams, stores, learns.
 
-The agent acts on K environment streams at once, stores each step
-in a `zoo.replay.frame_replay.FrameReplay` and learns every `learn_period` frames once
-the replay holds its minimum. The pure functions of zoo.agent.learning
-(`select_action`, `update`, ...) are jitted in the agent's constructor.
-
-How K streams map onto the DQN Zoo protocol (K = 1 is DQN Zoo exactly): the
-K streams are K actors sharing one agent. Each agent step selects the K
-actions in one batched call (one ε draw per stream), adds the K transitions
-to the replay (stream k only ever links to its own previous step), and
-advances the frame counter by K x num_action_repeats. The ε schedule, the
-learn period (one update per `learn_period` frames summed over the streams:
-K x 4 / 16 updates per step, carried over when not whole) and the target
-period all read that counter, so the updates per frame, the replay's
-transitions per update and ε per frame are the paper's for any K.
-
-The learner runs asynchronously: `update` is dispatched (params and
-optimizer state donated) and the step returns, so the environments step and
-the replay fills while it computes; the next action selection reads the new
-parameters, so acting is never behind the learner (zero staleness).
-
-Two learner options for accelerators, off by default:
-- Fused updates (`num_fused_updates` U > 1): updates that fall due are held
-  until U are, then run as one dispatch (`fused_update`, U sequential Adam
-  steps on U batches sampled at once, the target network run once on all
-  U), which pays the launch overhead once per U. The updates per frame are
-  unchanged, and pending updates are run before every target copy, so the
-  target network copies the parameters of every update due so far, as with
-  U = 1. The only change: acting lags the learner by at most U − 1 updates
-  (16 (U − 1) frames). `last_loss` is the loss of the last of the U updates.
-- A replay on the device (`zoo.replay.device_replay.DeviceFrameReplay`): the
-  learner samples and assembles its batches inside its own jitted call
-  (`sample_and_update`), for U = 1 as for U > 1.
-
-And one change of order, off by default (`overlap_learning`): a block is one
-agent step of the K streams and the updates dispatched in it. Before a
-step's first dispatch the agent keeps the parameters as they are (a snapshot
-for acting, on the acting device) and acts with that snapshot, with its own
-PRNG key, until the next step that dispatches; so the action selection never
-waits for the updates in flight, and the emulators step the next block while
-they run. Acting lags the learner by one block (the updates dispatched at
-the latest step that dispatched any, plus those pending). Updates, target
-copies and ε fall on the same frames as without it; evaluation acts with the
-learner's latest parameters. Two computations run at once only on two
-execution queues: the acting device is the second local device of the
-learner's platform when there is one (on a CPU host:
-XLA_FLAGS=--xla_force_host_platform_device_count=2), else the learner's
-device, where acting still waits in line behind the updates.
+Each step selects the K actions in one batched call, adds the K transitions
+to a `zoo.replay.frame_replay.FrameReplay` and learns every `learn_period`
+frames (summed over the streams) once the replay holds its minimum; the pure
+functions of zoo.agent.learning are jitted in the constructor. How K streams
+map onto the DQN Zoo protocol: docs/environments.md; the asynchronous learner
+and its options (fused updates, the device replay, overlap_learning):
+docs/agents.md and docs/performance.md.
 """
 
 import functools
@@ -100,8 +60,7 @@ class QuantileAgent:
       loss_fn: per-transition loss, [B, N], [B, N] -> [B] (at sampled
         levels: [B, N], [B, M], levels [B, N] -> [B]).
       optimizer: optax transformation (see make_optimizer).
-      replay: the replay the agent adds to and samples from; a
-        DeviceFrameReplay is sampled inside the jitted update.
+      replay: the replay; a DeviceFrameReplay is sampled inside the update.
       sample_observation: one observation [H, W, S], for initialisation.
       exploration_epsilon: schedule, frame -> ε.
       config: counts (in frames) and constants.
@@ -176,11 +135,9 @@ class QuantileAgent:
 
   @property
   def last_loss(self):
-    """Return the loss of the latest update (a device array), or None.
+    """Return the latest update's loss (a device array; the last of U), or None.
 
-    With fused updates, the loss of the last of the U updates. Reading its
-    value (float(...)) waits for that update: read it every few hundred
-    updates, not every step.
+    Reading its value waits for that update: read it every few hundred updates.
     """
     if self._last_loss is not None and self._last_loss.ndim:
       return self._last_loss[-1]
@@ -196,11 +153,7 @@ class QuantileAgent:
 
   @property
   def acting_params(self):
-    """Return the parameters training steps act with.
-
-    The online parameters; with overlap_learning, their snapshot from before
-    the latest block of updates dispatched (on the acting device).
-    """
+    """Return the parameters training acts with (overlap_learning: the snapshot)."""
     return self._acting_params if self._overlap else self._params
 
   @property
@@ -268,9 +221,7 @@ class QuantileAgent:
   def learn(self, num_updates: Optional[int] = None):
     """Dispatch U updates on batches from the replay; return their losses.
 
-    One jitted call: with the host replay, U batches are sampled at once
-    (`learn_from` for U = 1, `fused_update` above); with the device replay
-    the call samples them itself. Returns at once (a future, as learn_from).
+    One jitted call, which returns at once (a future).
 
     Args:
       num_updates: 1 or the config's num_fused_updates (None: the latter).
@@ -282,42 +233,26 @@ class QuantileAgent:
     if self._on_device:
       if not self._num_updates:
         self._replay.check_sampleable()
-      (self._params, self._opt_state, self._rng_key,
-       losses_) = self._device_updates[num_updates](
-           self._params, self._target_params, self._opt_state,
-           self._replay.device_arrays, self._rng_key)
-      self._num_updates += num_updates
-      self._last_loss = losses_
-      return losses_
-    batch_size = self._config.batch_size
-    transitions = self._replay.sample(num_updates * batch_size,
+      return self._run_update(self._device_updates[num_updates],
+                              self._replay.device_arrays, num_updates)
+    transitions = self._replay.sample(num_updates * self._config.batch_size,
                                       stacks_last=False)
     if num_updates == 1:
       return self.learn_from(transitions)
-    transitions = jax.tree.map(
-        lambda x: x.reshape((num_updates, batch_size) + x.shape[1:]),
-        transitions)
-    self._params, self._opt_state, self._rng_key, losses_ = (
-        self._fused_update(self._params, self._target_params,
-                           self._opt_state, transitions, self._rng_key))
-    self._num_updates += num_updates
-    self._last_loss = losses_
-    return losses_
+    return self._run_update(
+        self._fused_update, learning.split_updates(transitions, num_updates),
+        num_updates)
 
   def learn_from(self, transitions: replay_lib.Transitions):
-    """Dispatch one update on [B, S, H, W] stacks; return the loss (a future).
+    """Dispatch one update on [B, S, H, W] stacks; return the loss (a future)."""
+    return self._run_update(self._update, transitions, 1)
 
-    JAX dispatches the update asynchronously: this returns at once, and the
-    caller's next host work (stepping the environments, adding to and
-    sampling the replay) runs while the update computes. The next action
-    selection reads the updated parameters, so it waits for the update: the
-    agent always acts with the parameters of every update run so far, as in
-    DQN Zoo (no staleness with U = 1).
-    """
-    self._params, self._opt_state, self._rng_key, loss = self._update(
-        self._params, self._target_params, self._opt_state, transitions,
+  def _run_update(self, update, data, num_updates: int):
+    """Run a jitted update on `data` (transitions or the device replay)."""
+    self._params, self._opt_state, self._rng_key, loss = update(
+        self._params, self._target_params, self._opt_state, data,
         self._rng_key)
-    self._num_updates += 1
+    self._num_updates += num_updates
     self._last_loss = loss
     return loss
 
@@ -368,11 +303,7 @@ def _on_stacks_first(network: hk.Transformed) -> hk.Transformed:
 
 
 def _acting_device():
-  """Return the second local device of the default platform, else the first.
-
-  A device runs its computations one after another: acting overlaps the
-  updates only on a queue of its own.
-  """
+  """Return the second local device of the default platform, else the first."""
   devices = jax.local_devices()
   return devices[1] if len(devices) > 1 else devices[0]
 

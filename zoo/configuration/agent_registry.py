@@ -1,10 +1,8 @@
 """The agents: named presets that each agent package declares in its agent.py.
 
-A preset fixes the head, the loss and its hyperparameters (zoo.agent.catalog)
-and the 2/N gradient scale (Adam's ε follows). A top-level package with an
-`agent.py` defining `PRESETS` and `DEFAULT_PRESET` is an agent package. Run
-code gets its presets from its entry point; what needs every agent (sweeps,
-comparisons, the agents table) calls `presets()`.
+A preset fixes the head, the loss and its hyperparameters and the 2/N
+gradient scale; a top-level package whose `agent.py` defines `PRESETS` and
+`DEFAULT_PRESET` is an agent package. What needs every agent calls `presets()`.
 """
 
 import dataclasses
@@ -47,8 +45,7 @@ def default_optimizer_epsilon(loss: str, num_quantiles: int,
                               scale_grad: bool) -> float:
   """Return Adam's ε: 0.01/32, × 2/N with scale_grad or a 2/N-gradient loss.
 
-  num_quantiles: N, the source atoms per action that the loss trains (at
-  sampled levels, the online samples: Settings.num_atoms()).
+  num_quantiles: N, the source atoms that the loss trains (Settings.num_atoms).
   """
   if scale_grad or catalog.loss(loss).gradient_2_over_n:
     return BASE_OPTIMIZER_EPSILON * 2 / num_quantiles
@@ -93,8 +90,7 @@ def _project_root() -> str:
 def agent_packages(paths: Optional[Iterable[str]] = None) -> Tuple[str, ...]:
   """Return the top-level packages with an agent.py, sorted.
 
-  Args:
-    paths: directories to look in (default: the project's root).
+  `paths`: directories to look in (default: the project's root).
   """
   if paths is None:
     paths = [_project_root()]

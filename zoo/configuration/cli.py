@@ -1,11 +1,8 @@
 """Start a command-line tool: every entry point ends with `cli.run(main)`.
 
-Unlike absl.app.run: --help and its kin exit with status 0 (absl: 1, which a
-script checking a command sees as a failure); a flag absl cannot parse, and an
-`app.UsageError` from `main`, end with one `Error:` line and status 1 (absl
-prints the whole help first); JAX's INFO note that libtpu is absent is dropped
-(NoLibtpuNote), installed when a tool starts so that importing the project
-changes no logging.
+Unlike absl.app.run: --help exits with status 0; a flag absl cannot parse
+and an `app.UsageError` end with one `Error:` line and status 1; JAX's INFO
+note that libtpu is absent is dropped (NoLibtpuNote).
 """
 
 import logging
@@ -20,12 +17,10 @@ JAX_BACKEND_LOGGER = 'jax._src.xla_bridge'
 
 
 class NoLibtpuNote(logging.Filter):
-  """Drop JAX's note that libtpu is absent, logged by every non-TPU run.
+  """Drop JAX's INFO note that libtpu is absent, logged by every non-TPU run.
 
-  JAX probes for a TPU before it picks a backend and logs the failure at INFO
-  (which absl's handler prints). Only the note for an absent libtpu.so is
-  dropped: a libtpu that fails otherwise, and JAX's warnings, still show, and
-  the probe itself (so the choice of CPU, GPU or TPU) is unchanged.
+  Only that note: other libtpu failures, JAX's warnings and the backend choice
+  are unchanged.
   """
 
   def filter(self, record: logging.LogRecord) -> bool:
@@ -49,11 +44,7 @@ def one_line(message: str) -> str:
 
 
 def parse_flags(argv: List[str]) -> List[str]:
-  """Parse the flags like absl's default parser, with the project's exits.
-
-  Only absl's help flags (and --only_check_flags) exit while flags are
-  parsed, after printing what was asked for: that is a success (status 0).
-  """
+  """Parse the flags as absl does; its help flags exit with status 0."""
   try:
     return flags.FLAGS(argv)
   except flags.Error as e:

@@ -1,9 +1,7 @@
 """Integer flags for counts that also accept scientific notation ('1e6').
 
-DQN Zoo and papers write frame counts as 1e6 or 5e5; absl's integer flags
-reject them. A count flag takes any integer written as an integer literal
-('1000000', '1_000_000') or in scientific notation with an integer value
-('1e6', '2.5e5'), and rejects anything else ('1.5', '1e-3') naming the value.
+A count is an integer literal ('1000000', '1_000_000') or scientific
+notation with an integer value ('1e6', '2.5e5'); '1.5' and '1e-3' are refused.
 """
 
 import decimal

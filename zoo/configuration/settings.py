@@ -1,14 +1,9 @@
 """A run's settings: one frozen, typed record, resolved and validated once.
 
-`Settings` holds every setting of a run (the flags of the entry points, with
-DQN Zoo's names and Atari defaults, counts in environment frames) plus the
-agent package and the suite. Its fields declare the flags
-(zoo.configuration.settings_flags defines them from here), `resolve_settings` fills what
-the flags leave to the agent's preset and the suite, and `validate_settings`
-is the one place that checks them, before any long work. On disk (run.json,
-checkpoints) settings are the plain dict `Settings.as_dict()` /
-`checkpoint_config()`. This module defines no flags, so that tools with their
-own flags (sweeps) can import it.
+`Settings`' fields declare the flags (zoo.configuration.settings_flags);
+`resolve_settings` fills what the flags leave to the preset and the suite;
+`validate_settings` checks them before any long work. No flags are defined
+here, so that tools with their own flags can import it.
 """
 
 import dataclasses
@@ -222,10 +217,9 @@ DISPLAY_FLAGS = ('tensorboard_loss_period', 'progress_interval_seconds')
 
 
 def num_atoms(values: Mapping[str, Any]) -> int:
-  """Return N of settings `values` (by name, head resolved).
+  """Return N of settings `values` (by name, head resolved): what 2/N divides by.
 
-  The online samples at sampled levels (--tau_samples_s_tm1), else
-  --num_quantiles: what Adam's ε and the gradient scale 2/N divide by.
+  --tau_samples_s_tm1 at sampled levels, else --num_quantiles.
   """
   if catalog.HEADS[values['head']].sampled_levels:
     return values['tau_samples_s_tm1']
@@ -245,8 +239,8 @@ def resolve_settings(suite, preset, values: Mapping[str, Any]) -> Settings:
 
   Args:
     suite: a zoo.configuration.suites.Suite.
-    preset: a zoo.configuration.agent_registry.AgentPreset: head, loss, κ and gradient scaling
-      where `values` leaves them unset (None).
+    preset: a zoo.configuration.agent_registry.AgentPreset, for what
+      `values` leaves unset (None).
     values: flag values; absent ones take the suite's defaults.
   """
   s = dict(default_settings(suite), **values)

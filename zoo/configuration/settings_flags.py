@@ -1,7 +1,7 @@
 """The run flags: one per field of zoo.configuration.settings.Settings, plus --preset.
 
-Entry points adopt this module's flags (`flags.adopt_module_key_flags`) so
-that --help lists them; `values_from_flags()` reads them once.
+Entry points adopt them (`flags.adopt_module_key_flags`) so that --help
+lists them; `values_from_flags()` reads them.
 """
 
 import dataclasses

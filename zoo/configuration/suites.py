@@ -1,8 +1,7 @@
 """Suites: what differs between families of games (Atari, MinAtar).
 
-A suite module `zoo/suites/<name>_suite.py` defines its `Suite` as `<NAME>`
-(zoo.suites.atari_suite.ATARI, zoo.suites.minatar_suite.MINATAR); `suite_by_name` finds it
-from a saved setting.
+`zoo/suites/<name>_suite.py` defines its `Suite` as `<NAME>`; `suite_by_name`
+finds it from a saved setting.
 """
 
 import importlib
@@ -10,6 +9,8 @@ from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple
 
 import numpy as np
 
+import networks
+from zoo.agent import catalog
 from zoo.configuration import settings as settings_lib
 from zoo.environments import environment
 
@@ -19,33 +20,20 @@ class Suite(NamedTuple):
 
   Attributes:
     name: 'atari' or 'minatar' (log lines, saved settings, default paths).
-    csv_prefix: put before the game in the CSV's environment_name column,
-      so that games of two suites with one name never mix ('' for Atari,
-      whose runs compare with the published ones; 'minatar-' for MinAtar).
-    check_game: fn(name) -> name; raises a ValueError listing the games.
-    flag_defaults: flag values that differ from the Atari defaults
-      (zoo.configuration.settings.Settings).
-    resolve: fn(values) -> values, filling suite-specific 'auto' flag values
-      (a dict, before the settings are built).
-    validate: fn(settings) -> None; raises ConfigError for suite-specific
-      limits (run after the shared checks).
-    observation_shape: fn(settings) -> per-stream observation shape
-      (*frame_shape, num_stacked_frames).
+    csv_prefix: before the game in the CSV's environment_name ('minatar-').
+    check_game: fn(name) -> name; ValueError listing the games.
+    flag_defaults: flag values that differ from the Atari defaults.
+    resolve: fn(values dict) -> values, filling suite-specific 'auto' values.
+    validate: fn(settings); ConfigError for suite-specific limits.
+    observation_shape: fn(settings) -> (*frame_shape, num_stacked_frames).
     make_environment: fn(settings, seed) -> a fresh BatchedEnvironment.
-    network_fn: fn(settings, num_actions) -> Haiku fn(observations) ->
-      QuantileNetworkOutputs.
-    normalize: fn(game, score) -> normalised score (NaN where the suite
-      has no reference scores).
-    render: fn(environment) -> [K, H, W, 3] uint8, the RGB screens of the
-      streams of an environment made by make_environment with
-      environment_mode='reference' (videos of scripts.analysis.evaluate); None where
-      the suite cannot render.
-    jax_environment: fn(settings) -> the game's JAX environment (pure
-      reset(key) and step(state, action, key), one stream each; the jitted
-      loop's), raising ConfigError for a game it cannot run; None: the
-      suite has none.
-    loops: the --loop names (zoo.configuration.settings.LOOPS) that run the
-      suite.
+    network_fn: fn(settings, num_actions) -> Haiku fn(observations).
+    normalize: fn(game, score) -> normalised score (NaN: no reference).
+    render: fn(reference-mode environment) -> [K, H, W, 3] uint8 screens;
+      None: cannot render.
+    jax_environment: fn(settings) -> the jitted loop's JAX environment
+      (ConfigError for a game it cannot run); None: none.
+    loops: the --loop names that run the suite.
   """
   name: str
   csv_prefix: str
@@ -62,6 +50,19 @@ class Suite(NamedTuple):
                             np.ndarray]] = None
   jax_environment: Optional[Callable[[settings_lib.Settings], Any]] = None
   loops: Tuple[str, ...] = ('python',)
+
+
+def quantile_network_fn(s: settings_lib.Settings, num_actions: int, *,
+                        torso: Callable, quantile_network: Callable):
+  """Return a suite's network_fn: IQN's at sampled levels, else fixed-level."""
+  if catalog.HEADS[s.head].sampled_levels:  # fn(observations, levels).
+    return networks.iqn_network(
+        torso(), num_actions, num_cosines=s.tau_latent_dim,
+        hidden_sizes=(s.hidden_size,) * s.num_hidden_layers)
+  return quantile_network(
+      num_actions, s.num_quantiles, head=s.head,
+      num_layers=s.num_hidden_layers, hidden_size=s.hidden_size,
+      nc_scale_activation=s.nc_scale_activation)
 
 
 def suite_by_name(name: str) -> Suite:

@@ -1,11 +1,8 @@
 """One Atari game under the DQN Zoo protocol, and the reference batched mode.
 
-`AtariEnvironment` is a `dm_env.Environment` over `ale_py.ALEInterface` that
-folds in what DQN Zoo spreads over gym_atari, its no-op wrapper, its
-processors and the run loop's episode cap; its pixels are DQN Zoo's, bit for
-bit, given the same emulator screens. docs/environments.md states the
-protocol, the two DQN Zoo quirks kept on purpose and what can still differ
-from the published runs.
+`AtariEnvironment` folds in what DQN Zoo spreads over gym_atari, its no-op
+wrapper, its processors and the run loop's episode cap; its pixels are DQN
+Zoo's, bit for bit (docs/environments.md).
 """
 
 from typing import Callable, Optional, Sequence
@@ -252,11 +249,9 @@ def make_atari_environment(
     mode: 'reference' (K Python AtariEnvironments; K=1 is DQN Zoo) or
       'vector' (zoo.environments.vector_env).
     max_episode_frames: frame cap per episode (0: none).
-    num_threads: 'vector' mode only: emulator threads (0: one per stream, at
-      most the CPU count).
-    ale_factory: 'reference' mode only: fn(game, seed) -> ALE (tests).
-    **reference_options: 'reference' mode only: AtariEnvironment's
-      preprocessing (num_action_repeats, num_stacked_frames, height, width).
+    num_threads: 'vector' only: emulator threads (0: min(K, CPU count)).
+    ale_factory: 'reference' only: fn(game, seed) -> ALE (tests).
+    **reference_options: 'reference' only: AtariEnvironment's preprocessing.
   """
   atari_data.check_game(game)
   if mode == 'reference':

@@ -1,25 +1,17 @@
 """Atari inside jitted code: vector_env's streams on ale-py's XLA interface.
 
-`ale_py.AtariVectorEnv(...).xla()` gives a handle and a reset and a step that
-JAX calls through its FFI. The vector environment is vector_env's
-(`make_vector_env`), and its outputs are converted, in JAX, to the timesteps
-`vector_env.VectorAtariEnvironment` returns, bit for bit. Limits of the
-interface (docs/environments.md): no vmap (the K streams are batched inside),
-NEXT_STEP auto-reset only, and the calls have side effects: the handle threads
-through every reset and step (`EnvState`) so that XLA keeps them in order,
-and this object must stay alive and open while a computation holding its
-handle runs. Under jit nothing checks the actions: keep them in
-[0, num_actions).
+The outputs of `ale_py.AtariVectorEnv(...).xla()` are converted in JAX to
+the timesteps of `vector_env.VectorAtariEnvironment`, bit for bit. Its limits
+(no vmap, the handle threaded through every call, actions unchecked under
+jit): docs/environments.md.
 """
 
-import os
 from typing import NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from zoo.environments import atari_data
 from zoo.environments import environment
 from zoo.environments import vector_env
 
@@ -45,10 +37,9 @@ class EnvState(NamedTuple):
 
 
 def to_dqn_zoo_stack(stacks: jax.Array, episode_step: jax.Array) -> jax.Array:
-  """Convert [K, S, H, W] front-padded stacks to [K, H, W, S] end-padded ones.
+  """Convert front-padded [K, S, H, W] stacks to end-padded [K, H, W, S].
 
-  vector_env.to_dqn_zoo_stack in JAX: roll each stream's stack left by
-  S - 1 - episode_step while its episode has fewer than S frames.
+  vector_env.to_dqn_zoo_stack in JAX.
   """
   num_stacked = stacks.shape[1]
   shift = jnp.maximum(num_stacked - 1 - episode_step, 0)
@@ -59,10 +50,7 @@ def to_dqn_zoo_stack(stacks: jax.Array, episode_step: jax.Array) -> jax.Array:
 
 def to_timestep(stacks, reward, terminated, truncated, lives, previous_lives,
                 first, episode_step) -> TimeStep:
-  """Map one XLA step (NEXT_STEP auto-reset) to a TimeStep.
-
-  vector_env.to_batched_timestep in JAX; the arguments are its own.
-  """
+  """Map one XLA step to a TimeStep: vector_env.to_batched_timestep in JAX."""
   terminated = terminated & ~first
   truncated = truncated & ~first
   last = terminated | truncated
@@ -81,10 +69,9 @@ def to_timestep(stacks, reward, terminated, truncated, lives, previous_lives,
 class AtariJaxEnvironment:
   """K Atari streams as pure jittable functions of an `EnvState`.
 
-  Owns the emulators (an ale_py.AtariVectorEnv); `reset` and `step` are pure
-  in their arguments (the emulators' state is named by the handle they take
-  and return), so they may be jitted and scanned. Equality is identity: two
-  environments never share emulators.
+  Owns the emulators; `reset` and `step` are pure in their arguments (the
+  handle they take and return names the emulators' state). Equality is
+  identity: two environments never share emulators.
   """
 
   def __init__(self, game: str, seed: int, num_envs: int = 1,
@@ -98,15 +85,8 @@ class AtariJaxEnvironment:
       max_episode_frames: frame cap per episode, no-ops excluded (0: none).
       num_threads: emulator threads; 0: min(K, CPU count).
     """
-    atari_data.check_game(game)
-    if num_envs < 1:
-      raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
-    if max_episode_frames < 0:
-      raise ValueError(f'max_episode_frames must be >= 0 (0: no cap), got '
-                       f'{max_episode_frames}.')
+    vector_env.check_arguments(game, num_envs, max_episode_frames)
     self.seeds = environment.stream_seeds(seed, num_envs).astype(np.int32)
-    if num_threads <= 0:
-      num_threads = min(num_envs, os.cpu_count() or 1)
     self._env = vector_env.make_vector_env(game, num_envs, max_episode_frames,
                                            num_threads)
     self.handle, self._reset, self._step = self._env.xla()
@@ -125,11 +105,10 @@ class AtariJaxEnvironment:
     """Start a new episode in every stream; every step type is FIRST.
 
     Args:
-      handle: `self.handle`, or the latest state's (so that this call comes
-        after the steps before it).
-      reseed: a Python bool. True: seed the emulators with `self.seeds`, as
-        VectorAtariEnvironment's first reset does (it reloads the ROMs); False:
-        go on with their generators, as its later resets.
+      handle: `self.handle`, or the latest state's (it orders the calls).
+      reseed: a Python bool. True: seed the emulators with `self.seeds`
+        (reloads the ROMs), as VectorAtariEnvironment's first reset; False: go
+        on with their generators, as its later resets.
     """
     seeds = self.seeds if reseed else np.full(self.num_envs, -1, np.int32)
     handle, (stacks, info) = self._reset(handle, jnp.asarray(seeds))
@@ -148,7 +127,7 @@ class AtariJaxEnvironment:
     """Step every stream with its action ([K] ints in [0, num_actions)).
 
     A stream whose previous step was LAST starts a new episode (FIRST) and
-    ignores its action.
+  ignores its action.
     """
     handle, (stacks, reward, terminated, truncated, info) = self._step(
         state.handle, jnp.asarray(actions, jnp.int32))

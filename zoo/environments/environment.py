@@ -1,10 +1,8 @@
 """The batched environment contract the run loop sees (ARCHITECTURE.md).
 
 K >= 1 streams with dm_env semantics each; the step after a stream's LAST
-starts a new episode (FIRST, action ignored). Stacks are laid out as DQN Zoo
-pads them, zeros at the END: [A, 0, 0, 0], [A, B, 0, 0], [A, B, C, 0],
-[A, B, C, D], [B, C, D, E]; `newest_frame_index` and `stack_frames` encode it
-for code that stores one frame per step.
+starts a new episode (FIRST, action ignored). Stacks are padded as DQN Zoo's,
+zeros at the END: [A, 0, 0, 0], [A, B, 0, 0], ..., [B, C, D, E].
 """
 
 import abc
@@ -57,15 +55,9 @@ def newest_frame_index(episode_step: np.ndarray,
 
 def stack_frames(frames: Sequence[np.ndarray],
                  num_stacked_frames: int = 4) -> np.ndarray:
-  """Stack the last frames of an episode (oldest first) as DQN Zoo does.
+  """Stack an episode's last frames (oldest first, [H, W] each) as DQN Zoo does.
 
-  Args:
-    frames: the episode's processed frames so far, oldest first, each [H, W].
-    num_stacked_frames: stack depth.
-
-  Returns:
-    [H, W, num_stacked_frames] with the last `num_stacked_frames` frames,
-    oldest first, zero-padded at the end when fewer frames exist.
+  Returns [H, W, num_stacked_frames], zero-padded at the end.
   """
   if not frames:
     raise ValueError('stack_frames needs at least one frame.')

@@ -1,11 +1,9 @@
 """K MinAtar games (Young & Tian, 2019) as one BatchedEnvironment.
 
-Each stream is a `minatar.Environment` with MinAtar's defaults (sticky actions,
-difficulty ramping); the agent acts in the game's minimal action set, as
-MinAtar's gymnasium '-v1' ids (Young & Tian's results used all 6 actions).
-One step is one frame; observations are the 10x10xC object channels as uint8
-with a stack axis of one, [10, 10, C, 1]. The discount is 0 at game over and 1
-on the LAST step of an episode cut at `max_episode_frames`.
+Each stream is a `minatar.Environment` with MinAtar's defaults, acting in the
+minimal action set; one step is one frame; observations are the 10x10xC
+channels as uint8 [10, 10, C, 1]. The discount is 0 at game over, 1 on a step
+cut at `max_episode_frames` (docs/environments.md).
 """
 
 import difflib
@@ -132,8 +130,8 @@ class MinAtarEnvironment(environment.BatchedEnvironment):
   def rgb_frames(self, scale: int = 1) -> np.ndarray:
     """Return the streams' grids as RGB images [K, 10s, 10s, 3] uint8.
 
-    Each cell takes the colour of its first set channel (black if none) and
-    becomes a `scale` x `scale` block, so that a video is watchable.
+    A cell takes its first set channel's colour (black if none), as a
+    `scale` x `scale` block.
     """
     states = np.stack([env.state() for env in self._envs])
     palette = _palette(states.shape[-1])

@@ -1,13 +1,9 @@
 """MinAtar in JAX: pgx-minatar's games as minatar_env's environment.
 
-One stream as pure functions (jit- and vmap-able), the environment that
-`minatar_env.MinAtarEnvironment` gives with the `minatar` package: its action
-set and order, sticky actions (the previous action survives a reset, as in
-`minatar.Environment`), difficulty ramping, 10x10xC uint8 observations
-(without minatar_env's stack axis), an episode cut at `max_episode_frames`,
-and the batched contract's dm_env semantics per stream.
-docs/minatar-jax-environment.md gives the measured agreement with `minatar`.
-Actions must lie in [0, num_actions): under jit nothing checks them.
+One stream as pure functions (jit- and vmap-able) that behave as
+`minatar_env.MinAtarEnvironment` without its stack axis; the measured
+agreement: docs/minatar-jax-environment.md. Under jit nothing checks the
+actions: keep them in [0, num_actions).
 """
 
 import functools
@@ -124,10 +120,7 @@ class JaxMinAtar:
 
   def step(self, state: EnvState, action,
            rng_key) -> Tuple[EnvState, TimeStep]:
-    """Step one stream with `action` in [0, num_actions).
-
-    After a LAST this starts a new episode (FIRST) and ignores `action`.
-    """
+    """Step one stream with `action`; after a LAST, start a new episode instead."""
 
     def new_episode():
       # minatar.Environment keeps its previous action across reset(): the new
@@ -151,11 +144,7 @@ class JaxMinAtar:
 
 
 def make(game: str, **kwargs) -> JaxMinAtar:
-  """Return the JAX environment of a MinAtar game (ValueError if unknown).
-
-  Keyword arguments (max_episode_frames, sticky_action_prob) are those of
-  zoo.environments.minatar_env.MinAtarEnvironment, with its defaults.
-  """
+  """Return the JAX environment of a MinAtar game (minatar_env's keywords)."""
   return JaxMinAtar(game, **kwargs)
 
 
@@ -167,10 +156,8 @@ def make(game: str, **kwargs) -> JaxMinAtar:
 def random_policy_steps(env: JaxMinAtar, rng_key, num_steps: int):
   """Run a uniformly random policy on one stream for `num_steps` timesteps.
 
-  The reset's FIRST is the first timestep, as zoo.loops.python_loop.run_phase counts.
-
-  Returns:
-    (rng_key, step_type [num_steps] int8, reward [num_steps] float32).
+  The reset's FIRST is the first timestep. Returns (rng_key, step_type
+  [num_steps] int8, reward [num_steps] float32).
   """
   rng_key, reset_key = jax.random.split(rng_key)
   state, first = env.reset(reset_key)
@@ -191,11 +178,9 @@ def random_policy_steps(env: JaxMinAtar, rng_key, num_steps: int):
 
 @functools.partial(jax.jit, static_argnums=(0, 2))
 def random_policy_episodes(env: JaxMinAtar, rng_key, num_episodes: int):
-  """Play `num_episodes` independent episodes (vmapped) with a random policy.
+  """Play `num_episodes` random-policy episodes (vmapped).
 
-  Returns:
-    (rng_key, returns [num_episodes] float32, lengths [num_episodes] int32),
-    a length counting the episode's frames (steps after its FIRST).
+  Returns (rng_key, returns [n] float32, lengths [n] int32 in frames).
   """
   rng_key, reset_key = jax.random.split(rng_key)
   states, _ = jax.vmap(env.reset)(jax.random.split(reset_key, num_episodes))

@@ -1,14 +1,8 @@
 """The vectorized mode: K Atari streams stepped by `ale_py.AtariVectorEnv`.
 
-The C++ vector environment preprocesses, configured here to the DQN Zoo
-protocol with NEXT_STEP auto-reset (dm_env's); the life count comes in
-`info['lives']`, so a life loss zeroes the discount without episodic life.
-Where it differs from the reference mode (docs/environments.md): no-ops
-uniform in 0..29, grayscale before the max and an area resize (a couple of
-grey levels), a repeat cut short by game over pools what it has, a life lost
-on a capped step zeroes the discount. Stream k's seed is
-environment.stream_seeds(seed, K)[k], set once (seeding reloads the ROMs).
-The front-padded stacks are moved to DQN Zoo's end-padded layout.
+The C++ vector environment, configured to the DQN Zoo protocol with
+NEXT_STEP auto-reset; its front-padded stacks are moved to DQN Zoo's layout.
+Where it differs from the reference mode: docs/environments.md.
 """
 
 import os
@@ -23,13 +17,7 @@ from zoo.environments import environment
 def to_dqn_zoo_stack(stacks: np.ndarray, episode_step: np.ndarray) -> np.ndarray:
   """Convert [K, S, H, W] front-padded stacks to [K, H, W, S] end-padded ones.
 
-  Args:
-    stacks: the vector environment's stacks, oldest frame first, zero-padded
-      in front while an episode has fewer than S frames.
-    episode_step: [K] agent steps since each stream's FIRST (0 on FIRST).
-
-  Returns:
-    [K, H, W, S] uint8 stacks in DQN Zoo's layout (zoo.environments.environment).
+  `episode_step` [K]: agent steps since each stream's FIRST (0 on FIRST).
   """
   num_stacked = stacks.shape[1]
   observation = np.ascontiguousarray(np.moveaxis(stacks, 1, -1))
@@ -77,10 +65,25 @@ def to_batched_timestep(
   )
 
 
+def check_arguments(game: str, num_envs: int, max_episode_frames: int) -> None:
+  """Raise ValueError for an unknown game, K < 1 or a negative frame cap."""
+  atari_data.check_game(game)
+  if num_envs < 1:
+    raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
+  if max_episode_frames < 0:
+    raise ValueError(f'max_episode_frames must be >= 0 (0: no cap), got '
+                     f'{max_episode_frames}.')
+
+
 def make_vector_env(game: str, num_envs: int, max_episode_frames: int,
                     num_threads: int):
-  """Return an ale_py.AtariVectorEnv configured to the DQN Zoo protocol."""
+  """Return an ale_py.AtariVectorEnv configured to the DQN Zoo protocol.
+
+  num_threads: emulator threads; 0: min(K, CPU count).
+  """
   import ale_py  # pylint: disable=g-import-not-at-top
+  if num_threads <= 0:
+    num_threads = min(num_envs, os.cpu_count() or 1)
   return ale_py.AtariVectorEnv(
       atari_data.rom_id(game),
       num_envs,
@@ -116,14 +119,7 @@ class VectorAtariEnvironment(environment.BatchedEnvironment):
       max_episode_frames: frame cap per episode, no-ops excluded (0: none).
       num_threads: emulator threads; 0: min(K, CPU count).
     """
-    atari_data.check_game(game)
-    if num_envs < 1:
-      raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
-    if max_episode_frames < 0:
-      raise ValueError(f'max_episode_frames must be >= 0 (0: no cap), got '
-                       f'{max_episode_frames}.')
-    if num_threads <= 0:
-      num_threads = min(num_envs, os.cpu_count() or 1)
+    check_arguments(game, num_envs, max_episode_frames)
     if vector_env is None:
       vector_env = make_vector_env(game, num_envs, max_episode_frames,
                                    num_threads)

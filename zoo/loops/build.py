@@ -1,8 +1,7 @@
 """Build a run's parts from its settings: environments, learner, agent, replay.
 
 `learner_parts` is the one place that turns settings into the learner's
-parts (network, loss, optimizer, gradient scale, ε schedule, the seed's
-draws); the Python loop's agent, the jitted loop and the benchmarks use it.
+parts; both loops and the benchmarks use it.
 """
 
 import functools
@@ -54,10 +53,9 @@ def make_network(suite, s: settings_lib.Settings, num_actions: int,
                  network_fn=None):
   """Return the network of settings `s`, transformed.
 
-  `network_fn` (default: the suite's) is a Haiku fn(observations) ->
-  QuantileNetworkOutputs, or fn(observations, levels) with a head at sampled
-  levels: then the network is a zoo.agent.learning.SampledLevelNetwork of
-  the settings' tau_samples_* (what select_action and the learner read).
+  `network_fn` (default: the suite's): fn(observations), or fn(observations,
+  levels) with a head at sampled levels, then wrapped as a
+  zoo.agent.learning.SampledLevelNetwork of the settings' tau_samples_*.
   """
   if network_fn is None:
     network_fn = suite.network_fn(s, num_actions)

@@ -1,10 +1,8 @@
 """The one iteration driver: every loop's runs go through `run`.
 
 Iteration 0 evaluates only; each later one trains, then evaluates. The driver
-alone decides where a group of seeds starts, finishes a run, writes run.json,
-the rows (the suite's normalised score) and the CSV, checks for interrupts and
-calls the hooks. A loop is an adapter (`Loop`) that restores, runs one phase
-of every seed of its group and saves.
+decides where a group of seeds starts and writes run.json, rows and CSVs,
+checks interrupts and calls the hooks; a loop is an adapter (`Loop`).
 """
 
 import abc
@@ -35,8 +33,8 @@ class TrainResult(NamedTuple):
 class Loop(abc.ABC):
   """A loop's adapter: the learners and environments of a group of seeds.
 
-  `learners[i]` is what the hooks read of seed i: `frame_t`,
-  `num_updates` and `last_loss` (None before the first update).
+  `learners[i]` is what the hooks read of seed i: `frame_t`, `num_updates`
+  and `last_loss` (None before the first update).
   """
 
   learners: Sequence[Any]
@@ -74,9 +72,7 @@ class Start(NamedTuple):
 def start_of(runs: Sequence[settings_lib.Settings]) -> Start:
   """Return where the seeds start (zoo.loops.resume.check_resume per seed).
 
-  Raises:
-    ConfigError: a refused checkpoint, or seeds of one group that stand at
-      different iterations.
+  Raises ConfigError: a refused checkpoint, or seeds at different iterations.
   """
   found = [resume.check_resume(s) for s in runs]
   if all(f is None for f in found):
@@ -140,12 +136,12 @@ def run(runs: Sequence[settings_lib.Settings], make_loop: Callable[[], Loop],
   """Run (or resume) iterations 0..num_iterations of a group; return rows.
 
   Args:
-    runs: each seed's settings, resolved and checked (zoo.loops.runner),
-      equal but for the seed and the paths; their directories held.
+    runs: each seed's settings, resolved and checked, equal but for the seed
+      and the paths; their directories held.
     make_loop: fn() -> the group's Loop, made once the start is known.
     environment_name: the CSV's column ('minatar-breakout').
     normalize: eval return -> the suite's normalised score.
-    extra_hooks: per seed, hooks told of the run after the default ones.
+    extra_hooks: per seed, hooks after the default ones.
     log: where the run's messages go.
 
   Raises:
@@ -197,9 +193,7 @@ def _iterate(loop: Loop, runs, rows: List[Rows], first: int, hooks,
     stop.check()
 
   def phase(iteration: int, name: str, run_phase):
-    for seed_hooks in hooks:
-      for hook in seed_hooks:
-        hook.begin_phase(iteration, name)
+    _each(hooks, 'begin_phase', iteration, name)
     results = run_phase(iteration, on_step)
     for seed_hooks, result in zip(hooks, results):
       for hook in seed_hooks:

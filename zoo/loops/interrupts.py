@@ -1,11 +1,9 @@
 """Clean stops on SIGINT (Ctrl-C) and SIGTERM: record the signal, stop later.
 
-Python's default SIGINT handler raises KeyboardInterrupt wherever the main
-thread is, JAX tracing and XLA compilation included, which crashed the process
-or printed long tracebacks. `install()` only records the signal; `pending()`,
-called at safe points, raises `Interrupted` there. A second signal exits at
-once (checkpoints are atomic: nothing is lost that a rerun would not redo).
-Standard library only: the entry points install the handlers before JAX loads.
+Python's default SIGINT handler raises anywhere, JAX compilation included.
+`install()` records the signals instead; `pending()`, called at safe points, raises
+`Interrupted` there; a second signal exits at once. Standard library only:
+the entry points install the handlers before JAX loads.
 """
 
 import os
@@ -19,11 +17,7 @@ _pending: Optional[int] = None
 class Interrupted(Exception):
   """A recorded SIGINT or SIGTERM, raised at a safe point.
 
-  Attributes:
-    signum: the signal.
-    exit_status: 128 + signum (130 for SIGINT, 143 for SIGTERM), the status
-      a shell reports for a process its signal ended.
-    message: where the run stood and how to resume (set by whoever knows).
+  `exit_status` is 128 + signum; `message` says where the run stood.
   """
 
   def __init__(self, signum: int, message: str = ''):

@@ -1,11 +1,8 @@
 """The jitted loop (--loop=jitted): a group of seeds vmapped in one process.
 
-A zoo.loops.driver adapter. The suite supplies the JAX environment
-(`Suite.jax_environment`); `JittedLoop` jits zoo.loops.jitted_train's pure
+A zoo.loops.driver adapter: `JittedLoop` jits zoo.loops.jitted_train's pure
 functions in one place and runs each phase as compiled chunks, with Python
-only between chunks (progress, interrupts) and phases (rows, checkpoints).
-Environments are seeded as the Python loop's; the training streams at K > 1
-are checkpointed with the seed (an exact resume).
+only between chunks and phases (docs/minatar-jitted-loop.md).
 """
 
 import time
@@ -107,11 +104,7 @@ def save_checkpoints(runs: Sequence[settings_lib.Settings],
                      states: jitted_train.SeedState, iteration: int,
                      frame_t: int, rows: Sequence[List[Dict[str, Any]]]
                      ) -> None:
-  """Checkpoint every seed in its run directory (zoo.storage.checkpoint.save).
-
-  The replay is part of the state (a few MB per seed, bit-packed), so no
-  replay chunks are written.
-  """
+  """Checkpoint every seed in its run directory (its replay is part of the state)."""
   host = jax.device_get(states)
   for index, s in enumerate(runs):
     meta = resume.checkpoint_meta(s, iteration, rows[index], frame_t=frame_t)
@@ -130,11 +123,15 @@ def load_checkpoints(paths: Sequence[str], template: jitted_train.SeedState
   return _stack(trees)
 
 
-def _check_observations(streams: jitted_train.Streams) -> None:
+def _phase_stats(streams: jitted_train.Streams, duration: float
+                 ) -> List[phase_accounting.PhaseStats]:
+  """Return each seed's PhaseStats (host streams); refuse non-binary frames."""
   if np.any(np.asarray(streams.non_binary)):
     raise ValueError('The environment emitted observations other than 0/1; '
                      "the jitted loop's replay stores bits. Use an "
                      'environment of binary observations.')
+  return [phase_accounting.phase_stats(_seed_slice(streams.tally, i), duration)
+          for i in range(streams.value_sum.shape[0])]
 
 
 class _SeedLearner:
@@ -166,8 +163,7 @@ class JittedLoop(driver.Loop):
       cfg: the group's counts.
       functions: zoo.loops.jitted_train.make_train's; jitted here.
       runs: each seed's settings (vmapped in this order).
-      parts: each seed's learner parts (zoo.loops.build.learner_parts): its
-        key and the ε schedule.
+      parts: each seed's zoo.loops.build.learner_parts (key, ε schedule).
     """
     self.cfg = cfg
     self._runs = runs
@@ -208,12 +204,10 @@ class JittedLoop(driver.Loop):
       on_step(frames)
     streams = jax.device_get(states.train_streams)
     duration = time.perf_counter() - begin
-    _check_observations(streams)
     epsilon = float(self._epsilon(self.frame_t))
-    return [driver.TrainResult(
-        phase_accounting.phase_stats(_seed_slice(streams.tally, i), duration),
-        epsilon, float(streams.value_sum[i]) /
-        max(int(streams.value_count[i]), 1)) for i in range(len(self._runs))]
+    return [driver.TrainResult(stats, epsilon, float(streams.value_sum[i]) /
+                               max(int(streams.value_count[i]), 1))
+            for i, stats in enumerate(_phase_stats(streams, duration))]
 
   def evaluate(self, iteration: int, on_step
                ) -> List[phase_accounting.PhaseStats]:
@@ -222,10 +216,7 @@ class JittedLoop(driver.Loop):
         self._states, phase_keys(self._seeds, iteration, 'eval'))
     streams = jax.device_get(streams)
     duration = time.perf_counter() - begin
-    _check_observations(streams)
-    stats = [phase_accounting.phase_stats(_seed_slice(streams.tally, i),
-                                          duration)
-             for i in range(len(self._runs))]
+    stats = _phase_stats(streams, duration)
     on_step(stats[0].num_frames)
     return stats
 
@@ -240,10 +231,8 @@ def _functions(suite, s: settings_lib.Settings, cfg, env,
                parts: build.LearnerParts) -> jitted_train.Functions:
   """Return make_train's functions, reused for the same program.
 
-  Reuse keeps JAX's compilations (a resumed group in one process, tests).
-  The key is what a checkpoint must match (Settings.checkpoint_config: no
-  paths, no display settings) but for the seed and κ, which are the
-  seeds' data: settings that differ only in κ share the functions.
+  Reuse keeps JAX's compilations. The key is the checkpoint config but the
+  seed and κ, which are the seeds' data.
   """
   config = dict(s.checkpoint_config(), seed=0, huber_param=0.0)
   key = (cfg, env, suite.name, tuple(sorted(config.items())))

@@ -1,29 +1,9 @@
 """The jitted MinAtar loop's pure functions: train and evaluate, seeds vmapped.
 
-The PureJaxRL / Podracer "Anakin" pattern: `make_train` returns pure
-functions of one group of seeds; zoo.loops.jitted_loop jits them in one place and
-drives the iterations. A training phase is `lax.scan` chunks of blocks; the
-seeds of a group are one `vmap` axis.
-
-The agent is zoo.agent's, not a copy: `select_action` (ε-greedy on K
-streams), `sample_and_update` (sampling inside the update, then `update`:
-the TD target of `td_target`, the loss of `make_loss_fn`, the gradient
-scale, clip then Adam of `make_optimizer`) and the ε schedule
-(`LinearSchedule.at`, traced). QR's κ is data, the seed's `huber_param`,
-not a constant of the compiled program: runs that differ only in κ
-(QR-DQN-1, QR-DQN-0) share one program.
-
-A block is `learn_period` frames (K < learn_period: learn_period / K steps
-of the K streams) or one step (K >= learn_period); after it, the block's
-updates (learn_period frames per update) run once the replay holds its
-minimum, then the target copy when a multiple of the target period was
-crossed: the reference agent's order and counts (zoo.agent.quantile_agent.QuantileAgent,
-K x frames per step). The frame counter is shared by the seeds (they run
-in lockstep), so those conditions are real branches, not selects.
-Phases are counted by zoo.loops.phase_accounting, the Python loop's code. The
-training streams are part of the seed's state: at K = 1 fresh every phase
-(DQN Zoo), at K > 1 they go on across iterations, as zoo.loops.train_streams's,
-and are checkpointed with the seed (an exact resume).
+`make_train` returns pure functions of one group of seeds (the Anakin
+pattern); zoo.loops.jitted_loop jits them. The agent is zoo.agent.learning's;
+κ is data of the program. Blocks, counts and the training streams:
+docs/minatar-jitted-loop.md.
 """
 
 from typing import Any, Callable, NamedTuple
@@ -66,12 +46,7 @@ class LoopConfig(NamedTuple):
     return self.block_frames // self.learn_period
 
   def updates_done(self, frame_t: int) -> int:
-    """Return the updates run by frame `frame_t` (a block boundary).
-
-    A block learns once the replay holds min_replay_size transitions at its
-    end (`block`'s condition); the replay only grows, so every block from
-    the first that learns does.
-    """
+    """Return the updates run by frame `frame_t` (a block boundary)."""
     k = self.num_streams
     if k * self.stream_capacity < self.min_replay_size:
       return 0
@@ -122,11 +97,7 @@ class Functions(NamedTuple):
 def make_learn(cfg: LoopConfig, network: hk.Transformed,
                loss_of_kappa: Callable[[Any], agent_lib.LossFn], optimizer,
                additional_discount: float, grad_scale: float) -> Callable:
-  """Return learn(SeedState) -> (SeedState, loss): one block's updates.
-
-  Batches come from the seed's packed replay; the update is zoo.agent's,
-  with the loss of the seed's κ (`loss_of_kappa(state.huber_param)`).
-  """
+  """Return learn(SeedState) -> (SeedState, loss): one block's updates."""
   target_fn = lambda *a: agent_lib.td_target(  # pylint: disable=g-long-lambda
       network, additional_discount, *a)
   sampler = lambda replay, key, n: packed_replay.sample(  # pylint: disable=g-long-lambda
@@ -153,12 +124,10 @@ def make_train(cfg: LoopConfig, env, network: hk.Transformed,
 
   Args:
     cfg: the static counts.
-    env: a JAX environment (zoo.environments.minatar_jax_env.make's interface): pure
-      reset(key) and step(state, action, key), one stream each.
+    env: a JAX environment (minatar_jax_env.make's interface).
     network: the Haiku network on [B, 10, 10, C, 1] observations (or a
       zoo.agent.learning.SampledLevelNetwork: IQN).
-    loss_of_kappa: fn(κ) -> the loss, κ a traced float32 (a seed's
-      `huber_param`): zoo.loops.build.LearnerParts'.
+    loss_of_kappa: fn(κ) -> the loss, κ a traced float32 (LearnerParts').
     optimizer: zoo.agent.learning.make_optimizer's.
     additional_discount: γ applied to the environment's discounts.
     grad_scale: the gradient's factor (2/N with scale_grad, else 1).
@@ -208,8 +177,7 @@ class _Program:
                    jnp.int32(0), jnp.int32(0))
 
   def start_train(self, state: SeedState, env_key) -> SeedState:
-    """Return the state at a training phase's start: its streams fresh at
-    K = 1 (DQN Zoo), going on at K > 1 (as zoo.loops.train_streams')."""
+    """Return the state at a training phase's start (streams: is_dqn_zoo's rule)."""
     streams = state.train_streams
     if phase_accounting.is_dqn_zoo(self.k):
       return state._replace(train_streams=self.start_phase(env_key))
@@ -255,7 +223,8 @@ class _Program:
   def block(self, state: SeedState, frame_t):
     """Act, store and step for one block, then learn when due (one seed).
 
-    Returns (state, the latest update's loss, NaN if none ran)."""
+    Returns (state, the latest update's loss, NaN if none ran).
+    """
     cfg = self.cfg
     # A scan, not an unrolled loop: the network and the environment are
     # compiled once per block instead of once per step.
@@ -292,8 +261,7 @@ class _Program:
   def train_chunk(self, states: SeedState, frame_t, num_blocks: int):
     """Run `num_blocks` blocks of every seed.
 
-    Returns (states, frame_t, last_loss [S]): the loss of each seed's
-    latest update in the chunk, NaN if none ran.
+    Returns (states, frame_t, each seed's latest loss [S], NaN if none).
     """
 
     def body(carry, _):

@@ -1,15 +1,9 @@
 """One phase's accounting of K streams, numpy or jax.numpy (`xp`), both loops.
 
-Each timestep a stream spends in a counted episode counts `num_action_repeats`
-frames. A phase starts with every stream's episode counted (one carried over
-too); a later episode counts if it starts before the frames are spent. The
-phase ends once they are (budget: training, and evaluation at K = 1, DQN Zoo)
-and, for whole episodes (evaluation at K > 1), every counted episode ended,
-within a bound: once the K streams have stepped `overrun` times the budget
-past it, the counted episodes still running are cut there and count with
-their partial return (docs/evaluation-rule.md). Its return: the mean over the
-counted episodes (ended or cut); if none, the partial return at K = 1
-(DQN Zoo), NaN at K > 1 (docs/training-streams.md).
+Each timestep a stream spends in a counted episode counts
+`num_action_repeats` frames; the budget rule, whole episodes within a bound
+at K > 1 and the phase's return: docs/evaluation-rule.md and
+docs/training-streams.md.
 """
 
 import math
@@ -34,11 +28,8 @@ CUT_RULE = 'partial'
 def is_dqn_zoo(num_streams: int) -> bool:
   """Return whether K streams run DQN Zoo's protocol exactly: K = 1.
 
-  The one place the K = 1 / K > 1 rule is decided. At K = 1 a training
-  phase runs on a fresh environment, evaluation follows the budget rule and
-  a phase with no ended episode reports the cut one's partial return. At
-  K > 1 training streams go on across phases, evaluation runs whole
-  episodes within a bound, and such a phase reports NaN.
+  The one place the K = 1 / K > 1 rule is decided (fresh training streams,
+  the budget rule in evaluation, a partial return when no episode ended).
   """
   return num_streams == 1
 
@@ -81,9 +72,8 @@ def count(tally: Tally, step_type, reward, num_frames: int,
           cut_rule: str = CUT_RULE) -> Tally:
   """Count one timestep ([K] step types and raw rewards) of a phase.
 
-  Past the budget (only whole episodes go on there), once the frames stepped
-  reach `bound(num_frames, overrun)` past it, the counted episodes still
-  running are cut: `cut_rule` says what they count as.
+  Once whole episodes have stepped `bound(num_frames, overrun)` frames past
+  the budget, the counted ones still running are cut (`cut_rule`).
   """
   chex.assert_equal_shape([step_type, reward, tally.running, tally.counted])
   if cut_rule not in CUT_RULES:
@@ -127,8 +117,7 @@ def past_budget(tally: Tally, num_frames: int,
   """Return what a whole-episode phase is doing past its budget ('' before).
 
   E.g. 'budget spent, finishing 12 episodes in progress, 340k frames past it
-  (at most 500k)': the counted episodes still running, and the frames the K
-  streams stepped past the budget against the bound. Host values only.
+  (at most 500k)'. Host values only.
   """
   if int(tally.frames) < num_frames:
     return ''
@@ -176,8 +165,7 @@ def run_steps(timestep: environment.BatchedTimeStep,
               ) -> Tuple[np.ndarray, Tally]:
   """Act and count until the phase is over; return (last actions, tally).
 
-  `on_step` gets the frames counted so far after every step, `on_tally` the
-  tally (e.g. for past_budget).
+  `on_step` gets the frames counted after every step, `on_tally` the tally.
   """
   while True:
     actions = act(timestep)

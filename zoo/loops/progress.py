@@ -1,13 +1,8 @@
 """Progress of a run: a line every ~30 s within phases, measured ETAs.
 
-A default Atari iteration takes about an hour on a CPU, so one line per
-iteration is not enough. Each line gives the frames done, the frame rate since
-the previous line and the phase's and the run's ETAs (every remaining phase at
-the latest measured rate of its kind, plus the measured time between phases);
-a resumed run starts from the rates in its CSV rows. The run's ETA stays
-unknown until training has been measured after its first update: while the
-replay fills, training runs several times faster than it will. On a terminal
-a one-line bar on stderr is also redrawn every second.
+Each line gives the frames done, the rate since the previous line and the
+phase's and the run's ETAs (docs/running.md, "Progress lines"); on a
+terminal a one-line bar on stderr is redrawn every second.
 """
 
 import math
@@ -179,8 +174,7 @@ class Progress(run_hooks.RunHooks):
   def line(self, frames: int, now: float, status: str = '') -> str:
     """Return the progress line of the current phase at `frames`.
 
-    `status`: what the phase does past its spent budget (it then stands in
-    for the phase's ETA, which the budget no longer gives).
+    `status`: what the phase does past its spent budget (instead of its ETA).
     """
     total = self._phase_frames[self._phase]
     rate = self._rate(frames, now)

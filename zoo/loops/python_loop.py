@@ -1,10 +1,8 @@
 """The Python loop (--loop=python): one seed's agent steps Python environments.
 
-A zoo.loops.driver adapter. Evaluation runs on a fresh environment of (seed,
-iteration, 'eval'), training on zoo.loops.train_streams. A checkpoint holds
-the agent, the replay steps added since the previous one and what the
-training streams were running; a resume is exact at K = 1 and restarts the
-streams at K > 1.
+A zoo.loops.driver adapter: evaluation on a fresh environment of (seed,
+iteration, 'eval'), training on zoo.loops.train_streams. A resume is exact
+at K = 1 and restarts the training streams at K > 1.
 """
 
 import time
@@ -42,8 +40,8 @@ def run_phase(env: environment.BatchedEnvironment,
   Args:
     act: fn(timestep) -> [K] actions (the agent's step or eval_step).
     num_frames: the phase's frame budget (positive, else ValueError).
-    on_step: fn(frames counted so far, status) after every step, status
-      phase_accounting.past_budget's for whole episodes, else ''; it may
+    on_step: fn(frames counted, status) after every step (status:
+      phase_accounting.past_budget's for whole episodes, else ''); it may
       raise to abandon the phase.
   """
   if num_frames <= 0:
@@ -65,8 +63,7 @@ def _save(s: settings_lib.Settings, iteration: int, rows, agent, replay,
           saved_until: int, streams: train_streams_lib.TrainStreams) -> int:
   """Checkpoint the run after `iteration`; return the replay steps saved.
 
-  Only the replay steps added since `saved_until` (the previous save's) are
-  written; the older ones are already on disk.
+  Only the steps added since `saved_until` (the previous save's) are written.
   """
   end = replay.num_steps
   keep_from = max(end - replay.capacity // replay.num_streams, 0)
@@ -106,14 +103,8 @@ def _evaluate(env: environment.BatchedEnvironment, act, num_frames: int,
     env.close()
 
 
-
 class PythonLoop(driver.Loop):
-  """One seed: the agent (zoo.agent.quantile_agent) steps Python environments.
-
-  Evaluation runs on a fresh environment of (seed, iteration, 'eval');
-  training on zoo.loops.train_streams (fresh per phase at K = 1, going on
-  across phases at K > 1).
-  """
+  """One seed: the agent (zoo.agent.quantile_agent) steps Python environments."""
 
   def __init__(self, s: settings_lib.Settings, agent, replay,
                make_environment: Callable[[int, str],

@@ -1,9 +1,8 @@
 """The resume policy, and what both loops share around it.
 
-A checkpoint resumes with equal settings (`Settings.checkpoint_config`), except
-EXTENDABLE ones, which may change where the iterations already run would not
-have run differently. Also: the run directories held while a run works, a
-checkpoint's meta, the interrupt and finished-run messages.
+A checkpoint resumes with equal settings (`Settings.checkpoint_config`),
+except EXTENDABLE ones (docs/running.md). Also: the run directories held
+while a run works, a checkpoint's meta, the interrupt and finished messages.
 """
 
 import contextlib
@@ -45,9 +44,8 @@ def checkpoint_meta(s: settings_lib.Settings, iteration: int,
                     rows: List[Dict[str, Any]], **parts) -> Dict[str, Any]:
   """Return the meta of a run's checkpoint after `iteration` (both loops).
 
-  It records the run's results CSV and its own directory (absolute), so that
-  a checkpoint directory is never continued by another run
-  (zoo.storage.run_directory); `parts`: the loop's own state, each under its key.
+  It records the run's results CSV and checkpoint directory (absolute), which
+  zoo.storage.run_directory checks; `parts`: the loop's own state by key.
   """
   return dict(parts, iteration=iteration + 1, config=s.checkpoint_config(),
               rows=rows, checkpoint_dir=os.path.abspath(s.checkpoint_dir),
@@ -70,7 +68,7 @@ def interrupted(signum: int, iteration: int, frame: int,
 def finished(runs: Sequence[settings_lib.Settings],
              rows: Sequence[List[Dict[str, Any]]],
              say: Callable[[str], None]) -> List[List[Dict[str, Any]]]:
-  """Say that the runs are complete and where their results are; return rows.
+  """Say that the runs are complete and where; return their rows.
 
   A deleted results CSV is written again from the checkpoint's rows.
   """
@@ -89,11 +87,7 @@ def finished(runs: Sequence[settings_lib.Settings],
 
 @contextlib.contextmanager
 def held(runs: Sequence[settings_lib.Settings]) -> Iterator[None]:
-  """Hold the runs' directories (zoo.storage.run_directory.held) while they run.
-
-  Raises:
-    ConfigError: another process holds one, naming it.
-  """
+  """Hold the runs' directories while they run; ConfigError if one is held."""
   directories = [run_directory.directory_of(
       s.results_csv_path, s.checkpoint_dir, s.tensorboard_dir) for s in runs]
   try:
@@ -115,19 +109,14 @@ def _fraction_keeping(decay_frames: int, s: settings_lib.Settings) -> float:
 def check_resume(s: settings_lib.Settings) -> Optional[Resume]:
   """Return the checkpoint to resume (None: none) after checking it.
 
-  A checkpoint resumes with equal settings, except that a longer run
-  (--num_iterations) may continue a finished one when nothing already run
-  would change: ε decays over exploration_epsilon_decay_frame_fraction x
-  num_iterations x num_train_frames frames, so the decay must stay as long
-  (or must not have begun yet).
-
-  The checkpoint is the newest intact one of this run (zoo.storage.run_directory:
-  verified, owned by this results CSV, dropping no finished CSV row).
+  A longer run (--num_iterations) may continue a finished one when nothing
+  already run would change: the ε decay must stay as long (or not have begun).
+  The checkpoint is zoo.storage.run_directory.resume_point's.
 
   Raises:
     ConfigError: naming the differing settings, or why an extension would
       change what already ran and the flag value that keeps it; or why the
-      run directory refuses (zoo.storage.run_directory.resume_point).
+      run directory refuses.
   """
   try:  # The newest intact checkpoint, its run's own; no finished row lost.
     path, meta = run_directory.resume_point(s.checkpoint_dir,

@@ -1,9 +1,8 @@
 """Run a quantile agent on a suite of games: the shared runner.
 
-`<agent>/run_<suite>.py` hands its presets to `main`. The run resolves and
-checks its settings, the loop's limits and its files, disk and device before
-any work, holds its run directories, and runs the seeds through
-zoo.loops.driver with --loop's adapter, zoo.loops.<loop>_loop.
+`<agent>/run_<suite>.py` hands its presets to `main`. Settings, the loop's
+limits, files, disk and device are checked before any work; the seeds run
+through zoo.loops.driver with zoo.loops.<loop>_loop's adapter.
 """
 
 import importlib
@@ -40,8 +39,7 @@ def run(suite: suites.Suite, preset: agent_registry.AgentPreset,
 
   Raises:
     ConfigError: bad settings or checkpoint, before any long work.
-    interrupts.Interrupted: a recorded SIGINT/SIGTERM, with a message saying
-      where the run stopped and how to resume.
+    interrupts.Interrupted: a recorded SIGINT/SIGTERM (where to resume).
   """
   seed = values.get('seed', settings_lib.Settings.seed)
   return run_seeds(suite, preset, values, [seed], restart, **loop_options)[0]
@@ -86,8 +84,7 @@ def _frame_shape(suite, s: settings_lib.Settings) -> Tuple[int, ...]:
 def replay_checkpoint_bytes(suite, s: settings_lib.Settings) -> int:
   """Return the most replay bytes a run's checkpoints hold on disk at once.
 
-  A full replay plus one iteration's new steps (written before the steps
-  they replace are deleted), or the whole run's steps if fewer.
+  A full replay plus one iteration's new steps, or the whole run's if fewer.
   """
   steps_per_iteration = -(-s.num_train_frames // s.num_action_repeats)
   transitions = min(s.replay_capacity + steps_per_iteration,
@@ -139,8 +136,7 @@ def resolve_runs(suite: suites.Suite, preset: agent_registry.AgentPreset,
                  ) -> List[settings_lib.Settings]:
   """Return each seed's settings, resolved and validated (the one check).
 
-  Raises:
-    ConfigError: a bad setting, or two seeds writing to one place.
+  Raises ConfigError: a bad setting, or two seeds writing to one place.
   """
   runs = [settings_lib.resolve_settings(suite, preset, dict(values, seed=seed))
           for seed in seeds]
@@ -165,15 +161,13 @@ def run_seeds(suite: suites.Suite, preset: agent_registry.AgentPreset,
               ) -> List[List[Dict[str, Any]]]:
   """Run `seeds` with --loop's loop; return the rows of each seed.
 
-  One seed per group, or every seed in one group where the loop vmaps them;
-  `restart` moves the runs' files aside first, once their directories are
-  held.
+  One group per seed, or one group of all where the loop vmaps them;
+  `restart` moves the runs' files aside once their directories are held.
 
   Args:
     log: where the run's lines go (progress, resume, finished).
     extra_hooks: per seed, hooks after the default ones.
-    **loop_options: to the loop's make (tests: the Python loop's
-      make_environment, the jitted loop's env).
+    **loop_options: to the loop's make (tests' environments).
   """
   runs = resolve_runs(suite, preset, values, seeds)
   module = _loop_module(runs[0].loop)
@@ -204,12 +198,9 @@ def run_seeds(suite: suites.Suite, preset: agent_registry.AgentPreset,
 
 def main(argv, suite: suites.Suite, presets: Sequence[agent_registry.AgentPreset],
          default_preset: str) -> None:
-  """Entry point of `python -m <agent>.run_<suite>`.
+  """Entry point of `python -m <agent>.run_<suite>`: runs --preset's preset.
 
-  Runs the preset --preset names (default: `default_preset`). Exits with a
-  one-line message: 1 on bad settings, 128 + the signal (130, 143) on
-  SIGINT/SIGTERM, which the entry points record from their start
-  (zoo.loops.interrupts).
+  Exits with one line: 1 on bad settings, 128 + the signal on SIGINT/SIGTERM.
   """
   if len(argv) > 1:
     sys.exit(f'Unexpected arguments: {argv[1:]}')

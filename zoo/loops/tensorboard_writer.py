@@ -1,10 +1,8 @@
 """TensorBoard scalars of a run (tensorboardX; no TensorFlow needed).
 
-Per iteration, the CSV's columns of ITERATION_SCALARS (NaN ones skipped) at
-step = the CSV's `frame`; during training, `train/loss` at the learner's frame
-counter, the first one and then every `loss_period` frames. A resumed run
-purges the events a killed process wrote after its last checkpoint, so the
-curves show each step once.
+Per iteration, ITERATION_SCALARS at step = the CSV's `frame`; `train/loss`
+every `loss_period` frames. A resumed run purges the events written after
+its checkpoint.
 """
 
 import math
@@ -31,12 +29,7 @@ class TensorBoardWriter(run_hooks.RunHooks):
   """Write a run's scalars to event files in `logdir`."""
 
   def __init__(self, logdir: str, loss_period: int):
-    """Remember where to write; the writer opens when the run begins.
-
-    Args:
-      logdir: directory of the event files (created if needed).
-      loss_period: frames between `train/loss` scalars.
-    """
+    """Remember where to write (`logdir`) and the frames between losses; open later."""
     self._logdir = logdir
     self._loss_period = loss_period
     self._writer = None

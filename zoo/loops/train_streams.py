@@ -1,11 +1,8 @@
 """The training environment of a run: K streams that go on across phases.
 
-K = 1 (DQN Zoo, exactly): a fresh environment of (seed, iteration, 'train')
-per training phase. K > 1: made at the first training phase, its streams go
-on across phases as if the evaluations between them did not happen; a resume
-restarts them from (seed, resumed iteration, 'train'), since ale_py's
-AtariVectorEnv cannot restore an emulator (docs/training-streams.md).
-`get_state()` records what was running (the checkpoint's meta, META_KEY).
+K = 1 (DQN Zoo): a fresh environment of (seed, iteration, 'train') per
+phase. K > 1: its streams go on across phases; a resume restarts them
+(docs/training-streams.md). `get_state()` records what was running.
 """
 
 import time
@@ -27,12 +24,7 @@ class TrainStreams:
   def __init__(self,
                make_environment: Callable[[int],
                                           environment.BatchedEnvironment]):
-    """Create the streams (the environment is made at the first phase).
-
-    Args:
-      make_environment: fn(iteration) -> the fresh training environment of
-        that iteration (seeded from the run's seed and the iteration).
-    """
+    """Create the streams; `make_environment(iteration)` makes a fresh environment."""
     self._make_environment = make_environment
     self._env = None
     self._made_at_iteration = None
@@ -45,16 +37,12 @@ class TrainStreams:
                 num_frames: int, num_action_repeats: int,
                 on_step: Optional[Callable[[int], None]] = None
                 ) -> phase_accounting.PhaseStats:
-    """Train on every stream until `num_frames` frames are spent.
-
-    Counted by zoo.loops.phase_accounting's budget rule: the returns of the
-    episodes that ended in the phase, wherever they started.
+    """Train on every stream until `num_frames` frames are spent (budget rule).
 
     Args:
       iteration: seeds the environment when one is made.
-      on_step: called after every step with the frames counted so far; it
-        may raise to abandon the phase (the streams are then closed, and a
-        later phase starts fresh ones).
+      on_step: called with the frames counted after every step; it may raise
+        to abandon the phase (the streams are then closed).
 
     Raises:
       ValueError: if num_frames is not positive.
@@ -96,11 +84,7 @@ class TrainStreams:
     return stats
 
   def get_state(self) -> Optional[Dict[str, Any]]:
-    """Return what the streams are running (JSON-able), or None if none.
-
-    With K = 1 (a fresh environment per phase) and before the first training
-    phase, there is nothing running: None.
-    """
+    """Return what the streams are running (JSON-able), or None if none."""
     if self._env is None:
       return None
     return {
@@ -111,11 +95,7 @@ class TrainStreams:
     }
 
   def set_state(self, state: Optional[Dict[str, Any]]) -> None:
-    """Resume: the next phase starts fresh streams; log the episodes cut.
-
-    Args:
-      state: a checkpoint's get_state() (None: nothing was running).
-    """
+    """Resume from a get_state() (None: none): fresh streams; log those cut."""
     self.close()
     if state:
       logging.info(

@@ -1,11 +1,8 @@
 """An Atari replay that lives on the device only: pure functions for jitted loops.
 
-device_replay's arrays, one uint8 frame [84, 84] a slot (the step's newest),
-sampled by device_replay's sampler and gather: the host FrameReplay's
-transitions and stacks. 84 * 84 + 16 bytes a slot: DQN Zoo's 1M transitions
-take 7.07 GB, allocated at once by `empty` (also on the CPU). `store` writes
-in place only where XLA may reuse the buffer (a `lax.scan` carry, or a jitted
-call that donates the replay); elsewhere each call copies the whole replay.
+device_replay's arrays, one uint8 frame [84, 84] per slot: DQN Zoo's 1M
+transitions take 7.07 GB, allocated at once by `empty`. `store` writes in
+place only where XLA may reuse the buffer (a scan carry, a donated call).
 """
 
 from typing import Optional, Tuple
@@ -54,8 +51,8 @@ def store(replay: device_replay.DeviceArrays, episode_step: jax.Array,
           frame: Optional[jax.Array] = None):
   """device_replay.store of DQN Zoo stacks [K, H, W, S], keeping one frame.
 
-  `frame` [K, H, W] is the step's newest frame where the environment gives it
-  (zoo.environments.atari_jax_env's TimeStep.frame); None: from the stacks.
+  `frame` [K, H, W]: the step's newest frame where the environment gives it;
+  None: taken from the stacks.
   """
   frame_shape = replay.frames.shape[2:]
   chex.assert_shape(timestep.observation,
@@ -74,9 +71,8 @@ def sample(replay: device_replay.DeviceArrays, rng_key, batch_size: int,
            num_stacked: int = NUM_STACKED, stacks_last: bool = True):
   """Return (rng_key, Transitions [B]) drawn uniformly over valid transitions.
 
-  The replay must hold a valid transition (a step past an episode's FIRST):
-  under jit nothing can check it, and the batch would be garbage. Stacks are
-  [B, H, W, S] with `stacks_last`, else [B, S, H, W].
+  Under jit nothing checks that one is held. Stacks [B, H, W, S] with
+  `stacks_last`, else [B, S, H, W].
   """
   rng_key, stream, logical = device_replay.sample_indices(
       replay, rng_key, batch_size, num_stacked)

@@ -1,17 +1,10 @@
 """Uniform replay of K streams that stores each frame once.
 
-Each stream k owns a circular region of `capacity // K` slots. A slot holds
-what one agent step of the stream produced: the newest processed frame of the
-observation, the step's episode index (0 on FIRST), its clipped reward and
-environment discount, and the action the agent chose on it. The 4-frame
-stacks of s_tm1 and s_t are rebuilt on sampling with one numpy gather.
-
-Slot p (p >= 1 steps into its episode) gives the transition
-(s_tm1 = stack at p-1, a_tm1 = action at p-1, r_t, discount_t = at p,
-s_t = stack at p). A FIRST slot gives none (the step into a new episode is no
-transition), nor does a slot whose stacks need frames already overwritten.
-
-Stacks follow DQN Zoo's layout (zoo.environments.environment).
+Stream k owns a circular region of `capacity // K` slots; a slot holds one
+step's newest frame, episode step (0 on FIRST), clipped reward, discount and
+the action chosen on it. Slot p (p >= 1 steps into its episode) gives the
+transition from the stack at p - 1 to the stack at p, rebuilt on sampling;
+stacks follow DQN Zoo's layout (zoo.environments.environment).
 """
 
 from typing import Any, Dict, List, NamedTuple, Tuple
@@ -32,10 +25,9 @@ class Transitions(NamedTuple):
 def stack_indices(logical, episode_step, num_stacked: int, xp=np):
   """Return logical frame indices [B, S] of the stacks at `logical` [B].
 
-  Also returns which of the S positions hold a frame (the others are padding
-  zeros near an episode start). `episode_step` [B] is the episode step of the
-  stack's newest frame; `xp` is numpy, or jax.numpy inside jitted code, so
-  that the host and the device replay assemble the same stacks.
+  Also which positions hold a frame (else padding zeros).
+
+  `episode_step` [B]: the stack's newest frame's; `xp`: numpy or jax.numpy.
   """
   offsets = xp.arange(num_stacked)
   count = xp.minimum(episode_step, num_stacked - 1)[:, None] + 1
@@ -45,11 +37,7 @@ def stack_indices(logical, episode_step, num_stacked: int, xp=np):
 
 
 def is_valid_transition(logical, episode_step, oldest, num_stacked: int, xp=np):
-  """Return whether slot `logical` gives a transition whose frames are held.
-
-  `episode_step` is the slot's, `oldest` the oldest logical index its stream
-  still holds: not an episode start, and both stacks' frames not overwritten.
-  """
+  """Return whether slot `logical` gives a transition whose frames are held."""
   first_needed = logical - 1 - xp.minimum(episode_step - 1, num_stacked - 1)
   return (episode_step >= 1) & (first_needed >= oldest)
 
@@ -65,11 +53,7 @@ class FrameReplay:
       num_stacked_frames: int = 4,
       seed: int = 0,
   ):
-    """Allocate the replay (pages are touched, hence resident, as it fills).
-
-    `capacity` transitions are split evenly over the `num_streams` streams;
-    `seed` seeds the sampling generator.
-    """
+    """Allocate the replay: `capacity` transitions split evenly over the streams."""
     if num_streams < 1:
       raise ValueError(f'num_streams must be >= 1, got {num_streams}.')
     if num_stacked_frames < 1:
@@ -173,13 +157,9 @@ class FrameReplay:
                      'is an episode start); add more steps before sampling.')
 
   def sample(self, batch_size: int, stacks_last: bool = True) -> Transitions:
-    """Sample `batch_size` valid transitions uniformly (O(batch) cost).
+    """Sample `batch_size` valid transitions uniformly.
 
-    Args:
-      batch_size: number of transitions.
-      stacks_last: True: s_tm1 and s_t are [B, H, W, S] as the environment
-        emitted them. False: [B, S, H, W], which skips a slow strided numpy
-        transpose (the learner transposes on the device instead).
+    `stacks_last`: [B, H, W, S] stacks; False: [B, S, H, W] (no slow transpose).
     """
     if self.size == 0:
       raise ValueError('Cannot sample from an empty replay.')
@@ -190,8 +170,7 @@ class FrameReplay:
              stacks_last: bool = True) -> Transitions:
     """Return the transitions at (stream, logical index) pairs [B].
 
-    A logical index counts a stream's steps since its first (slot = logical
-    mod stream capacity).
+    A logical index counts a stream's steps (slot = logical mod capacity).
     """
     cap = self._stream_capacity
     slot_t = logical % cap
@@ -220,14 +199,10 @@ class FrameReplay:
 
   def steps(self, begin: int, end: int
             ) -> List[Tuple[int, Dict[str, np.ndarray]]]:
-    """Return views of the steps [begin, end), in at most two slot ranges.
+    """Return views of the steps [begin, end): (first, {name: [K, n, ...]}).
 
-    Steps are counted as `num_steps` counts them. The ring wraps, so the steps
-    come back as (first step, {name: [K, n, ...] view}) pieces whose slots
-    are contiguous: nothing is copied (checkpoints write them as they are).
-
-    Raises:
-      ValueError: if the replay no longer (or not yet) holds every step.
+    The ring wraps: at most two pieces of contiguous slots, nothing copied.
+    ValueError if the replay does not hold every step.
     """
     oldest = max(self.num_steps - self._stream_capacity, 0)
     if not oldest <= begin <= end <= self.num_steps:
@@ -240,8 +215,8 @@ class FrameReplay:
   def put_steps(self, begin: int, arrays: Dict[str, np.ndarray]) -> None:
     """Write [K, n, ...] arrays (as `steps` returned them) as steps begin...
 
-    Only the slots are written (restore the counters with `set_state`); of
-    more than `capacity / K` steps, only the newest are kept.
+    Only the slots (the counters: `set_state`); of more than capacity / K
+    steps, the newest.
     """
     n = arrays['frames'].shape[1]
     for name, array in self._arrays().items():
@@ -263,6 +238,7 @@ class FrameReplay:
       count = min(end - begin, cap - begin % cap)
       yield begin, begin % cap, count
       begin += count
+
   def get_state(self) -> Dict[str, Any]:
     """Return the counters and the RNG state (JSON-able; steps excluded)."""
     return {'num_added': self._num_added.tolist(),

@@ -1,15 +1,12 @@
 """Run checkpoints: their layout and format, and the writer.
 
-  DIR/iteration_NNNNNN/meta.json   counters, config, CSV rows, RNG states, the
-                                   replay chunks used, the size and SHA-256 of
-                                   every file needed (and of its own content)
+  DIR/iteration_NNNNNN/meta.json   counters, config, CSV rows, RNG states,
+                                   replay chunks, each file's size and SHA-256
   DIR/iteration_NNNNNN/tree.npz    a pytree, one array per leaf, named by path
   DIR/replay/steps_B_E/*.npy       replay steps [B, E), loaded memory-mapped
 
-Checkpoints and chunks are written under a temporary name and renamed when
-complete. Each save writes only the steps added since the previous checkpoint
-(one chunk) and keeps that checkpoint as the fallback (docs/data-safety.md).
-Reading back is zoo.storage.checkpoint_read's job.
+Written under temporary names, renamed when complete; each save writes only
+the new steps and keeps the previous checkpoint (docs/data-safety.md).
 """
 
 import hashlib
@@ -167,8 +164,7 @@ def _write_file(path: str, write: Callable[[Any], Any]) -> Any:
 def _write_npy(raw, pieces: Sequence[np.ndarray]) -> List[Any]:
   """Write [K, n_i, ...] pieces joined on axis 1 as .npy; return its digest.
 
-  Stream by stream, piece by piece: each write is a contiguous view, so the
-  steps are never copied into one array first.
+  Piece by piece, as contiguous views: nothing is copied into one array.
   """
   first = pieces[0]
   shape = (first.shape[0], sum(p.shape[1] for p in pieces)) + first.shape[2:]
@@ -239,8 +235,8 @@ def _keep_only(directory: str, previous: Optional[str],
                previous_chunks: Sequence[str]) -> None:
   """Delete every checkpoint but `previous`, and every chunk it does not use.
 
-  Before writing: the disk then holds at most the previous checkpoint and the
-  new chunk (what zoo.loops.runner's disk check counts).
+  Before writing: the disk then holds at most those and the new chunk (what
+  zoo.loops.runner's disk check counts).
   """
   for _, path in iterations(directory):
     if path != previous:
@@ -286,23 +282,20 @@ def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
          new_steps: Sequence[Steps] = (), keep_steps_from: int = 0) -> str:
   """Write a checkpoint for `iteration` atomically; return its path.
 
-  The newest earlier checkpoint is kept (the fallback if this one is ever
-  damaged); every other checkpoint goes, and so do the chunks neither uses.
+  The newest earlier checkpoint is kept (the fallback); the others go, and
+  so do the chunks neither uses.
 
   Args:
     directory: the run's checkpoint directory.
     iteration: names the checkpoint.
     meta: JSON-able state (counters, config, rows, RNG states).
     tree: pytree of arrays (agent state).
-    new_steps: replay steps added since the previous checkpoint, as
-      FrameReplay.steps returns them (consecutive pieces).
-    keep_steps_from: the oldest replay step still needed; older chunks of
-      the previous checkpoint are not used by this one.
+    new_steps: replay steps since the previous checkpoint (FrameReplay.steps).
+    keep_steps_from: the oldest replay step still needed.
 
   Raises:
-    ValueError: if the new steps do not continue the previous checkpoint's.
-    WriteError: the disk is full (or another OSError); what this save wrote
-      is removed and the previous checkpoint stays intact.
+    ValueError: the new steps do not continue the previous checkpoint's.
+    WriteError: an OSError (a full disk); what this save wrote is removed.
   """
   os.makedirs(directory, exist_ok=True)
   previous, previous_meta = _previous(directory, iteration)

@@ -1,9 +1,7 @@
-"""Run checkpoints read back: verified, chosen, loaded (zoo.storage.checkpoint).
+"""Run checkpoints read back (zoo.storage.checkpoint): verified, chosen, loaded.
 
-A checkpoint is trusted only once verified (`verify`: every file listed in its
-meta has its size and hash); `newest_intact` skips damaged ones, `choose`
-picks the one to resume and says why, `load` reads the tree and maps the
-replay chunks, `load_params` serves evaluation.
+A checkpoint is trusted only once `verify` found every file its meta lists
+with its recorded size and hash.
 """
 
 import json
@@ -68,10 +66,9 @@ def _stats(files) -> Tuple[Any, ...]:
 def verify(path: str) -> Optional[checkpoint.Damage]:
   """Return the first damage found in the checkpoint at `path`, or None.
 
-  Checks that meta.json parses and matches its own SHA-256, and that every
-  file it lists (tree.npz, the replay chunks' arrays) has the size and
-  SHA-256 recorded when it was written. Another format is not damage:
-  it passes here, and load_meta refuses it.
+  Checks meta.json against its own SHA-256, and every file it lists against
+  its recorded size and SHA-256. Another format is not damage (load_meta
+  refuses it).
   """
   meta_file = os.path.join(path, checkpoint.META_FILE)
   try:
@@ -111,11 +108,7 @@ def verify(path: str) -> Optional[checkpoint.Damage]:
 
 def newest_intact(directory: str
                   ) -> Tuple[Optional[str], List[checkpoint.Damage]]:
-  """Return (the newest verified checkpoint or None, the damaged newer ones).
-
-  Checkpoints are tried newest first; each damaged one is listed with its
-  first damaged file.
-  """
+  """Return (the newest verified checkpoint or None, the damaged newer ones)."""
   damages = []
   for _, path in checkpoint.iterations(directory):
     damage = verify(path)
@@ -162,11 +155,7 @@ def choose(checkpoint_dir: str, iteration: Optional[int] = None
           f'No checkpoint of iteration {iteration} in {checkpoint_dir}; it '
           'keeps ' + (', '.join(f'--iteration={n}' for n in sorted(kept))
                       or 'none') + '.')
-    damage = verify(path)
-    if damage:
-      raise checkpoint.DamagedError(
-          f'The checkpoint {path} is damaged: {damage}.',
-          [damage])
+    _check_intact(path)
     return path, []
   path, damages = newest_intact(checkpoint_dir)
   if path is None:
@@ -176,6 +165,18 @@ def choose(checkpoint_dir: str, iteration: Optional[int] = None
     raise ValueError(f'No checkpoint in {checkpoint_dir!r} (a run writes '
                      'iteration_NNNNNN directories there).')
   return path, damages
+
+
+def _check_intact(path: str) -> None:
+  """Raise DamagedError naming the first damage of the checkpoint at `path`."""
+  damage = verify(path)
+  if damage:
+    raise checkpoint.DamagedError(
+        f'The checkpoint {path} is damaged: {damage}.', [damage])
+
+
+# What reading a verified checkpoint's files may still raise.
+_READ_ERRORS = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile)
 
 
 def _unreadable(path: str, error: Exception) -> checkpoint.DamagedError:
@@ -211,11 +212,7 @@ def load(path: str, template: Any) -> checkpoint.Checkpoint:
     FormatError: another format wrote it.
     ValueError: the checkpoint holds a differently structured state.
   """
-  damage = verify(path)
-  if damage:
-    raise checkpoint.DamagedError(
-        f'The checkpoint {path} is damaged: {damage}.',
-        [damage])
+  _check_intact(path)
   try:
     meta = checkpoint.load_meta(path)
   except (OSError, ValueError) as e:
@@ -224,7 +221,7 @@ def load(path: str, template: Any) -> checkpoint.Checkpoint:
     raise _unreadable(path, e) from e
   try:
     arrays, chunks = _read(path, meta, None)
-  except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as e:
+  except _READ_ERRORS as e:
     raise _unreadable(path, e) from e
   leaves, treedef = jax.tree.flatten(template)
   _, names, _ = checkpoint.named_leaves(template)
@@ -246,21 +243,13 @@ def load(path: str, template: Any) -> checkpoint.Checkpoint:
 def load_params(checkpoint_dir: str, iteration: Optional[int] = None,
                 path: Optional[str] = None
                 ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-  """Return (network parameters, settings) of a run's checkpoint.
+  """Return (online network parameters, settings) of a run's checkpoint.
 
   The newest intact checkpoint, or that of `iteration` (or at `path`, as
-  `choose` returned it). The parameters are the online network's Haiku
-  params (nested dicts of arrays, as `hk.transform(network_fn).init` returns
-  them), read by name from the checkpoint without rebuilding the agent. The
-  settings are the run's (`zoo.configuration.settings.Settings.checkpoint_config()`: every
-  setting but paths, plus 'agent' and 'suite'), enough to rebuild the network:
-
-    params, settings = checkpoint.load_params(
-        'runs/cr_dqn/pong/seed_1/checkpoints')
-    suite = suites.suite_by_name(settings['suite'])
-    network = hk.transform(suite.network_fn(
-        settings_lib.Settings.from_dict(settings), num_actions))
-    network.apply(params, None, observations)
+  `choose` returned it). The parameters are read by name, as
+  `hk.transform(network_fn).init` returns them; the settings are
+  `Settings.checkpoint_config()`, enough to rebuild the network
+  (docs/running.md).
 
   Raises:
     ValueError: no checkpoint there (DamagedError: none intact;
@@ -273,7 +262,7 @@ def load_params(checkpoint_dir: str, iteration: Optional[int] = None,
            if p[0] == 'params'}
   try:
     arrays, _ = _read(path, {}, list(names))
-  except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as e:
+  except _READ_ERRORS as e:
     raise _unreadable(path, e) from e
   params: Dict[str, Any] = {}
   for name, tree_path in names.items():

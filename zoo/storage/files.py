@@ -10,37 +10,31 @@ from typing import Any, Dict, Iterator, Sequence, Union
 
 
 def make_writable_directory(directory: str) -> None:
-  """Create `directory` if needed and check a file can be written in it.
-
-  Raises:
-    OSError: naming why not (callers add the flag to fix).
-  """
+  """Create `directory` if needed and check a file can be written (else OSError)."""
   os.makedirs(directory, exist_ok=True)
+  _probe(directory)
+
+
+def _probe(directory: str) -> None:
   with tempfile.NamedTemporaryFile(dir=directory, prefix='.write-probe-'):
     pass
 
 
 def check_writable_directory(directory: str) -> None:
-  """Check that `directory` can be written (made if missing); make nothing.
-
-  Raises:
-    OSError: naming why not.
-  """
+  """Check that `directory` can be written (made if missing), else OSError."""
   path = os.path.abspath(directory)
   while not os.path.exists(path):  # Probe where it would be made.
     path = os.path.dirname(path)
   if not os.path.isdir(path):
     raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
-  with tempfile.NamedTemporaryFile(dir=path, prefix='.write-probe-'):
-    pass
+  _probe(path)
 
 
 @contextlib.contextmanager
 def atomic_path(path: str) -> Iterator[str]:
   """Yield a temporary path beside `path`; move it onto `path` on success.
 
-  The temporary name ends in '.tmp', so directory scans for '*.csv' and the
-  like never pick up a file left by a killed process.
+  Its name ends in '.tmp': scans for '*.csv' never pick up a killed writer's file.
   """
   directory = os.path.dirname(os.path.abspath(path))
   os.makedirs(directory, exist_ok=True)

@@ -1,7 +1,6 @@
 """The run CSV: one row per iteration (ARCHITECTURE.md), written atomically."""
 
 import csv
-import io
 import math
 import os
 from typing import Any, Dict, List, Sequence
@@ -61,13 +60,9 @@ def make_row(*, agent: str, environment_name: str, seed: int, iteration: int,
 
 def write_rows(path: str, rows: Sequence[Row]) -> None:
   """Write all rows to `path` atomically (temp file, then rename)."""
-  buffer = io.StringIO()
-  writer = csv.DictWriter(buffer, fieldnames=COLUMNS)
-  writer.writeheader()
-  for row in rows:
-    writer.writerow({c: row.get(c, '') if c in LATER_COLUMNS else row[c]
-                     for c in COLUMNS})
-  files.write_atomically(path, buffer.getvalue())
+  files.write_csv_atomically(path, COLUMNS, [
+      {c: row.get(c, '') if c in LATER_COLUMNS else row[c] for c in COLUMNS}
+      for row in rows])
 
 
 def read_rows(path: str) -> List[Dict[str, str]]:
@@ -79,8 +74,7 @@ def read_rows(path: str) -> List[Dict[str, str]]:
 def iterations(path: str) -> List[int]:
   """Return the iterations a run CSV holds, in order ([]: no CSV).
 
-  Raises:
-    OSError, ValueError, KeyError, TypeError: a CSV that cannot be read.
+  Raises OSError, ValueError, KeyError or TypeError for an unreadable CSV.
   """
   if not path or not os.path.exists(path):
     return []

@@ -1,11 +1,8 @@
 """One run, one directory: where a run resumes, and what it may overwrite.
 
-Before any work, `resume_point` picks the checkpoint to resume (a damaged
-newest one: a warning and the previous one) and refuses, with the fix,
-another run's checkpoints, none intact, or finished CSV rows that going on
-would replace; `restart` moves a run's files aside; `lock` keeps one process
-per run directory (flock: released when the process dies, so a killed run
-never blocks its rerun). docs/data-safety.md tells the rules.
+`resume_point` picks the checkpoint to resume and refuses, with the fix,
+what must not go on; `restart` moves a run's files aside; `lock` keeps one
+process per run directory (flock). docs/data-safety.md tells the rules.
 """
 
 import contextlib
@@ -28,6 +25,10 @@ LOCK_FILE = 'run.lock'
 LOCK_FD_ENV = 'ZOO_RUN_LOCK_FD'
 
 
+def _stderr(text: str) -> None:
+  print(text, file=sys.stderr, flush=True)
+
+
 class Refused(ValueError):
   """The run must not start as asked; the message says why and the fix."""
 
@@ -45,8 +46,7 @@ def check_owner(meta: Dict[str, Any], checkpoint_dir: str,
                 results_csv_path: str) -> None:
   """Raise Refused if the checkpoint was written for another results CSV.
 
-  A run directory moved or copied as a whole keeps its CSV where its
-  checkpoints expect it (same relative path), and is accepted.
+  A run directory moved or copied as a whole is accepted.
   """
   recorded = meta['results_csv_path']
   current = os.path.abspath(results_csv_path) if results_csv_path else ''
@@ -78,10 +78,8 @@ def check_rows(results_csv_path: str, checkpoint_dir: str,
                start_iteration: int, damages: List[checkpoint.Damage]) -> None:
   """Raise Refused if starting at `start_iteration` drops finished rows.
 
-  The CSV may hold one row more than the checkpoint resumed (a process
-  stopped between writing the row and the checkpoint) and, after a fallback
-  from damaged checkpoints, the rows those held; rows beyond are finished
-  work that a rerun would replace.
+  The CSV may hold one row more than the checkpoint (a stop between the two
+  writes) and, after a fallback from damaged checkpoints, the rows those held.
   """
   iterations = _csv_iterations(results_csv_path)
   if not iterations:
@@ -111,18 +109,14 @@ def check_rows(results_csv_path: str, checkpoint_dir: str,
 
 
 def resume_point(checkpoint_dir: str, results_csv_path: str,
-                 warn: Callable[[str], None] = None
+                 warn: Callable[[str], None] = _stderr
                  ) -> Tuple[Optional[str], Optional[Dict[str, Any]]]:
   """Return (checkpoint to resume, its meta), or (None, None): start at 0.
-
-  Verifies the checkpoints (newest first), warns (stderr) when the newest is
-  damaged, and checks ownership and the CSV's rows.
 
   Raises:
     Refused: another run's checkpoints, none intact, or finished rows that
       would be replaced; the message names the files and the fix.
   """
-  warn = warn or (lambda text: print(text, file=sys.stderr, flush=True))
   path, damages = (checkpoint_read.newest_intact(checkpoint_dir) if checkpoint_dir
                    else (None, []))
   if path is None and damages:
@@ -153,9 +147,8 @@ def _aside(path: str, stamp: str) -> str:
 
 
 def restart(results_csv_path: str, checkpoint_dir: str, tensorboard_dir: str,
-            log: Callable[[str], None] = None) -> List[Tuple[str, str]]:
+            log: Callable[[str], None] = _stderr) -> List[Tuple[str, str]]:
   """Move a run's files aside to <name>.<time>.bak; return (from, to) pairs."""
-  log = log or (lambda text: print(text, file=sys.stderr, flush=True))
   stamp = time.strftime('%Y%m%d-%H%M%S')
   paths = [results_csv_path, checkpoint_dir, tensorboard_dir]
   if results_csv_path:
@@ -212,17 +205,14 @@ def _inherited(path: str) -> Optional[int]:
   return fd if _same_file(fd, path) else None
 
 
-def lock(directory: str, log: Callable[[str], None] = None) -> int:
+def lock(directory: str, log: Callable[[str], None] = _stderr) -> int:
   """Take the exclusive lock of a run directory (made if missing); return it.
 
-  A lock file that names a holder but is not locked was left by a process
-  that ended without unlocking (killed): `log` (default: stderr) says so in
-  one line, and the lock is taken over.
+  A lock file left by a killed holder is taken over, said in one line to `log`.
 
   Raises:
     Refused: another process holds it; the message names that process.
   """
-  log = log or (lambda text: print(text, file=sys.stderr, flush=True))
   path = os.path.join(directory, LOCK_FILE)
   fd = _inherited(path)
   handed_down = fd is not None
@@ -282,11 +272,7 @@ def holder(directory: str) -> Optional[str]:
 
 def directory_of(results_csv_path: str, checkpoint_dir: str,
                  tensorboard_dir: str) -> Optional[str]:
-  """Return the run directory: the CSV's, else where the others lie.
-
-  Without a CSV it is the parent of the checkpoint (or TensorBoard)
-  directory, which --restart may move aside.
-  """
+  """Return the run directory: the CSV's, else where the others lie."""
   path = results_csv_path or checkpoint_dir or tensorboard_dir
   return os.path.dirname(os.path.abspath(path)) if path else None
 
@@ -302,11 +288,7 @@ def _missing(path: str) -> List[str]:
 
 @contextlib.contextmanager
 def held(directories: List[str]) -> Iterator[None]:
-  """Hold the locks of run directories; remove what stayed empty after.
-
-  A run that stops before it wrote anything (refused, interrupted) leaves
-  no directory behind.
-  """
+  """Hold the locks of run directories; remove those left empty after."""
   made = sorted({d for directory in directories for d in _missing(directory)},
                 key=len, reverse=True)
   taken = []

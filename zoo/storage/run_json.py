@@ -1,11 +1,8 @@
 """`run.json`: a run's resolved settings, next to its results CSV.
 
-  {"agent": "cr_dqn", "suite": "atari",
-   "settings": {<every flag of zoo.configuration.settings.SETTINGS>, "agent", "suite"}}
+  {"agent": "cr_dqn", "suite": "atari", "settings": {<every setting>}}
 
-Written (atomically) when a run starts, so that a results directory says how
-it was made. Readers must work without it: runs made before it existed have
-none.
+Written (atomically) when a run starts; readers must work without it (older runs).
 """
 
 import json
@@ -37,8 +34,7 @@ def write(results_csv_path: str, agent: str, suite: str,
 def read(path: str) -> Optional[Dict[str, Any]]:
   """Return the run.json at `path` (a file, or a directory holding one).
 
-  Returns None when there is none (older runs); raises ValueError when the
-  file is not a run.json (not JSON, or no "settings" object).
+  None when there is none (older runs); ValueError if not a run.json.
   """
   if os.path.isdir(path):
     path = os.path.join(path, FILE_NAME)

@@ -1,9 +1,6 @@
-"""The Atari suite: DQN Zoo's 57 games, protocol and network.
+"""The Atari suite: DQN Zoo's 57 games, protocol, defaults and network."""
 
-Each agent package's `run_atari.py` runs it (zoo.loops.runner.main). Every
-setting has DQN Zoo's name and default (zoo.configuration.settings).
-"""
-
+import functools
 from typing import Any, Dict
 
 import numpy as np
@@ -12,7 +9,6 @@ from zoo.environments import atari_data
 from zoo.environments import atari_env
 from zoo.environments import environment
 import networks
-from zoo.agent import catalog
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import suites
 
@@ -53,17 +49,6 @@ def _make_environment(s: settings_lib.Settings, seed: int
          if reference else {}))
 
 
-def _network_fn(s: settings_lib.Settings, num_actions: int):
-  if catalog.HEADS[s.head].sampled_levels:  # fn(observations, levels).
-    return networks.iqn_network(
-        networks.dqn_torso(), num_actions, num_cosines=s.tau_latent_dim,
-        hidden_sizes=(s.hidden_size,) * s.num_hidden_layers)
-  return networks.atari_quantile_network(
-      num_actions, s.num_quantiles, head=s.head,
-      num_layers=s.num_hidden_layers, hidden_size=s.hidden_size,
-      nc_scale_activation=s.nc_scale_activation)
-
-
 def _render(env: atari_env.ReferenceBatchedEnvironment):
   """Return the streams' current RGB screens [K, 210, 160, 3]."""
   return np.stack([e.ale.getScreenRGB() for e in env.environments])
@@ -78,7 +63,9 @@ ATARI = suites.Suite(
     validate=_validate,
     observation_shape=_observation_shape,
     make_environment=_make_environment,
-    network_fn=_network_fn,
+    network_fn=functools.partial(suites.quantile_network_fn,
+                                 torso=networks.dqn_torso,
+                                 quantile_network=networks.atari_quantile_network),
     normalize=atari_data.human_normalized_score,
     render=_render,
 )

@@ -1,15 +1,13 @@
 """The MinAtar suite: five small games after Young & Tian (2019).
 
-Each agent package's `run_minatar.py` runs it (zoo.loops.runner.main) after
-`settings_flags.set_flag_defaults(MINATAR)`. The defaults below follow
-Young & Tian's DQN where the paper's agents do not differ.
+Its defaults follow Young & Tian's DQN where the paper's agents do not differ.
 """
 
+import functools
 import math
 from typing import Any, Dict
 
 import networks
-from zoo.agent import catalog
 from zoo.environments import environment
 from zoo.environments import minatar_env
 from zoo.environments import minatar_jax_env
@@ -75,17 +73,6 @@ def _make_environment(s: settings_lib.Settings, seed: int
       max_episode_frames=s.max_frames_per_episode)
 
 
-def _network_fn(s: settings_lib.Settings, num_actions: int):
-  if catalog.HEADS[s.head].sampled_levels:  # fn(observations, levels).
-    return networks.iqn_network(
-        networks.minatar_torso(), num_actions, num_cosines=s.tau_latent_dim,
-        hidden_sizes=(s.hidden_size,) * s.num_hidden_layers)
-  return networks.minatar_quantile_network(
-      num_actions, s.num_quantiles, head=s.head,
-      num_layers=s.num_hidden_layers, hidden_size=s.hidden_size,
-      nc_scale_activation=s.nc_scale_activation)
-
-
 def _jax_environment(s: settings_lib.Settings):
   """Return the JAX environment of s's game; ConfigError if refused."""
   try:
@@ -119,7 +106,9 @@ MINATAR = suites.Suite(
     validate=_validate,
     observation_shape=_observation_shape,
     make_environment=_make_environment,
-    network_fn=_network_fn,
+    network_fn=functools.partial(suites.quantile_network_fn,
+                                 torso=networks.minatar_torso,
+                                 quantile_network=networks.minatar_quantile_network),
     normalize=_no_reference_scores,
     render=_render,
     jax_environment=_jax_environment,
