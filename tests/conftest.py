@@ -1,4 +1,4 @@
-"""Suite-wide setup: one JAX compilation cache per run of the suite.
+"""Suite-wide setup: one JAX compilation cache per run, cheap compiles.
 
 Most of the suite's CPU time is XLA compiling the same small programs again:
 in every xdist worker and in every entry-point process a test starts. A
@@ -17,6 +17,8 @@ import tempfile
 
 import pytest
 
+from tests import compile_flags
+
 _CACHE_ENV = 'JAX_COMPILATION_CACHE_DIR'
 _made_here = None
 if _CACHE_ENV not in os.environ:
@@ -29,31 +31,10 @@ if _CACHE_ENV not in os.environ:
   })
 
 
-# The suite's own processes compile with XLA's cheapest backend optimisation:
-# their programs are tiny and run a few times, so compiling is most of their
-# cost (half of it goes). It changes the last bits of some floating-point
-# results, so the processes the tests start, real runs compared with the
-# recorded reference CSVs among them, compile as a user's run does: XLA reads
-# XLA_FLAGS once, when JAX starts its backend, and the environment they
-# inherit is put back right after.
-_TEST_XLA_FLAGS = ('--xla_backend_optimization_level=0 '
-                   '--xla_llvm_disable_expensive_passes=true')
-
-
-def _start_jax_with_cheap_compiles():
-  saved = os.environ.get('XLA_FLAGS')
-  os.environ['XLA_FLAGS'] = f'{saved or ""} {_TEST_XLA_FLAGS}'.strip()
-  try:
-    import jax  # pylint: disable=g-import-not-at-top
-    jax.devices()
-  finally:
-    if saved is None:
-      del os.environ['XLA_FLAGS']
-    else:
-      os.environ['XLA_FLAGS'] = saved
-
-
-_start_jax_with_cheap_compiles()
+# Every process of the suite compiles cheaply (tests/compile_flags.py); the
+# runs compared with a user's recorded numbers start in a user's environment.
+os.environ['XLA_FLAGS'] = compile_flags.with_cheap_compiles(
+    os.environ.get('XLA_FLAGS', ''))
 
 
 def pytest_collection_modifyitems(items):

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from tests import compile_flags
 from tests import csv_check
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -53,7 +54,8 @@ def test_a_tiny_run_gives_the_reference_csv(tmp_path, name):
   path = tmp_path / 'results.csv'
   subprocess.run([sys.executable, '-m'] + RUNS[name] +
                  [f'--results_csv_path={path}'], cwd=REPO, check=True,
-                 capture_output=True, timeout=300)
+                 capture_output=True, timeout=300,
+                 env=compile_flags.user_environment())
   expected = csv_check.read_back_file(os.path.join(DATA, name + '.csv'))
   got = csv_check.read_back_file(str(path))
   # The reference's columns, in its order; columns added since (the

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from scripts.experiments import minatar_random
+from tests import compile_flags
 from tests import without_minatar
 from zoo.configuration import agent_registry
 from zoo.loops import runner
@@ -131,12 +132,12 @@ def test_entry_point_without_minatar_says_how_to_install_it(tmp_path):
 # The learning test's settings: MinAtar's defaults except a shorter run (2 x
 # 10k steps), a 10k replay learning from 500 steps, ε 1 -> 0.1 over 5k steps,
 # target period 500 steps, N = 11 quantiles and Adam's learning rate 1e-3.
-LEARNING = dict(replay_capacity=10_000, min_replay_capacity_fraction=0.05,
-                num_iterations=2, num_train_frames=10_000,
-                num_eval_frames=2000,
-                exploration_epsilon_decay_frame_fraction=0.25,
-                target_network_update_period=500, num_quantiles=11,
-                learning_rate=1e-3, results_csv_path='', checkpoint_dir='')
+LEARNING = ['--replay_capacity=10000', '--min_replay_capacity_fraction=0.05',
+            '--num_iterations=2', '--num_train_frames=10000',
+            '--num_eval_frames=2000',
+            '--exploration_epsilon_decay_frame_fraction=0.25',
+            '--target_network_update_period=500', '--num_quantiles=11',
+            '--learning_rate=1e-3', '--checkpoint_dir=']
 
 
 @pytest.fixture(scope='module')
@@ -149,8 +150,8 @@ def random_breakout_return():
 @pytest.mark.end_to_end
 @pytest.mark.parametrize('seed', [1, 2, 3])
 def test_cr_dqn_learns_breakout_well_above_a_random_policy(
-    seed, random_breakout_return):
-  """20k steps of CR-DQN on MinAtar Breakout (about 25 s of CPU per seed).
+    seed, random_breakout_return, tmp_path):
+  """20k steps of CR-DQN on MinAtar Breakout, the command a user runs.
 
   A random policy scores about 0.4; with these settings the final
   evaluation returns of seeds 1, 2, 3 are 7.3, 4.9, 5.1, and the mean max-Q
@@ -159,11 +160,18 @@ def test_cr_dqn_learns_breakout_well_above_a_random_policy(
   each of which fails on every seed: rewards dropped from the TD target
   (returns 2.9 to 3.0, as surviving still scores in Breakout; max-Q 0.02 at
   most), terminal discounts ignored (2.1 to 2.8), s_t replaced by s_tm1 or
-  taken from another transition of the batch (0.07 to 1.7).
+  taken from another transition of the batch (0.07 to 1.7). The figures are
+  a user's run's: it compiles as one (tests/compile_flags.py).
   """
   assert random_breakout_return < 1.0
-  rows = runner.run(minatar_suite.MINATAR, _preset('cr_dqn'), _settings(
-      environment_name='breakout', seed=seed, **LEARNING))
-  assert rows[-1]['eval_episode_return'] >= random_breakout_return + 3.0
+  path = tmp_path / 'results.csv'
+  result = subprocess.run(
+      [sys.executable, '-m', 'cr_dqn.run_minatar', '--environment_name=breakout',
+       f'--seed={seed}', f'--results_csv_path={path}', *LEARNING],
+      cwd=ROOT, capture_output=True, text=True, timeout=900,
+      env=compile_flags.user_environment(PYTHONPATH=ROOT))
+  assert result.returncode == 0, result.stderr[-2000:]
+  last = results_csv.read_rows(str(path))[-1]
+  assert float(last['eval_episode_return']) >= random_breakout_return + 3.0
   # The values learned carry the rewards (a return of a few bricks).
-  assert rows[-1]['train_state_value'] >= 0.5
+  assert float(last['train_state_value']) >= 0.5
