@@ -42,11 +42,23 @@ def quantile_regression_loss(source, target, huber_param=0.0):
   source, target = validation.nan_gradient_where_not_finite(source, target)
   n = source.shape[-1]
   tau = (jnp.arange(n, dtype=source.dtype) + 0.5) / n
+  return loss_at_levels(source, target, tau, huber_param)
+
+
+def loss_at_levels(source, target, tau, huber_param):
+  """Return the (Huber) QR loss of checked atoms at levels `tau`.
+
+  Args:
+    source: [..., N] atoms, checked (losses.validation) and NaN-guarded.
+    target: [..., M] atoms, likewise.
+    tau: [N] or [..., N] levels, in source's dtype; not differentiated.
+    huber_param: κ >= 0, a Python number or an array (already checked).
+  """
   delta = target[..., None, :] - source[..., :, None]
   weight = jax.lax.stop_gradient(
-      jnp.abs(tau[:, None] - (delta < 0).astype(source.dtype)))
+      jnp.abs(tau[..., :, None] - (delta < 0).astype(source.dtype)))
   abs_delta = jnp.abs(delta)
-  if static:
+  if isinstance(huber_param, numbers.Real):
     penalty = (_huber(abs_delta, huber_param) if huber_param > 0
                else abs_delta)
   else:

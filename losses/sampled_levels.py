@@ -20,6 +20,7 @@ import numbers
 import jax
 import jax.numpy as jnp
 
+from losses import quantile_regression
 from losses import sorting
 from losses import validation
 
@@ -187,22 +188,4 @@ def sampled_quantile_regression_loss(source, target, levels, huber_param=0.0):
   tau = jax.lax.stop_gradient(
       jnp.broadcast_to(levels.astype(source.dtype), batch + (n,)))
   source, target = validation.nan_gradient_where_not_finite(source, target)
-  delta = target[..., None, :] - source[..., :, None]
-  weight = jax.lax.stop_gradient(
-      jnp.abs(tau[..., :, None] - (delta < 0).astype(source.dtype)))
-  abs_delta = jnp.abs(delta)
-  if static:
-    penalty = (_huber(abs_delta, huber_param) if huber_param > 0
-               else abs_delta)
-  else:
-    kappa = jnp.asarray(huber_param, source.dtype)[..., None, None]
-    # At κ = 0 the Huber formula gives 0, not |u|: select.
-    penalty = jnp.where(kappa > 0, _huber(abs_delta, kappa), abs_delta)
-  value = jnp.sum(jnp.mean(weight * penalty, axis=-1), axis=-1)
-  return validation.nan_where_not_finite(value, source, target)
-
-
-def _huber(abs_delta, kappa):
-  """Return H_κ(u) of |u| for κ > 0 (no division by κ)."""
-  quadratic = jnp.minimum(abs_delta, kappa)
-  return 0.5 * quadratic**2 + kappa * (abs_delta - quadratic)
+  return quantile_regression.loss_at_levels(source, target, tau, huber_param)
