@@ -109,9 +109,16 @@ def test_sampled_losses_take_levels_and_share_the_qr_gradient_scale():
           'iqn_plugin_cramer': below - (rank + 0.5) / 12}
   for name, expected in want.items():
     loss = synthetic.make_loss(synthetic.CONFIGURATIONS_BY_NAME[name], 12)
-    next_key, value = loss(key, source, target, levels)
-    assert value.shape == (1,) and next_key is key
-    grad = jax.grad(lambda s: loss(key, s, target, levels)[1].sum())(source)
+
+    def total(s, k, loss=loss):
+      next_key, value = loss(k, s, target, levels)
+      assert next_key is k  # The key as is (checked as the program traces).
+      return value.sum(), value
+
+    # Jitted: op by op, each operation of the loss compiles apart.
+    (_, value), grad = jax.jit(jax.value_and_grad(total, has_aux=True))(
+        source, key)
+    assert value.shape == (1,)
     np.testing.assert_allclose(grad[0], expected, rtol=1e-5, atol=1e-6)
 
 
@@ -162,14 +169,15 @@ def test_smoothed_losses_approach_the_scaled_cramer_gradient_as_h_shrinks(
   key = jax.random.PRNGKey(0)
   cramer = synthetic.make_loss(synthetic.CONFIGURATIONS_BY_NAME['fc_cramer'],
                                12)
-  want = jax.grad(lambda s: cramer(key, s, target)[1].sum())(source)
+  # Jitted: op by op, each operation of the losses compiles apart.
+  want = jax.jit(jax.grad(lambda s: cramer(key, s, target)[1].sum()))(source)
   configuration = synthetic.CONFIGURATIONS_BY_NAME[name]
   gaps = []
   for width in (1e-1, 1e-4):
     loss = synthetic.make_loss(configuration._replace(width=width), 12)
-    next_key, _ = loss(key, source, target)
+    next_key, _ = jax.jit(loss)(key, source, target)
     assert next_key.shape == key.shape  # Takes and returns its key.
-    got = jax.grad(lambda s: loss(key, s, target)[1].sum())(source)
+    got = jax.jit(jax.grad(lambda s: loss(key, s, target)[1].sum()))(source)
     gaps.append(float(jnp.max(jnp.abs(got - want))))
   assert gaps[1] < 1e-2 * float(jnp.max(jnp.abs(want))) and gaps[1] < gaps[0]
 
