@@ -109,9 +109,16 @@ def test_sampled_losses_take_levels_and_share_the_qr_gradient_scale():
           'iqn_plugin_cramer': below - (rank + 0.5) / 12}
   for name, expected in want.items():
     loss = synthetic.make_loss(synthetic.CONFIGURATIONS_BY_NAME[name], 12)
-    next_key, value = loss(key, source, target, levels)
-    assert value.shape == (1,) and next_key is key
-    grad = jax.grad(lambda s: loss(key, s, target, levels)[1].sum())(source)
+
+    def total(s, k, loss=loss):
+      next_key, value = loss(k, s, target, levels)
+      assert next_key is k  # The key as is (checked as the program traces).
+      return value.sum(), value
+
+    # Jitted: op by op, each operation of the loss compiles apart.
+    (_, value), grad = jax.jit(jax.value_and_grad(total, has_aux=True))(
+        source, key)
+    assert value.shape == (1,)
     np.testing.assert_allclose(grad[0], expected, rtol=1e-5, atol=1e-6)
 
 

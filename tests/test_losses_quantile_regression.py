@@ -43,6 +43,7 @@ def _source_grads(source, target):
   return grads
 
 
+_qr_jit_kappa_data = jax.jit(quantile_regression.quantile_regression_loss)
 _qr_grad = jax.jit(jax.grad(quantile_regression.quantile_regression_loss))
 _cramer_grad = jax.jit(jax.grad(cramer.cramer_loss))
 
@@ -77,7 +78,8 @@ def test_float32_matches_rlax_on_the_agents_shape():
   target = jnp.asarray(rng.normal(size=(32, 201)), jnp.float32)
   for huber_param in (0.0, 1.0):
     np.testing.assert_allclose(_qr(huber_param)(source, target),
-                               _rlax_qr(source, target, huber_param), rtol=1e-5)
+                               jax.jit(_rlax_qr, static_argnums=2)(
+                                   source, target, huber_param), rtol=1e-5)
 
 
 @hypothesis.settings(_SETTINGS, max_examples=15)
@@ -100,10 +102,11 @@ def test_huber_breaks_the_gradient_collinearity():
   source, target = np.sort(rng.normal(size=n)), rng.normal(size=n)
   with jax.enable_x64(True):
     args = jnp.asarray(source), jnp.asarray(target)
-    cramer_grad = np.asarray(jax.grad(cramer.cramer_loss)(*args))
+    cramer_grad = np.asarray(_cramer_grad(*args))
     for huber_param in (0.1, 1.0):
-      qr_grad = np.asarray(jax.grad(
-          lambda s, t: quantile_regression.quantile_regression_loss(s, t, huber_param))(*args))
+      qr_grad = np.asarray(jax.jit(jax.grad(
+          lambda s, t: quantile_regression.quantile_regression_loss(
+              s, t, huber_param)))(*args))
       # Not parallel: the best multiple of the Cramér gradient misses it.
       best = np.dot(qr_grad, cramer_grad) / np.dot(cramer_grad, cramer_grad)
       assert np.linalg.norm(qr_grad - best * cramer_grad) > 1e-2 * np.linalg.norm(qr_grad)
@@ -121,9 +124,10 @@ def test_not_invariant_to_permuting_source_atoms():
 def test_gradients_flow_into_target_unless_stopped():
   source, target = jnp.array([0.0, 1.0]), jnp.array([0.3, 2.0])
   loss = quantile_regression.quantile_regression_loss
-  assert np.any(jax.grad(loss, 1)(source, target) != 0)
+  assert np.any(jax.jit(jax.grad(loss, 1))(source, target) != 0)
   stopped = lambda s, t: loss(s, jax.lax.stop_gradient(t))
-  np.testing.assert_array_equal(jax.grad(stopped, 1)(source, target), 0.0)
+  np.testing.assert_array_equal(jax.jit(jax.grad(stopped, 1))(source, target),
+                                0.0)
 
 
 def test_batch_shapes_broadcast_and_vmap():
@@ -142,7 +146,7 @@ def test_non_finite_atoms_give_nan(bad):
   target = jnp.array([[0.0, 1.0], [0.0, 2.0]])
   values = _qr(0.0)(source, target)
   assert np.isnan(values[0]) and np.isfinite(values[1])
-  grads = jax.grad(lambda s: _qr(0.0)(s, target).sum())(source)
+  grads = jax.jit(jax.grad(lambda s: _qr(0.0)(s, target).sum()))(source)
   assert np.all(np.isnan(grads[0])) and np.all(np.isfinite(grads[1]))
 
 
@@ -165,8 +169,8 @@ def test_array_kappa_equals_float_kappa(kappa):
   for got, want in zip(as_data(source, target, jnp.float32(kappa)),
                        as_float(source, target)):
     np.testing.assert_array_equal(got, want)
-  per_row = quantile_regression.quantile_regression_loss(
-      source, target, jnp.full((4,), kappa, jnp.float32))
+  per_row = _qr_jit_kappa_data(source, target,
+                               jnp.full((4,), kappa, jnp.float32))
   np.testing.assert_allclose(per_row, _qr(kappa)(source, target), rtol=1e-6)
 
 
@@ -178,8 +182,8 @@ def test_array_kappa_is_data_of_one_program():
       source, target, jnp.float32(k)).as_text() for k in (0.0, 1.0)]
   assert lowered[0] == lowered[1]
   kappas = jnp.array([0.0, 0.5, 1.0], jnp.float32)
-  vmapped = jax.vmap(quantile_regression.quantile_regression_loss,
-                     (None, None, 0))(source, target, kappas)
+  vmapped = jax.jit(jax.vmap(quantile_regression.quantile_regression_loss,
+                             (None, None, 0)))(source, target, kappas)
   assert vmapped.shape == (3, 2)
   for row, k in zip(vmapped, (0.0, 0.5, 1.0)):
     np.testing.assert_allclose(row, _qr(k)(source, target), rtol=1e-6)

@@ -1,5 +1,6 @@
 """Tests of losses.sampled_levels: the unbiased sampled Cramér loss and QR at levels."""
 
+import functools
 import itertools
 
 import jax
@@ -51,6 +52,16 @@ def _numpy_oracle(source, target):
   return cross - within_x - within_y
 
 
+@functools.partial(jax.jit, static_argnums=2)
+def _ours_and_oracle(source, target, target_term):
+  """Return (value, gradients) of the loss and of the oracle, in one program."""
+  oracle_grads = jax.grad(lambda s, t: jnp.sum(_pairwise_oracle(
+      s, t, target_term)), argnums=(0, 1))(source, target)
+  return ((_loss(source, target, target_term),
+           _grads(source, target, target_term)),
+          (_pairwise_oracle(source, target, target_term), oracle_grads))
+
+
 @pytest.mark.parametrize('n,m,target_term', [(2, 2, True), (5, 7, False),
                                               (12, 12, True), (64, 33, False),
                                               (600, 40, True)])
@@ -58,12 +69,12 @@ def test_value_and_gradients_equal_the_pairwise_oracle(n, m, target_term):
   rng = np.random.default_rng(n * 1000 + m)
   source = jnp.asarray(rng.normal(size=(3, n)), jnp.float32)
   target = jnp.asarray(rng.normal(size=(3, m)) + 0.3, jnp.float32)
-  np.testing.assert_allclose(
-      _loss(source, target, target_term),
-      _pairwise_oracle(source, target, target_term), rtol=2e-5, atol=2e-6)
-  oracle_grads = jax.grad(lambda s, t: jnp.sum(_pairwise_oracle(
-      s, t, target_term)), argnums=(0, 1))(source, target)
-  for ours, theirs in zip(_grads(source, target, target_term), oracle_grads):
+  # One compiled program per case: the oracle run op by op compiles each of
+  # its operations apart, at every shape.
+  (value, grads), (oracle_value, oracle_grads) = _ours_and_oracle(
+      source, target, target_term)
+  np.testing.assert_allclose(value, oracle_value, rtol=2e-5, atol=2e-6)
+  for ours, theirs in zip(grads, oracle_grads):
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-7)
 
 
@@ -148,8 +159,7 @@ def test_non_finite_rows_give_nan_and_bad_sizes_are_refused():
     sampled_levels.sampled_cramer_loss(jnp.zeros(1), jnp.zeros(3))
   with pytest.raises(ValueError, match='target_term=False'):
     sampled_levels.sampled_cramer_loss(jnp.zeros(3), jnp.zeros(1))
-  assert np.isfinite(sampled_levels.sampled_cramer_loss(
-      jnp.array([0.0, 1.0]), jnp.zeros(1), target_term=False))
+  assert np.isfinite(_loss(jnp.array([0.0, 1.0]), jnp.zeros(1), False))
 
 
 # Monte Carlo: unbiased value and gradient, against the plug-in's bias.
@@ -193,8 +203,8 @@ def _mean_and_standard_error(samples):
 
 def test_expected_value_and_gradient_are_the_true_distance_but_not_plug_in():
   params = jnp.array([_MU, _SIGMA])
-  true_value = float(_true_distance(params))
-  true_grad = np.asarray(jax.grad(_true_distance)(params))
+  true_value, true_grad = jax.jit(jax.value_and_grad(_true_distance))(params)
+  true_value, true_grad = float(true_value), np.asarray(true_grad)
   values, jacobians = _monte_carlo(params)
   value_mean, value_se = _mean_and_standard_error(values)
   grad_mean, grad_se = _mean_and_standard_error(jacobians)
@@ -235,15 +245,15 @@ def test_quantile_regression_at_levels_equals_rlax(huber_param):
   with jax.enable_x64(True):
     source, target, levels = (jnp.asarray(a, jnp.float64)
                               for a in (source, target, levels))
-    ours = sampled_levels.sampled_quantile_regression_loss(
-        source, target, levels, huber_param)
-    theirs = _rlax_at_levels(source, target, levels, huber_param)
+    ours_fn = lambda s: sampled_levels.sampled_quantile_regression_loss(
+        s, target, levels, huber_param)
+    theirs_fn = lambda s: _rlax_at_levels(s, target, levels, huber_param)
+    # One program for both losses and their gradients (op by op, each of
+    # their operations compiles apart).
+    (ours, our_grad), (theirs, their_grad) = jax.jit(lambda s: [
+        (f(s), jax.grad(lambda s: jnp.sum(f(s)))(s))
+        for f in (ours_fn, theirs_fn)])(source)
     np.testing.assert_allclose(ours, theirs, rtol=1e-12)
-    our_grad = jax.grad(lambda s: jnp.sum(
-        sampled_levels.sampled_quantile_regression_loss(
-            s, target, levels, huber_param)))(source)
-    their_grad = jax.grad(lambda s: jnp.sum(
-        _rlax_at_levels(s, target, levels, huber_param)))(source)
     np.testing.assert_allclose(our_grad, their_grad, rtol=1e-12)
 
 
@@ -252,11 +262,10 @@ def test_quantile_regression_at_midpoints_is_the_fixed_level_loss():
   source = jnp.asarray(rng.normal(size=(2, 3, 12)), jnp.float32)
   target = jnp.asarray(rng.normal(size=(3, 7)), jnp.float32)
   midpoints = (jnp.arange(12) + 0.5) / 12  # [N], broadcast over [2, 3].
-  np.testing.assert_allclose(
-      sampled_levels.sampled_quantile_regression_loss(source, target,
-                                                      midpoints, 1.0),
-      quantile_regression.quantile_regression_loss(source, target, 1.0),
-      rtol=1e-6)
+  at_levels, fixed = jax.jit(lambda s, t: (
+      sampled_levels.sampled_quantile_regression_loss(s, t, midpoints, 1.0),
+      quantile_regression.quantile_regression_loss(s, t, 1.0)))(source, target)
+  np.testing.assert_allclose(at_levels, fixed, rtol=1e-6)
 
 
 def test_quantile_regression_at_levels_refuses_bad_levels():

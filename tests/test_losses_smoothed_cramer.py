@@ -154,7 +154,7 @@ def test_multiquadric_width_gradient_matches_finite_differences(h):
   with jax.enable_x64(True):
     value = lambda w: float(_multiquadric(jnp.asarray(source),
                                           jnp.asarray(target), w[0]))
-    grad = jax.grad(sc.multiquadric_cramer_loss, 2)(
+    grad = jax.jit(jax.grad(sc.multiquadric_cramer_loss, 2))(
         jnp.asarray(source), jnp.asarray(target), jnp.float64(h))
     expected = oracles.central_differences(value, np.array([h]), 1e-6)
   np.testing.assert_allclose(grad, expected[0], rtol=1e-6, atol=1e-10)
@@ -165,12 +165,14 @@ def test_multiquadric_gradients_reduce_over_broadcast_dimensions():
   source = jnp.asarray(rng.normal(size=(3, 1, 5)))
   target = jnp.asarray(rng.normal(size=(4, 6)))
   total = lambda s, t: jnp.sum(sc.multiquadric_cramer_loss(s, t, 0.3))
-  grad_s, grad_t = jax.grad(total, (0, 1))(source, target)
+  grad_s, grad_t = jax.jit(jax.grad(total, (0, 1)))(source, target)
   assert grad_s.shape == source.shape and grad_t.shape == target.shape
-  # Summing the loss over the broadcast rows, row by row.
-  per_row = lambda s, t: sum(
-      sc.multiquadric_cramer_loss(s[i, 0], t[j], 0.3)
-      for i in range(3) for j in range(4))
+  # Summing the loss over the broadcast rows, row by row (a sequential loop
+  # over the 12 pairs of rows: one loss in the program, not 12 copies).
+  rows_i, rows_j = np.divmod(np.arange(12), 4)
+  per_row = lambda s, t: jnp.sum(jax.lax.map(
+      lambda ij: sc.multiquadric_cramer_loss(s[ij[0], 0], t[ij[1]], 0.3),
+      (rows_i, rows_j)))
   expected_s, expected_t = jax.jit(jax.grad(per_row, (0, 1)))(source, target)
   np.testing.assert_allclose(grad_s, expected_s, rtol=1e-5, atol=1e-7)
   np.testing.assert_allclose(grad_t, expected_t, rtol=1e-5, atol=1e-7)
@@ -178,9 +180,9 @@ def test_multiquadric_gradients_reduce_over_broadcast_dimensions():
 
 def test_multiquadric_width_zero_is_finite_and_equals_cramer():
   source, target = jnp.array([0.0, 1.0, 1.0, 3.0]), jnp.array([1.0, 2.0])
-  value, grad = jax.value_and_grad(sc.multiquadric_cramer_loss)(source, target,
-                                                                0.0)
-  np.testing.assert_allclose(value, cramer.cramer_loss(source, target),
+  value, grad = jax.jit(jax.value_and_grad(sc.multiquadric_cramer_loss))(
+      source, target, 0.0)
+  np.testing.assert_allclose(value, jax.jit(cramer.cramer_loss)(source, target),
                              rtol=1e-6)
   assert np.all(np.isfinite(grad))
 
@@ -199,7 +201,7 @@ def test_multiquadric_shapes_dtypes_broadcast_and_array_widths():
   for i, h in enumerate((0.1, 1.0, 2.0)):
     np.testing.assert_allclose(per_row[i], _multiquadric(source[i], target, h),
                                rtol=1e-5)
-  half = sc.multiquadric_cramer_loss(source.astype(jnp.bfloat16), target, 0.2)
+  half = _multiquadric(source.astype(jnp.bfloat16), target, 0.2)
   assert half.dtype == jnp.float32
   with jax.enable_x64(True):
     assert _multiquadric(jnp.zeros(3, jnp.float64), jnp.ones(2), 0.1).dtype == (
@@ -228,7 +230,7 @@ def test_non_finite_atoms_give_nan_values_and_gradients(loss):
   target = jnp.array([[0.5, 1.5, 2.5], [0.5, 1.5, 2.5]])
   values = jax.jit(loss)(source, target)
   assert np.isfinite(values[0]) and np.isnan(values[1])
-  grad = jax.grad(lambda s: loss(s, target).sum())(source)
+  grad = jax.jit(jax.grad(lambda s: loss(s, target).sum()))(source)
   assert np.all(np.isfinite(grad[0])) and np.all(np.isnan(grad[1]))
 
 
@@ -293,7 +295,8 @@ def test_noisy_tends_to_cramer_as_width_shrinks():
   rng = np.random.default_rng(16)
   source, target = rng.normal(size=(3, 12)), rng.normal(size=(3, 9))
   with jax.enable_x64(True):
-    exact = cramer.cramer_loss(jnp.asarray(source), jnp.asarray(target))
+    exact = jax.jit(cramer.cramer_loss)(jnp.asarray(source),
+                                        jnp.asarray(target))
     for h in (1e-2, 1e-4, 1e-6):
       for noise in sc.NOISES:
         _, got = _noisy(jax.random.PRNGKey(1), jnp.asarray(source),
@@ -328,12 +331,12 @@ def test_noisy_shapes_dtypes_and_per_row_widths():
   # Width 0 in a row: that row is the exact Cramér loss.
   widths = jnp.array([[0.0], [1.0], [0.0]])
   _, per_row = _noisy(jax.random.PRNGKey(0), source, target, widths)
-  exact = cramer.cramer_loss(source, target)
+  exact = jax.jit(cramer.cramer_loss)(source, target)
   np.testing.assert_allclose(per_row[0], exact[0], rtol=1e-5)
   np.testing.assert_allclose(per_row[2], exact[2], rtol=1e-5)
   assert not np.allclose(per_row[1], exact[1])
-  _, half = sc.noisy_target_cramer_loss(jax.random.PRNGKey(0),
-                                        source.astype(jnp.bfloat16), target, 0.1)
+  _, half = _noisy(jax.random.PRNGKey(0), source.astype(jnp.bfloat16), target,
+                   0.1)
   assert half.dtype == jnp.float32
 
 
@@ -342,15 +345,15 @@ def test_noisy_shapes_dtypes_and_per_row_widths():
 def test_atom_spread_is_the_mean_absolute_difference():
   rng = np.random.default_rng(19)
   atoms = rng.normal(size=(5, 13))
+  spread = jax.jit(sc.atom_spread)
   with jax.enable_x64(True):
-    got = sc.atom_spread(jnp.asarray(atoms))
+    got = spread(jnp.asarray(atoms))
   want = np.mean(np.abs(atoms[:, :, None] - atoms[:, None, :]), axis=(1, 2))
   np.testing.assert_allclose(got, want, rtol=1e-12)
   # 8 atoms at -1, 4 at +1: 2 · 2 · (2/3)(1/3) = 8/9.
-  np.testing.assert_allclose(sc.atom_spread(jnp.array([-1.0] * 8 + [1.0] * 4)),
+  np.testing.assert_allclose(spread(jnp.array([-1.0] * 8 + [1.0] * 4)),
                              8 / 9, rtol=1e-6)
-  np.testing.assert_allclose(sc.atom_spread(3 * jnp.asarray(atoms[0]) + 7),
-                             3 * sc.atom_spread(jnp.asarray(atoms[0])),
-                             rtol=1e-5)
+  np.testing.assert_allclose(spread(3 * jnp.asarray(atoms[0]) + 7),
+                             3 * spread(jnp.asarray(atoms[0])), rtol=1e-5)
   with pytest.raises(ValueError, match='floating point'):
     sc.atom_spread(jnp.arange(3))

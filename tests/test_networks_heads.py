@@ -17,8 +17,15 @@ def _num_params(params):
 
 
 def _transform(head, x, seed=0):
+  # Jitted: Haiku's init op by op compiles each of its operations apart.
   transformed = hk.without_apply_rng(hk.transform(head))
-  return transformed, transformed.init(jax.random.PRNGKey(seed), x)
+  return transformed, jax.jit(transformed.init)(jax.random.PRNGKey(seed), x)
+
+
+def _param_shapes(head, x):
+  """Return the parameters' shapes and dtypes (nothing computed)."""
+  transformed = hk.without_apply_rng(hk.transform(head))
+  return jax.eval_shape(transformed.init, jax.random.PRNGKey(0), x)
 
 
 @pytest.mark.parametrize('num_actions,num_quantiles,num_layers,hidden_size',
@@ -28,9 +35,12 @@ def test_head_output_shapes(kind, num_actions, num_quantiles, num_layers,
                             hidden_size):
   make = heads.fc_quantile_head if kind == 'fc' else heads.nc_quantile_head
   x = jax.random.normal(jax.random.PRNGKey(1), (4, 9))
-  transformed, params = _transform(
-      make(num_actions, num_quantiles, num_layers, hidden_size), x)
-  assert transformed.apply(params, x).shape == (4, num_actions, num_quantiles)
+  transformed = hk.without_apply_rng(hk.transform(
+      make(num_actions, num_quantiles, num_layers, hidden_size)))
+  # Initialised and applied in one program: one compilation per case.
+  atoms = jax.jit(lambda key: transformed.apply(transformed.init(key, x), x))(
+      jax.random.PRNGKey(0))
+  assert atoms.shape == (4, num_actions, num_quantiles)
 
 
 def test_synthetic_experiment_parameter_counts():
@@ -39,14 +49,14 @@ def test_synthetic_experiment_parameter_counts():
   # NC, per branch 1*32+32 + 32*32+32 = 1120; outputs 32*12+12 = 396 (logits)
   # and 32*2+2 = 66 (scale, location): 2*1120 + 396 + 66 = 2702.
   x = jnp.ones((1, 1))
-  _, fc_params = _transform(heads.fc_quantile_head(1, 12, 2, 45), x)
-  _, nc_params = _transform(heads.nc_quantile_head(1, 12, 2, 32), x)
+  fc_params = _param_shapes(heads.fc_quantile_head(1, 12, 2, 45), x)
+  nc_params = _param_shapes(heads.nc_quantile_head(1, 12, 2, 32), x)
   assert _num_params(fc_params) == 2712
   assert _num_params(nc_params) == 2702
 
 
 def test_nc_head_has_two_branches_of_equal_depth():
-  _, params = _transform(heads.nc_quantile_head(2, 7, 3, 5), jnp.ones((1, 4)))
+  params = _param_shapes(heads.nc_quantile_head(2, 7, 3, 5), jnp.ones((1, 4)))
   quantile = [k for k in params if k.startswith('nc_head/quantile_branch/')]
   scale = [k for k in params if k.startswith('nc_head/scale_branch/')]
   assert len(quantile) == len(scale) == 4  # 3 hidden layers + 1 output layer.
@@ -94,7 +104,7 @@ def test_nc_atoms_span_location_to_location_plus_scale():
   x = jax.random.normal(jax.random.PRNGKey(3), (4, 6))
   transformed, params = _transform(heads.nc_quantile_head(2, 10, 2, 8), x)
   params = _set_scale_preactivation(params, 1.5)
-  atoms = transformed.apply(params, x)
+  atoms = jax.jit(transformed.apply)(params, x)
   # psi_N = 1 and psi_1 > 0: the last atom is beta + alpha, the first above beta.
   assert np.all(atoms[..., -1] - atoms[..., 0] > 0)
   assert np.all(atoms[..., -1] - atoms[..., 0] <= 1.5 + 1e-6)
@@ -105,8 +115,8 @@ def test_softplus_scale_keeps_atoms_spread_when_relu_scale_dies():
   relu, params = _transform(heads.nc_quantile_head(2, 10, 2, 8, 'relu'), x)
   softplus, _ = _transform(heads.nc_quantile_head(2, 10, 2, 8, 'softplus'), x)
   params = _set_scale_preactivation(params, -2.0)
-  relu_atoms = relu.apply(params, x)
-  softplus_atoms = softplus.apply(params, x)
+  relu_atoms = jax.jit(relu.apply)(params, x)
+  softplus_atoms = jax.jit(softplus.apply)(params, x)
   # ReLU: alpha = 0, every atom collapses onto beta. Softplus: alpha = log(1+e^-2).
   np.testing.assert_array_equal(relu_atoms[..., 1:], relu_atoms[..., :-1])
   assert np.all(np.diff(softplus_atoms, axis=-1) > 0)
@@ -117,8 +127,9 @@ def test_softplus_scale_keeps_atoms_spread_when_relu_scale_dies():
   def spread(p, head):
     atoms = head.apply(p, x)
     return jnp.sum(atoms[..., -1] - atoms[..., 0])
-  g_relu = jax.grad(spread)(params, relu)['nc_head/scale_branch/linear_2']['b']
-  g_soft = jax.grad(spread)(params, softplus)['nc_head/scale_branch/linear_2']['b']
+  grad = jax.jit(jax.grad(spread), static_argnums=1)
+  g_relu = grad(params, relu)['nc_head/scale_branch/linear_2']['b']
+  g_soft = grad(params, softplus)['nc_head/scale_branch/linear_2']['b']
   assert np.all(g_relu[0::2] == 0)
   assert np.all(g_soft[0::2] > 0)
 
