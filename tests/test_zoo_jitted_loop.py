@@ -316,11 +316,14 @@ def test_loop_is_a_stored_setting():
 
 def _values(root, num_iterations=3):
   run_dir = os.path.join(root, '{agent}/seed_{seed}')
+  # Batches of 8, not MinAtar's 32: the updates are most of these runs' CPU
+  # time (a third of it at 8), and the bandit is still learnt as asserted.
   return dict(
       loop='jitted', num_iterations=num_iterations, num_train_frames=800,
       num_eval_frames=100, replay_capacity=2000,
       min_replay_capacity_fraction=0.1, target_network_update_period=100,
       num_quantiles=NUM_QUANTILES, hidden_size=16, learning_rate=1e-3,
+      batch_size=8,
       exploration_epsilon_decay_frame_fraction=0.1,
       results_csv_path=os.path.join(run_dir, 'results.csv'),
       checkpoint_dir=os.path.join(run_dir, 'checkpoints'),
@@ -382,23 +385,22 @@ def test_csvs_learning_and_resume(tmp_path):
   assert ([[r['eval_episode_return'] for r in rows] for rows in again] ==
           [[r['eval_episode_return'] for r in rows] for rows in whole])
 
-  # Interrupted after iteration 1's checkpoint, then resumed.
+  # Interrupted after iteration 1's checkpoint.
   values = _values(str(tmp_path / 'split'))
-  with test_zoo_interrupts.installed_handlers():
-    def log(message, *args):
-      if (message.startswith('%siteration %d/%d, frame') and
-          args[:2] == ('seed 1: ', 1)):
-        signal.raise_signal(signal.SIGINT)
 
-    with pytest.raises(interrupts.Interrupted, match='iteration 2'):
-      _run(values, [1, 2], log=log)
+  def interrupted(restart=False):
+    with test_zoo_interrupts.installed_handlers():
+      def log(message, *args):
+        if (message.startswith('%siteration %d/%d, frame') and
+            args[:2] == ('seed 1: ', 1)):
+          signal.raise_signal(signal.SIGINT)
+
+      with pytest.raises(interrupts.Interrupted, match='iteration 2'):
+        _run(values, [1, 2], log=log, restart=restart)
+
+  interrupted()
   path = tmp_path / 'split' / 'cr_dqn' / 'seed_2' / 'results.csv'
   assert len(csv_check.read_back_file(str(path))) == 2
-  resumed = _run(values, [1, 2])
-  for seed_rows, whole_rows in zip(resumed, whole):
-    for got, want in zip(seed_rows, whole_rows):
-      for column in results_csv.DETERMINISTIC_COLUMNS:
-        np.testing.assert_equal(got[column], want[column], err_msg=column)
 
   # Seeds at different iterations do not resume together.
   with pytest.raises(settings_lib.ConfigError, match='different iterations'):
@@ -411,10 +413,22 @@ def test_csvs_learning_and_resume(tmp_path):
     f.write(b'damaged')
   with pytest.raises(settings_lib.ConfigError, match='different iterations'):
     _run(values, [1, 2])
-  # --restart moves the group's files aside and starts over.
-  rows = _run(values, [1, 2], restart=True)  # Compiled already: reused.
-  assert [len(r) for r in rows] == [4, 4]
-  assert any(p.name.startswith('checkpoints.') for p in seed_2.parent.iterdir())
+  # --restart moves the group's files aside and starts over (interrupted
+  # again after iteration 1: one run shows both the restart and the resume).
+  interrupted(restart=True)  # Compiled already: reused.
+  for seed in (1, 2):
+    moved = {p.name.split('.')[0] for p in (seed_2.parent.parent /
+                                            f'seed_{seed}').iterdir()
+             if p.name.endswith('.bak')}
+    assert moved == {'checkpoints', 'results', 'run'}, moved
+  assert len(csv_check.read_back_file(str(path))) == 2  # A new CSV.
+  # Resumed: every iteration as in the uninterrupted run.
+  resumed = _run(values, [1, 2])
+  assert [len(r) for r in resumed] == [4, 4]
+  for seed_rows, whole_rows in zip(resumed, whole):
+    for got, want in zip(seed_rows, whole_rows):
+      for column in results_csv.DETERMINISTIC_COLUMNS:
+        np.testing.assert_equal(got[column], want[column], err_msg=column)
 
 
 @pytest.mark.end_to_end
@@ -423,7 +437,9 @@ def test_cr_iqn_learns_the_bandit_and_resumes(tmp_path):
   checkpoint (the same ε schedule: 240 frames); greedy play at the end."""
   preset = agent_registry.presets()['CR-IQN']
   levels = dict(tau_samples_policy=8, tau_samples_s_tm1=8, tau_samples_s_t=8)
-  values = dict(_values(str(tmp_path), num_iterations=2), **levels)
+  # CR-IQN learns the bandit in time with batches of 16 (not 8).
+  values = dict(_values(str(tmp_path), num_iterations=2), batch_size=16,
+                **levels)
   run = lambda v: runner.run_seeds(minatar_suite.MINATAR, preset, v, [1],
                                    env=jax_bandit.Bandit())[0]
   first = run(dict(values, exploration_epsilon_decay_frame_fraction=0.15))
