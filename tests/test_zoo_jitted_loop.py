@@ -125,6 +125,7 @@ def test_sampling_rules(num_streams):
   counts = {}
   for _ in range(4):
     key, batch = sample(replay, key)
+    batch = jax.device_get(batch)  # NumPy: no JAX dispatch per element.
     for i in range(512):
       id_tm1 = _decode(batch.s_tm1[i, ..., 0])
       id_t = _decode(batch.s_t[i, ..., 0])
