@@ -77,6 +77,11 @@ def _decode(observation: np.ndarray) -> int:
   return int(sum(int(v) << b for b, v in enumerate(bits)))
 
 
+# Jitted once for the module: a lambda jitted per call compiles per call.
+_store = jax.jit(packed_replay.store, static_argnums=4)
+_sample = jax.jit(packed_replay.sample, static_argnums=(2, 3))
+
+
 def _filled_replay(cfg, num_steps: int, episode_length: int, seed: int = 0):
   """Store num_steps steps of K streams with ids; return (state, steps).
 
@@ -87,8 +92,6 @@ def _filled_replay(cfg, num_steps: int, episode_length: int, seed: int = 0):
   rng = np.random.default_rng(seed)
   replay = packed_replay.empty(k, cfg.stream_capacity, cfg.observation_shape)
   episode_step = jnp.zeros(k, jnp.int32)
-  store = jax.jit(lambda r, e, ts, a: packed_replay.store(
-      r, e, ts, a, cfg.max_abs_reward))
   steps = {}
   for t in range(num_steps):
     step_type = np.array([0 if (t + j) % episode_length == 0 else
@@ -99,7 +102,8 @@ def _filled_replay(cfg, num_steps: int, episode_length: int, seed: int = 0):
     action = rng.integers(0, 3, k).astype(np.int32)
     obs = np.stack([_id_observation(t + 1) for _ in range(k)])
     timestep = jax_bandit.TimeStep(step_type, reward, discount, obs)
-    replay, episode_step = store(replay, episode_step, timestep, action)
+    replay, episode_step = _store(replay, episode_step, timestep, action,
+                                  cfg.max_abs_reward)
     for j in range(k):
       steps[(j, t + 1)] = (int(step_type[j]), int(action[j]), float(reward[j]),
                            float(discount[j]))
@@ -120,11 +124,10 @@ def test_sampling_rules(num_streams):
   cfg = _config(num_streams=num_streams, stream_capacity=20)
   num_steps, episode_length = 50, 6  # Wraps: 30 steps overwritten.
   replay, steps = _filled_replay(cfg, num_steps, episode_length)
-  sample = jax.jit(lambda r, key: packed_replay.sample(r, key, 512, OBS_SHAPE))
   key = jax.random.PRNGKey(0)
   counts = {}
   for _ in range(4):
-    key, batch = sample(replay, key)
+    key, batch = _sample(replay, key, 512, OBS_SHAPE)
     batch = jax.device_get(batch)  # NumPy: no JAX dispatch per element.
     for i in range(512):
       id_tm1 = _decode(batch.s_tm1[i, ..., 0])
@@ -165,6 +168,12 @@ def _agent_parts(head, loss, kappa, scale_grad, num_actions=3):
   return network, loss_of_kappa, optimizer, grad_scale
 
 
+@functools.lru_cache(maxsize=None)
+def _update_replay(cfg):
+  """Return the replay every agent learns from (one for all of them)."""
+  return _filled_replay(cfg, 40, 7)[0]
+
+
 @pytest.mark.parametrize('name', list(AGENTS))
 def test_update_equals_zoo_agent(name):
   """One jitted learn = QuantileAgent.learn_from on the same params, batch."""
@@ -179,7 +188,7 @@ def test_update_equals_zoo_agent(name):
   seed_key = jax.random.PRNGKey(3)  # Both loops: build.learner_parts'.
   state = jax.jit(functions.init)(seed_key, jax.random.PRNGKey(0),
                                   jnp.float32(kappa))
-  filled, _ = _filled_replay(cfg, 40, 7)
+  filled = _update_replay(cfg)
   agent = quantile_agent.QuantileAgent(
       network=network, loss_fn=loss_fn, optimizer=optimizer,
       replay=replay_lib.FrameReplay(64, 1, OBS_SHAPE, 1),
@@ -203,9 +212,8 @@ def test_update_equals_zoo_agent(name):
   before = state
   after, loss_value = learn(before)
   # The batch that learn drew: its sampler with the same key.
-  key, batch = jax.jit(lambda r, k: packed_replay.sample(
-      r, k, cfg.batch_size, cfg.observation_shape))(before.replay,
-                                                   before.rng_key)
+  key, batch = _sample(before.replay, before.rng_key, cfg.batch_size,
+                       cfg.observation_shape)
   host = jax.device_get(before)
   agent.set_state({'params': host.params, 'target_params': host.target_params,
                    'opt_state': host.opt_state, 'rng_key': key,
