@@ -153,7 +153,8 @@ def test_auto_reset_as_dm_env():
   i = last[0]
   state = jax.tree.map(lambda x: x[i], states)
   key = jax.random.PRNGKey(7)
-  outcomes = [env.step(state, a, key) for a in range(env.num_actions)]
+  step = jax.jit(env.step)  # One compilation, not one per operation.
+  outcomes = [step(state, a, key) for a in range(env.num_actions)]
   for new_state, timestep in outcomes:
     assert int(timestep.step_type) == FIRST
     np.testing.assert_array_equal(timestep.observation,
@@ -220,8 +221,27 @@ AGREEMENT_EPISODES = {'asterix': 300, 'breakout': 2000, 'freeway': 16,
 AGREEMENT_SEED = 2
 
 
+def _optimised(random_policy_episodes):
+  """Return random_policy_episodes compiled with XLA's optimisation on.
+
+  The suite compiles with the cheapest optimisation (tests/conftest.py);
+  Seaquest's episodes run long enough for it not to pay: its vmapped step
+  ran 5x slower (39 s against 8 s of CPU for 800 episodes, which wait for
+  the longest, 10x the mean). The other games' runs are shorter than the
+  extra compile time. The program is the same; the games' integer
+  arithmetic gives the same episodes.
+  """
+  def run(env, rng_key, num_episodes):
+    return random_policy_episodes.lower(env, rng_key, num_episodes).compile(
+        compiler_options={'xla_backend_optimization_level': 2})(rng_key)
+  return run
+
+
 @pytest.mark.parametrize('game', GAMES)
-def test_random_policy_statistics_agree_with_minatar(game):
+def test_random_policy_statistics_agree_with_minatar(game, monkeypatch):
+  if game == 'seaquest':
+    monkeypatch.setattr(minatar_jax_env, 'random_policy_episodes', _optimised(
+        minatar_jax_env.random_policy_episodes))
   result = minatar_jax_agreement.compare(game, AGREEMENT_EPISODES[game],
                                          seed=AGREEMENT_SEED)
   assert len(result.jax.returns) == len(result.minatar.returns)

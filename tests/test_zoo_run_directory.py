@@ -390,9 +390,16 @@ def test_a_refused_run_leaves_nothing_behind(tmp_path):
   assert os.listdir(tmp_path) == []
 
 
+# The holder's iterations: enough to outlive a refusal of a process started
+# with it (which is refused before any JAX work), few since the rest of the
+# run only shows that the holder finishes.
+TWO_PROCESS_ITERATIONS = 4
+
+
 def _start(run_dir, loop):
   return subprocess.Popen(
-      _command(run_dir, f'--loop={loop}', '--num_iterations=8',
+      _command(run_dir, f'--loop={loop}',
+               f'--num_iterations={TWO_PROCESS_ITERATIONS}',
                '--num_train_frames=400'),
       cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
       text=True)
@@ -435,7 +442,7 @@ def test_two_processes_on_one_run_directory_never_both_run(tmp_path, loop):
       if p.poll() is None:
         p.send_signal(signal.SIGKILL)
   assert [int(r['iteration']) for r in results_csv.read_rows(
-      f'{run_dir}/results.csv')] == list(range(9))
+      f'{run_dir}/results.csv')] == list(range(TWO_PROCESS_ITERATIONS + 1))
   assert not os.path.exists(run_dir / run_directory.LOCK_FILE)
   # Both loops write TensorBoard scalars (the driver's hooks).
   assert set(os.listdir(run_dir)) == {'results.csv', 'run.json', 'checkpoints',

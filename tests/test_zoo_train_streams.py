@@ -291,9 +291,11 @@ class _Recording(environment.BatchedEnvironment):
 @pytest.mark.end_to_end
 def test_a_short_pong_run_completes_whole_training_games(tmp_path):
   # 8 streams, 1,000 frames (250 steps) each per training phase: a Pong game
-  # lasts about 760 to 1,200 steps, so games end only if streams go on.
+  # lasts about 760 to 1,200 steps, so games end only if streams go on. Four
+  # phases, 1,000 steps per stream: this seed's eight games end at 758-883
+  # steps, in the fourth (the first three show phases where none ends).
   path = str(tmp_path / 'run.csv')
-  num_iterations, num_train_frames = 5, 8000
+  num_iterations, num_train_frames = 4, 8000
   preset = agent_registry.default_preset('cr_dqn')
   s = dict(settings_lib.default_settings(atari_suite.ATARI),
            environment_name='pong', num_envs=8, environment_mode='vector',
