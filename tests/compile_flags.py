@@ -10,24 +10,26 @@ user's run does. Runs compared with each other need only the same flags.
 """
 
 import os
-from typing import Dict, Mapping, Optional
+from typing import Dict, List, Mapping, Optional
 
 CHEAP = ('--xla_backend_optimization_level=0',
          '--xla_llvm_disable_expensive_passes=true')
 
 
+def _other_flags(xla_flags: str) -> List[str]:
+  return [flag for flag in xla_flags.split() if flag not in CHEAP]
+
+
 def with_cheap_compiles(xla_flags: str = '') -> str:
   """Return XLA_FLAGS `xla_flags` with the suite's cheap compiles added."""
-  kept = [flag for flag in xla_flags.split() if flag not in CHEAP]
-  return ' '.join(kept + list(CHEAP))
+  return ' '.join(_other_flags(xla_flags) + list(CHEAP))
 
 
 def user_environment(environ: Optional[Mapping[str, str]] = None,
                      **more: str) -> Dict[str, str]:
   """Return `environ` (default: this process's) as a user's run has it."""
   env = dict(os.environ if environ is None else environ, **more)
-  flags = [flag for flag in env.get('XLA_FLAGS', '').split()
-           if flag not in CHEAP]
+  flags = _other_flags(env.get('XLA_FLAGS', ''))
   if flags:
     env['XLA_FLAGS'] = ' '.join(flags)
   else:

@@ -54,6 +54,7 @@ class Suite(NamedTuple):
 
 def quantile_network_fn(s: settings_lib.Settings, num_actions: int, *,
                         torso: Callable, quantile_network: Callable):
+  """Return the suite's Haiku network fn for settings `s` (IQN or quantile)."""
   """Return a suite's network_fn: IQN's at sampled levels, else fixed-level."""
   if catalog.HEADS[s.head].sampled_levels:  # fn(observations, levels).
     return networks.iqn_network(
