@@ -14,6 +14,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from zoo.environments import minatar_jax_env
+
 
 class TimeStep(NamedTuple):
   step_type: jnp.ndarray
@@ -61,3 +63,8 @@ class Bandit:
         self._observation(moved))
     return jax.tree.map(lambda a, b: jnp.where(state.last, a, b),
                         (reset_state, reset_step), (moved, moved_step))
+
+
+def streams(num_envs: int = 1, **kwargs) -> minatar_jax_env.Streams:
+  """Return K streams of a Bandit (its keywords): the jitted loop's environment."""
+  return minatar_jax_env.Streams(Bandit(**kwargs), num_envs)

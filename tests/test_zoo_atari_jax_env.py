@@ -96,17 +96,18 @@ def test_jitted_scan_replays_the_python_vector_environment_bit_for_bit():
     assert env.num_actions == 4
 
     @jax.jit
-    def trace(handle, actions, actions_2):
-      state, first = env.reset(handle)
+    def trace(state, actions, actions_2):
+      state, first = env.reset(state, env.seeds)
       state, steps = jax.lax.scan(env.step, state, actions)
       noops = state.noop_frames
-      state, first_2 = env.reset(state.handle, reseed=False)
+      state, first_2 = env.reset(state)
       state, steps_2 = jax.lax.scan(env.step, state, actions_2)
       stack = lambda *x: jnp.concatenate(
           [x[0][None], x[1], x[2][None], x[3]])
       return jax.tree.map(stack, first, steps, first_2, steps_2), noops
 
-    got, got_noops = jax.device_get(trace(env.handle, actions, actions_2))
+    got, got_noops = jax.device_get(trace(env.initial_state(), actions,
+                                                actions_2))
 
   step_type = np.stack([t.step_type for t in want])
   discount = np.stack([t.discount for t in want])

@@ -56,7 +56,7 @@ LEVEL_COUNTS = agent_lib.LevelCounts(policy=5, online=7, target=6)
 
 def _config(**overrides) -> jitted_train.LoopConfig:
   values = dict(
-      num_streams=1, observation_shape=OBS_SHAPE, stream_capacity=64,
+      num_streams=1, observation_shape=OBS_SHAPE + (1,), stream_capacity=64,
       batch_size=8, min_replay_size=16, learn_period=4, target_period=16,
       max_abs_reward=10.0, eval_epsilon=0.001,
       epsilon=agent_lib.LinearSchedule(1.0, 0.1, 16, 100),
@@ -80,6 +80,7 @@ def _decode(observation: np.ndarray) -> int:
 # Jitted once for the module: a lambda jitted per call compiles per call.
 _store = jax.jit(packed_replay.store, static_argnums=4)
 _sample = jax.jit(packed_replay.sample, static_argnums=(2, 3))
+_REPLAY = packed_replay.jax_replay(OBS_SHAPE)
 
 
 def _filled_replay(cfg, num_steps: int, episode_length: int, seed: int = 0):
@@ -90,7 +91,7 @@ def _filled_replay(cfg, num_steps: int, episode_length: int, seed: int = 0):
   """
   k = cfg.num_streams
   rng = np.random.default_rng(seed)
-  replay = packed_replay.empty(k, cfg.stream_capacity, cfg.observation_shape)
+  replay = packed_replay.empty(k, cfg.stream_capacity, OBS_SHAPE)
   episode_step = jnp.zeros(k, jnp.int32)
   steps = {}
   for t in range(num_steps):
@@ -182,12 +183,14 @@ def test_update_equals_zoo_agent(name):
       head, loss, kappa, scale_grad)
   loss_fn = loss_of_kappa(kappa)  # The Python loop's: κ a float.
   cfg = _config()
-  functions = jitted_train.make_train(cfg, jax_bandit.Bandit(), network,
-                                     loss_of_kappa, optimizer, 0.99,
-                                     grad_scale)
+  env = jax_bandit.streams()
+  functions = jitted_train.make_train(cfg, env, _REPLAY, network,
+                                      loss_of_kappa, optimizer, 0.99,
+                                      grad_scale)
   seed_key = jax.random.PRNGKey(3)  # Both loops: build.learner_parts'.
-  state = jax.jit(functions.init)(seed_key, jax.random.PRNGKey(0),
-                                  jnp.float32(kappa))
+  state = jax.jit(functions.init)(
+      seed_key, jitted_train.Phase(jax.random.PRNGKey(0), jnp.zeros(1, int)),
+      jnp.float32(kappa), env.initial_state())
   filled = _update_replay(cfg)
   agent = quantile_agent.QuantileAgent(
       network=network, loss_fn=loss_fn, optimizer=optimizer,
@@ -206,14 +209,15 @@ def test_update_equals_zoo_agent(name):
       replay=filled,
       params=jax.tree.map(lambda x: x * 1.1, state.params),
       target_params=jax.tree.map(lambda x: x * 0.9, state.params))
-  learn = jax.jit(jitted_train.make_learn(cfg, network, loss_of_kappa,
-                                          optimizer, 0.99, grad_scale))
+  learn = jax.jit(jitted_train.make_learn(cfg, _REPLAY, network,
+                                          loss_of_kappa, optimizer, 0.99,
+                                          grad_scale))
   state, _ = learn(state)
   before = state
   after, loss_value = learn(before)
   # The batch that learn drew: its sampler with the same key.
   key, batch = _sample(before.replay, before.rng_key, cfg.batch_size,
-                       cfg.observation_shape)
+                       OBS_SHAPE)
   host = jax.device_get(before)
   agent.set_state({'params': host.params, 'target_params': host.target_params,
                    'opt_state': host.opt_state, 'rng_key': key,
@@ -247,7 +251,7 @@ def test_loop_config_refuses_unfit_settings():
     jitted_loop.loop_config(_resolved(num_envs=3), OBS_SHAPE)
   assert 'multiple' not in str(e.value)  # No block size without whole updates.
   with pytest.raises(settings_lib.ConfigError,
-                     match='multiple of 8 frames.*else --num_envs'):
+                     match='multiple of 8 frames.*else one step'):
     jitted_loop.loop_config(_resolved(num_envs=8, num_train_frames=1004),
                             OBS_SHAPE)
   with pytest.raises(settings_lib.ConfigError, match='num_fused_updates'):
@@ -261,23 +265,28 @@ def test_loop_config_refuses_unfit_settings():
   assert (cfg.min_replay_size, cfg.learn_period, cfg.target_period,
           cfg.stream_capacity, cfg.batch_size) == (5000, 4, 1000, 100_000, 32)
   assert (cfg.steps_per_block, cfg.updates_per_block) == (4, 1)
-  assert cfg.replay_bytes_per_seed == 100_000 * (50 + 16) + 4
+  assert packed_replay.jax_replay((10, 10, 4)).nbytes(
+      1, cfg.stream_capacity) == 100_000 * (50 + 16) + 4
 
 
-@pytest.mark.parametrize('k,learn_period,capacity,minimum', [
-    (1, 4, 100, 20), (8, 4, 800, 100), (2, 4, 50, 30), (3, 3, 30, 7),
-    (4, 4, 4, 8)])  # The last: the replay never holds the minimum.
-def test_updates_done_counts_the_blocks_that_learn(k, learn_period, capacity,
-                                                   minimum):
+@pytest.mark.parametrize('k,repeats,learn_period,capacity,minimum', [
+    (1, 1, 4, 100, 20), (8, 1, 4, 800, 100), (2, 1, 4, 50, 30),
+    (3, 1, 3, 30, 7), (1, 4, 16, 100, 20), (2, 4, 16, 50, 30),
+    (16, 4, 16, 800, 100),
+    (4, 1, 4, 4, 8)])  # The last: the replay never holds the minimum.
+def test_updates_done_counts_the_blocks_that_learn(k, repeats, learn_period,
+                                                   capacity, minimum):
   cfg = jitted_train.LoopConfig(
       num_streams=k, observation_shape=OBS_SHAPE, stream_capacity=capacity // k,
       batch_size=1, min_replay_size=minimum, learn_period=learn_period,
       target_period=100, max_abs_reward=1.0, eval_epsilon=0.0, epsilon=None,
-      num_train_frames=0, num_eval_frames=0)
+      num_train_frames=0, num_eval_frames=0, frames_per_step=repeats)
   updates = 0
   for block in range(60):  # As jitted_train's block decides, one by one.
     end_t = (block + 1) * cfg.block_frames
-    if k * min(end_t // k, cfg.stream_capacity) >= minimum:
+    # The Python loop's agent: transitions held after the block's steps.
+    steps = end_t // (k * repeats)
+    if k * min(steps, cfg.stream_capacity) >= minimum:
       updates += cfg.updates_per_block
     assert cfg.updates_done(end_t) == updates, block
 
@@ -285,7 +294,7 @@ def test_updates_done_counts_the_blocks_that_learn(k, learn_period, capacity,
 def test_presets_apart_only_in_kappa_share_one_program():
   """κ is data: QR-DQN-1 and QR-DQN-0 lower the same training program (and
   share the loop's functions); CR-DQN's is another."""
-  env = jax_bandit.Bandit()
+  env = jax_bandit.streams()
 
   def lowered(preset):
     s = _resolved(preset, num_train_frames=800, num_eval_frames=100,
@@ -294,15 +303,17 @@ def test_presets_apart_only_in_kappa_share_one_program():
     cfg = jitted_loop.loop_config(s, env.observation_shape)
     parts = build.learner_parts(minatar_suite.MINATAR, s, env.num_actions)
     functions = jitted_train.make_train(
-        cfg, env, parts.network, parts.loss_of_kappa, parts.optimizer,
-        s.additional_discount, parts.grad_scale)
-    states = jax.eval_shape(jax.vmap(functions.init), parts.agent_key[None],
-                            jitted_loop.phase_keys([s.seed], 1, 'train'),
-                            jitted_loop.huber_params([s]))
+        cfg, env, _REPLAY, parts.network, parts.loss_of_kappa,
+        parts.optimizer, s.additional_discount, parts.grad_scale)
+    states = jax.eval_shape(
+        jax.vmap(functions.init), parts.agent_key[None],
+        jitted_loop.phases([s.seed], 1, 1, 'train'),
+        jitted_loop.huber_params([s]),
+        jax.tree.map(lambda x: x[None], env.initial_state()))
     text = jax.jit(functions.train_chunk, static_argnums=2).lower(
         states, jnp.int32(0), 1).as_text()
     return text, jitted_loop._functions(minatar_suite.MINATAR, s, cfg, env,
-                                        parts)
+                                        _REPLAY, parts)
 
   qr1, qr0 = (lowered(p) for p in qr_dqn_agent.PRESETS[:2])
   assert qr1[0] == qr0[0]
@@ -316,11 +327,6 @@ def test_loop_is_a_stored_setting():
   assert resume.config_differences(
       saved, _resolved().checkpoint_config(), resume.EXTENDABLE) == [
           "--loop='python' in the checkpoint, 'jitted' now"]
-  from zoo.suites import atari_suite  # pylint: disable=g-import-not-at-top
-  atari = settings_lib.resolve_settings(
-      atari_suite.ATARI, cr_dqn_agent.PRESETS[0], {'loop': 'jitted'})
-  with pytest.raises(settings_lib.ConfigError, match='--loop=python'):
-    settings_lib.validate_settings(atari_suite.ATARI, atari)
 
 
 def _values(root, num_iterations=3):
@@ -343,7 +349,7 @@ def _values(root, num_iterations=3):
 def _run(values, seeds, log=lambda *a: None, restart=False):
   return runner.run_seeds(minatar_suite.MINATAR, cr_dqn_agent.PRESETS[0],
                               values, seeds, restart=restart,
-                              env=jax_bandit.Bandit(), log=log)
+                              env=jax_bandit.streams(), log=log)
 
 
 @pytest.mark.end_to_end
@@ -451,7 +457,7 @@ def test_cr_iqn_learns_the_bandit_and_resumes(tmp_path):
   values = dict(_values(str(tmp_path), num_iterations=1), batch_size=16,
                 **levels)
   run = lambda v: runner.run_seeds(minatar_suite.MINATAR, preset, v, [1],
-                                   env=jax_bandit.Bandit())[0]
+                                   env=jax_bandit.streams())[0]
   first = run(dict(values, exploration_epsilon_decay_frame_fraction=0.3))
   assert [r['iteration'] for r in first] == [0, 1]
   lines = []
@@ -459,7 +465,7 @@ def test_cr_iqn_learns_the_bandit_and_resumes(tmp_path):
       minatar_suite.MINATAR, preset,
       dict(values, num_iterations=2,
            exploration_epsilon_decay_frame_fraction=0.15), [1],
-      env=jax_bandit.Bandit(), log=lambda *a: lines.append(a[0] % a[1:]))[0]
+      env=jax_bandit.streams(), log=lambda *a: lines.append(a[0] % a[1:]))[0]
   assert [r['iteration'] for r in rows] == [0, 1, 2]
   for got, want in zip(rows, first):  # Iterations 0-1 kept, not rerun.
     for column in results_csv.DETERMINISTIC_COLUMNS:
@@ -478,7 +484,7 @@ def test_training_streams_go_on_and_resume_exactly_at_k2(tmp_path):
   """K = 2: episodes outlast a phase; the resumed run equals the whole one."""
   # 400 steps per stream per phase, episodes of 600: none ends in
   # iteration 1, each stream's first ends in iteration 2.
-  env = jax_bandit.Bandit(episode_length=600)
+  env = jax_bandit.streams(2, episode_length=600)
 
   def run(root, log=lambda *a: None):
     values = dict(_values(str(root), num_iterations=2), num_envs=2)

@@ -343,7 +343,7 @@ def test_run_seeds_groups_the_seeds_as_the_loop_module_says(
     calls.append((suite.name, preset.name, [s.seed for s in runs]))
     return _FakeLoop(runs)
 
-  module = types.SimpleNamespace(VMAPS_SEEDS=vmaps, make=make,
+  module = types.SimpleNamespace(vmaps_seeds=lambda suite: vmaps, make=make,
                                  check=lambda suite, s: calls.append('check'))
   monkeypatch.setattr(runner, '_loop_module', lambda name: module)
   preset = agent_registry.presets()['CR-DQN']

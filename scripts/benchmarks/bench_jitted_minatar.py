@@ -7,7 +7,7 @@ r"""Benchmark the jitted MinAtar loop against the Python loop, side by side.
 For each configuration of scripts.experiments.minatar_study, with MinAtar's defaults
 (N = 201, replay 100k, learning from 5k steps, one update per 4 steps), in one
 process: the Python loop (scripts.benchmarks.bench_minatar's training phase: env, act,
-replay, updates) and the jitted loop (zoo.loops.jitted_train, as zoo.loops.jitted_loop runs it) with 1, 4 and 16 seeds
+replay, updates) and the jitted loop (zoo.loops.jitted_loop's training phases) with 1, 4 and 16 seeds
 vmapped, each warmed up past the learning start (the jitted chunk compiled),
 then measured in turns (--repeats rounds, a training phase of --num_steps
 steps per seed each) so that load from other processes hits them alike.
@@ -26,16 +26,12 @@ from typing import List
 from absl import app
 from absl import flags
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from scripts.benchmarks import bench_minatar
 from scripts.experiments import minatar_study
 from zoo.configuration import agent_registry
-from zoo.loops import build
 from zoo.loops import jitted_loop
-from zoo.loops import jitted_train
-from zoo.environments import minatar_jax_env
 from zoo.suites import minatar_suite
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import settings_flags
@@ -63,48 +59,37 @@ def tree_bytes(tree) -> int:
 class JittedBench:
   """One configuration's jitted loop with S vmapped seeds, warmed up."""
 
-  def __init__(self, label: str, s: settings_lib.Settings, num_seeds: int,
-               num_steps: int):
+  def __init__(self, label: str, preset, s: settings_lib.Settings,
+               num_seeds: int, num_steps: int):
     self.name = f'{label} jitted x{num_seeds}'
     self.num_seeds = num_seeds
-    env = minatar_jax_env.make(s.environment_name,
-                               max_episode_frames=s.max_frames_per_episode)
-    cfg = jitted_loop.loop_config(s, env.observation_shape)
-    self.cfg = cfg
-    seeds = list(range(1, num_seeds + 1))
-    parts = [build.learner_parts(minatar_suite.MINATAR,
-                                 dataclasses.replace(s, seed=x),
-                                 env.num_actions) for x in seeds]
-    functions = jitted_train.make_train(
-        cfg, env, parts[0].network, parts[0].loss_of_kappa,
-        parts[0].optimizer, s.additional_discount, parts[0].grad_scale)
-    self._chunk = jax.jit(functions.train_chunk, static_argnums=2)
-    self.states = jax.jit(jax.vmap(functions.init))(
-        jnp.stack([p.agent_key for p in parts]),
-        jitted_loop.phase_keys(seeds, 1, 'train'),
-        jitted_loop.huber_params([s] * num_seeds))
-    self.num_blocks = num_steps // cfg.steps_per_block
-    self.frame_t = 0
-    one = jax.tree.map(lambda x: x[0], self.states)
+    self.num_steps = num_steps
+    runs = [dataclasses.replace(s, seed=x, num_train_frames=num_steps *
+                                s.num_envs * s.num_action_repeats)
+            for x in range(1, num_seeds + 1)]
+    # The loop a run uses: zoo.loops.jitted_loop, one training phase a round.
+    self.loop = jitted_loop.make(minatar_suite.MINATAR, preset, runs)
+    one = jax.tree.map(lambda x: x[0], self.loop.states)
     self.replay_bytes = tree_bytes(one.replay)
     self.learner_bytes = tree_bytes((one.params, one.target_params,
                                      one.opt_state))
+    self.iteration = 0
     # Fill past the learning start (and compile): learning from then on.
-    while self.frame_t < cfg.min_replay_size + cfg.block_frames:
+    cfg = self.loop.cfg
+    while self.loop.frame_t < cfg.min_replay_size + cfg.block_frames:
       self._run()
     self.rates: List[float] = []
 
   def _run(self) -> float:
-    start = time.perf_counter()
-    self.states, t = self._chunk(self.states, jnp.int32(self.frame_t),
-                                 self.num_blocks)
-    t.block_until_ready()
-    self.frame_t += self.num_blocks * self.cfg.block_frames
-    return time.perf_counter() - start
+    self.iteration += 1
+    result = self.loop.train(self.iteration, lambda frames: None)[0]
+    return result.stats.duration
 
   def measure_round(self) -> None:
-    seconds = self._run()
-    self.rates.append(self.num_blocks * self.cfg.steps_per_block / seconds)
+    self.rates.append(self.num_steps / self._run())
+
+  def close(self) -> None:
+    self.loop.close()
 
 
 def main(argv):
@@ -129,7 +114,7 @@ def main(argv):
                                         agent_registry.presets()[config.preset],
                                         settings)
       settings_lib.validate_settings(minatar_suite.MINATAR, s)
-      jitted_loop.loop_config(s, (10, 10, 4))
+      jitted_loop.check(minatar_suite.MINATAR, s)
     except settings_lib.ConfigError as e:
       raise app.UsageError(f'{config.label}: {e}')
     resolved[config.label] = s
@@ -151,8 +136,9 @@ def main(argv):
           's', flush=True)
     for count in num_seeds:
       start = time.perf_counter()
-      benches.append(JittedBench(config.label, resolved[config.label], count,
-                                 FLAGS.num_steps))
+      benches.append(JittedBench(
+          config.label, agent_registry.presets()[config.preset],
+          resolved[config.label], count, FLAGS.num_steps))
       print(f'{benches[-1].name}: warmed up (compiled, replay past its '
             f'minimum) in {time.perf_counter() - start:.0f} s', flush=True)
   for round_index in range(FLAGS.repeats):
@@ -183,8 +169,7 @@ def main(argv):
         'total: all seeds of the process; medians of the rounds.)')
   print(f'machine at the end: {bench_minatar.machine()}')
   for bench in benches:
-    if not isinstance(bench, JittedBench):
-      bench.close()
+    bench.close()
 
 
 if __name__ == '__main__':

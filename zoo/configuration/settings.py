@@ -164,9 +164,10 @@ class Settings:
       'bool')
   loop: str = _flag(
       'python', 'The iteration loop (zoo.loops.<loop>_loop). python: one seed '
-      'per process, any suite; jitted: the whole loop in JAX with the --seeds '
-      'vmapped in one process, where the suite has a JAX environment '
-      '(MinAtar; docs/minatar-jitted-loop.md).',
+      'per process, any suite; jitted: acting, stepping and learning compiled '
+      'in JAX, where the suite has a JAX environment (MinAtar: the --seeds '
+      'vmapped in one process; Atari: one seed, ale-py\'s XLA emulators; '
+      'docs/jitted-loop.md).',
       'enum', enum_values=list(LOOPS))
   # Not flags: set by the entry point.
   agent: str = ''        # The agent package ('cr_dqn'): CSV and run.json.

@@ -31,8 +31,12 @@ class Suite(NamedTuple):
     normalize: fn(game, score) -> normalised score (NaN: no reference).
     render: fn(reference-mode environment) -> [K, H, W, 3] uint8 screens;
       None: cannot render.
-    jax_environment: fn(settings) -> the jitted loop's JAX environment
-      (ConfigError for a game it cannot run); None: none.
+    jax_environment: fn(settings) -> a fresh K-stream JAX environment for
+      the jitted loop (ConfigError for a game it cannot run); None: none.
+    jax_replay: fn(JAX environment) -> the zoo.replay.device_replay.JaxReplay
+      of its observations.
+    jax_vmaps_seeds: whether the jitted loop vmaps a group's seeds (the
+      environment's `vmaps`); False: one seed per group.
     loops: the --loop names that run the suite.
   """
   name: str
@@ -49,13 +53,14 @@ class Suite(NamedTuple):
   render: Optional[Callable[[environment.BatchedEnvironment],
                             np.ndarray]] = None
   jax_environment: Optional[Callable[[settings_lib.Settings], Any]] = None
+  jax_replay: Optional[Callable[[Any], Any]] = None
+  jax_vmaps_seeds: bool = True
   loops: Tuple[str, ...] = ('python',)
 
 
 def quantile_network_fn(s: settings_lib.Settings, num_actions: int, *,
                         torso: Callable, quantile_network: Callable):
   """Return the suite's Haiku network fn for settings `s` (IQN or quantile)."""
-  """Return a suite's network_fn: IQN's at sampled levels, else fixed-level."""
   if catalog.HEADS[s.head].sampled_levels:  # fn(observations, levels).
     return networks.iqn_network(
         torso(), num_actions, num_cosines=s.tau_latent_dim,

@@ -70,9 +70,16 @@ class AtariJaxEnvironment:
   """K Atari streams as pure jittable functions of an `EnvState`.
 
   Owns the emulators; `reset` and `step` are pure in their arguments (the
-  handle they take and return names the emulators' state). Equality is
-  identity: two environments never share emulators.
+  handle they take and return names the emulators' state). The jitted loop's
+  K-stream environment (ARCHITECTURE.md). Equality is identity: two
+  environments never share emulators.
   """
+
+  # The FFI calls cannot be vmapped: one seed per compiled program.
+  vmaps = False
+  # The emulators' state cannot be saved: a resume restarts the streams.
+  restores = False
+  frames_per_step = 4  # vector_env's action repeats.
 
   def __init__(self, game: str, seed: int, num_envs: int = 1,
                max_episode_frames: int = 108_000, num_threads: int = 0):
@@ -80,7 +87,8 @@ class AtariJaxEnvironment:
 
     Args:
       game: one of zoo.environments.atari_data.GAMES.
-      seed: seeds the K emulators (at the first `reset`, reseed=True).
+      seed: gives `self.seeds`, the stream seeds of a VectorAtariEnvironment
+        of this seed (reset takes them).
       num_envs: K.
       max_episode_frames: frame cap per episode, no-ops excluded (0: none).
       num_threads: emulator threads; 0: min(K, CPU count).
@@ -95,23 +103,36 @@ class AtariJaxEnvironment:
     self.num_actions = int(self._env.single_action_space.n)
     self.max_episode_frames = max_episode_frames
     self.frame_shape: Tuple[int, int] = (84, 84)
+    self.observation_shape = self.frame_shape + (4,)
 
   def __repr__(self) -> str:
     return (f'AtariJaxEnvironment({self.game!r}, num_envs={self.num_envs}, '
             f'max_episode_frames={self.max_episode_frames})')
 
-  def reset(self, handle: jax.Array, reseed: bool = True
+  def initial_state(self) -> EnvState:
+    """Return the state `reset` takes first: the emulators' handle, no episode."""
+    zeros = np.zeros(self.num_envs, np.int32)
+    return EnvState(handle=np.asarray(self.handle), lives=zeros,
+                    last=np.zeros(self.num_envs, bool), episode_step=zeros,
+                    noop_frames=zeros)
+
+  def reset(self, state: EnvState, seeds=None, keys=None
             ) -> Tuple[EnvState, TimeStep]:
     """Start a new episode in every stream; every step type is FIRST.
 
     Args:
-      handle: `self.handle`, or the latest state's (it orders the calls).
-      reseed: a Python bool. True: seed the emulators with `self.seeds`
-        (reloads the ROMs), as VectorAtariEnvironment's first reset; False: go
-        on with their generators, as its later resets.
+      state: `initial_state()` or the latest state (its handle orders the
+        calls).
+      seeds: [K] int32 (data): reseed the emulators (reloads the ROMs), as a
+        fresh VectorAtariEnvironment of these stream seeds; None: go on with
+        their generators, as its later resets.
+      keys: unused (the emulators draw their own numbers).
     """
-    seeds = self.seeds if reseed else np.full(self.num_envs, -1, np.int32)
-    handle, (stacks, info) = self._reset(handle, jnp.asarray(seeds))
+    del keys
+    if seeds is None:
+      seeds = np.full(self.num_envs, -1, np.int32)
+    handle, (stacks, info) = self._reset(state.handle,
+                                         jnp.asarray(seeds, jnp.int32))
     lives = info['lives']
     first = jnp.ones(self.num_envs, bool)
     zeros = jnp.zeros(self.num_envs, jnp.int32)
@@ -122,13 +143,14 @@ class AtariJaxEnvironment:
                            zeros)
     return state, timestep
 
-  def step(self, state: EnvState, actions: jax.Array
+  def step(self, state: EnvState, actions: jax.Array, keys=None
            ) -> Tuple[EnvState, TimeStep]:
     """Step every stream with its action ([K] ints in [0, num_actions)).
 
     A stream whose previous step was LAST starts a new episode (FIRST) and
-  ignores its action.
+    ignores its action. `keys`: unused.
     """
+    del keys
     handle, (stacks, reward, terminated, truncated, info) = self._step(
         state.handle, jnp.asarray(actions, jnp.int32))
     first = state.last

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from zoo.environments import environment
 from zoo.environments import minatar_env
@@ -146,6 +147,53 @@ class JaxMinAtar:
 def make(game: str, **kwargs) -> JaxMinAtar:
   """Return the JAX environment of a MinAtar game (minatar_env's keywords)."""
   return JaxMinAtar(game, **kwargs)
+
+
+class Streams(NamedTuple):
+  """K streams of one JaxMinAtar: the jitted loop's K-stream environment.
+
+  Each stream draws from its own key; the state is data (ARCHITECTURE.md).
+  """
+  env: JaxMinAtar
+  num_envs: int
+
+  vmaps = True     # Seeds of a group run vmapped.
+  restores = True  # A checkpoint holds the streams: a resume goes on with them.
+  frames_per_step = 1
+
+  @property
+  def num_actions(self) -> int:
+    return self.env.num_actions
+
+  @property
+  def observation_shape(self) -> Tuple[int, int, int, int]:
+    """Return one state as the network takes it: a stack of one frame."""
+    return self.env.observation_shape + (1,)
+
+  def initial_state(self):
+    """Return zeros of the streams' state (reset ignores it)."""
+    shapes = jax.eval_shape(jax.vmap(self.env.reset), jax.random.split(
+        jax.random.PRNGKey(0), self.num_envs))[0]
+    return jax.tree.map(lambda x: np.zeros(x.shape, x.dtype), shapes)
+
+  def reset(self, state, seeds, keys) -> Tuple[EnvState, TimeStep]:
+    """Start an episode in every stream from its key [K, 2]."""
+    del state, seeds
+    return jax.vmap(self.env.reset)(keys)
+
+  def step(self, state, actions, keys) -> Tuple[EnvState, TimeStep]:
+    """Step every stream with its action and key."""
+    return jax.vmap(self.env.step)(state, actions, keys)
+
+  def close(self) -> None:
+    """Nothing to release."""
+
+
+def make_streams(game: str, num_envs: int, **kwargs) -> Streams:
+  """Return K streams of a MinAtar game (make's keywords)."""
+  if num_envs < 1:
+    raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
+  return Streams(make(game, **kwargs), num_envs)
 
 
 # The random policy (scripts.experiments.minatar_random, scripts.experiments.minatar_jax_agreement):

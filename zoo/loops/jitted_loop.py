@@ -1,8 +1,10 @@
-"""The jitted loop (--loop=jitted): a group of seeds vmapped in one process.
+"""The jitted loop (--loop=jitted): acting, stepping and learning compiled.
 
 A zoo.loops.driver adapter: `JittedLoop` jits zoo.loops.jitted_train's pure
 functions in one place and runs each phase as compiled chunks, with Python
-only between chunks and phases (docs/minatar-jitted-loop.md).
+only between chunks and phases (docs/jitted-loop.md). The suite supplies
+the K-stream JAX environment and its replay; a group's seeds run vmapped
+where the environment allows it.
 """
 
 import time
@@ -14,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from zoo.configuration import settings as settings_lib
+from zoo.environments import environment
 from zoo.loops import build
 from zoo.loops import driver
 from zoo.loops import jitted_train
@@ -22,8 +25,11 @@ from zoo.loops import resume
 from zoo.storage import checkpoint
 from zoo.storage import checkpoint_read
 
-# The runner runs the seeds as one group (one vmap axis).
-VMAPS_SEEDS = True
+
+
+def vmaps_seeds(suite) -> bool:
+  """Return whether the runner gives this loop all seeds as one group."""
+  return suite.jax_vmaps_seeds
 # Training blocks per jitted chunk (at most): ~4,000 steps of K = 1, so that
 # progress lines and Ctrl-C come every few seconds to a minute.
 TARGET_CHUNK_BLOCKS = 1000
@@ -34,7 +40,8 @@ def loop_config(s: settings_lib.Settings, observation_shape
   """Return the LoopConfig of resolved settings; ConfigError if unfit."""
   k = s.num_envs
   cfg = jitted_train.LoopConfig(
-      num_streams=k, observation_shape=tuple(observation_shape),
+      num_streams=k, frames_per_step=s.num_action_repeats,
+      observation_shape=tuple(observation_shape),
       stream_capacity=s.replay_capacity // k, batch_size=s.batch_size,
       min_replay_size=s.min_replay_size(), learn_period=s.learn_period,
       target_period=s.target_network_update_period,
@@ -55,18 +62,23 @@ def loop_config(s: settings_lib.Settings, observation_shape
     problems.append('--overlap_learning: the Python loop\'s order; the '
                     'jitted loop acts and learns in one computation; leave '
                     'it unset')
-  whole_updates = not (k % cfg.learn_period and cfg.learn_period % k)
+  step = cfg.step_frames
+  step_text = (f'a step of --num_envs={k} streams ({step} frames)' if
+               cfg.frames_per_step == 1 else
+               f'a step of --num_envs={k} streams of {cfg.frames_per_step} '
+               f'frames ({step} frames)')
+  whole_updates = not (step % cfg.learn_period and cfg.learn_period % step)
   if not whole_updates:
-    problems.append(f'--num_envs={k} and --learn_period={cfg.learn_period}: '
+    problems.append(f'{step_text} and --learn_period={cfg.learn_period}: '
                     'one must divide the other (whole updates per block)')
-  if k < cfg.learn_period and cfg.target_period % cfg.learn_period:
+  if step < cfg.learn_period and cfg.target_period % cfg.learn_period:
     problems.append(f'--target_network_update_period={cfg.target_period} '
                     f'must be a multiple of --learn_period={cfg.learn_period}')
   if whole_updates and cfg.num_train_frames % cfg.block_frames:
     problems.append(
         f'--num_train_frames={cfg.num_train_frames} must be a multiple of '
-        f'{cfg.block_frames} frames (a block: --learn_period when '
-        '--num_envs divides it, else --num_envs)')
+        f'{cfg.block_frames} frames (a block: --learn_period when a step\'s '
+        'frames divide it, else one step)')
   if problems:
     raise settings_lib.ConfigError('--loop=jitted: ' + '; '.join(problems)
                                    + '.')
@@ -86,10 +98,15 @@ def huber_params(runs: Sequence[settings_lib.Settings]) -> jnp.ndarray:
   return jnp.asarray([r.huber_param for r in runs], jnp.float32)
 
 
-def phase_keys(seeds: Sequence[int], iteration: int, phase: str):
-  """Return the environment keys [S, 2] of a phase (the Python loop's seeds)."""
-  return jnp.stack([jax.random.PRNGKey(
-      build.environment_seed(seed, iteration, phase)) for seed in seeds])
+def phases(seeds: Sequence[int], num_envs: int, iteration: int, phase: str
+           ) -> jitted_train.Phase:
+  """Return the seeds' Phase [S] (the Python loop's environment seeds)."""
+  env_seeds = [build.environment_seed(seed, iteration, phase)
+               for seed in seeds]
+  return jitted_train.Phase(
+      key=jnp.stack([jax.random.PRNGKey(e) for e in env_seeds]),
+      seeds=jnp.asarray(np.stack([environment.stream_seeds(e, num_envs)
+                                  for e in env_seeds]), jnp.int32))
 
 
 def _seed_slice(tree, index: int):
@@ -123,13 +140,11 @@ def load_checkpoints(paths: Sequence[str], template: jitted_train.SeedState
   return _stack(trees)
 
 
-def _phase_stats(streams: jitted_train.Streams, duration: float
+def _phase_stats(streams: jitted_train.Streams, duration: float, replay
                  ) -> List[phase_accounting.PhaseStats]:
-  """Return each seed's PhaseStats (host streams); refuse non-binary frames."""
+  """Return each seed's PhaseStats (host streams); raise what replay refused."""
   if np.any(np.asarray(streams.non_binary)):
-    raise ValueError('The environment emitted observations other than 0/1; '
-                     "the jitted loop's replay stores bits. Use an "
-                     'environment of binary observations.')
+    raise ValueError(replay.refusal)
   return [phase_accounting.phase_stats(_seed_slice(streams.tally, i), duration)
           for i in range(streams.value_sum.shape[0])]
 
@@ -150,52 +165,83 @@ class _SeedLearner:
     return self._loop.cfg.updates_done(self._loop.frame_t)
 
 
+def _stacked(tree, num_seeds: int):
+  return jax.tree.map(lambda x: jnp.stack([jnp.asarray(x)] * num_seeds),
+                      tree)
+
+
 class JittedLoop(driver.Loop):
-  """The seeds of a group, vmapped: one compiled program for all."""
+  """The seeds of a group: one compiled program for all."""
 
   def __init__(self, cfg: jitted_train.LoopConfig,
                functions: jitted_train.Functions,
                runs: Sequence[settings_lib.Settings],
-               parts: Sequence[build.LearnerParts]):
+               parts: Sequence[build.LearnerParts], envs, replay):
     """Jit the functions and start every seed at iteration 0.
 
     Args:
       cfg: the group's counts.
-      functions: zoo.loops.jitted_train.make_train's; jitted here.
+      functions: zoo.loops.jitted_train.make_train's; mapped and jitted here.
       runs: each seed's settings (vmapped in this order).
       parts: each seed's zoo.loops.build.learner_parts (key, ε schedule).
+      envs: the (training, evaluation) K-stream JAX environments.
+      replay: the functions' zoo.replay.device_replay.JaxReplay.
     """
     self.cfg = cfg
     self._runs = runs
     self._seeds = [r.seed for r in runs]
     self._epsilon = parts[0].epsilon
+    self._envs = envs
+    self._replay = replay
+    train_env, eval_env = envs
+    over_seeds = lambda fn, **kw: jax.jit(jitted_train.map_seeds(  # pylint: disable=g-long-lambda
+        fn, train_env.vmaps), **kw)
     # The one place where the pure functions are jitted.
-    init = jax.jit(jax.vmap(functions.init))
-    self._start_train = jax.jit(jax.vmap(functions.start_train))
-    self._train_chunk = jax.jit(functions.train_chunk, static_argnums=2)
-    self._eval_phase = jax.jit(functions.eval_phase)
+    init = over_seeds(functions.init)
+    self._start_train = over_seeds(functions.start_train)
+    self._restart = over_seeds(functions.restart)
+    # Donated: the replay is written in place, not copied, every chunk.
+    self._train_chunk = jax.jit(functions.train_chunk, static_argnums=2,
+                                donate_argnums=0)
+    self._eval_seed = over_seeds(functions.eval_seed)
+    self._train_env_states = _stacked(train_env.initial_state(), len(runs))
+    self._eval_env_states = _stacked(eval_env.initial_state(), len(runs))
     states = init(jnp.stack([p.agent_key for p in parts]),
-                  phase_keys(self._seeds, 1, 'train'), huber_params(runs))
+                  self._phases(1, 'train'), huber_params(runs),
+                  self._train_env_states)
     # A real copy: the target must not share the online parameters' buffers.
-    self._states = states._replace(
+    self.states = states._replace(
         target_params=jax.tree.map(jnp.copy, states.target_params))
+    self._restart_streams = False
     self.frame_t = 0
     self.learners = [_SeedLearner(self) for _ in runs]
     self._chunks = chunk_sizes(cfg.num_train_frames // cfg.block_frames)
 
+  def _phases(self, iteration: int, phase: str) -> jitted_train.Phase:
+    return phases(self._seeds, self.cfg.num_streams, iteration, phase)
+
   def restore(self, paths: Sequence[str]) -> None:
-    self._states = load_checkpoints(paths, self._states)
+    self.states = load_checkpoints(paths, self.states)
     self.frame_t = int(checkpoint.load_meta(paths[0])['frame_t'])
+    if not self._envs[0].restores:
+      self._restart_streams = True
+      logging.info('Resuming with fresh training streams: the emulators\' '
+                   'state is not in the checkpoint, so the episodes running '
+                   'at it are cut.')
 
   def train(self, iteration: int, on_step) -> List[driver.TrainResult]:
-    states = self._start_train(self._states,
-                               phase_keys(self._seeds, iteration, 'train'))
+    phase = self._phases(iteration, 'train')
+    if self._restart_streams:
+      states = self._restart(self.states, phase, self._train_env_states)
+      self._restart_streams = False
+    else:
+      states = self._start_train(self.states, phase)
     begin = time.perf_counter()
     frames = 0
     for size in self._chunks:
       states, _, losses = self._train_chunk(states, jnp.int32(self.frame_t),
                                             size)
-      self._states = states
+      self.states = states
       self.frame_t += size * self.cfg.block_frames
       frames += size * self.cfg.block_frames
       for learner, loss in zip(self.learners, np.asarray(losses)):
@@ -207,27 +253,35 @@ class JittedLoop(driver.Loop):
     epsilon = float(self._epsilon(self.frame_t))
     return [driver.TrainResult(stats, epsilon, float(streams.value_sum[i]) /
                                max(int(streams.value_count[i]), 1))
-            for i, stats in enumerate(_phase_stats(streams, duration))]
+            for i, stats in enumerate(
+                _phase_stats(streams, duration, self._replay))]
 
   def evaluate(self, iteration: int, on_step
                ) -> List[phase_accounting.PhaseStats]:
     begin = time.perf_counter()
-    self._states, streams = self._eval_phase(
-        self._states, phase_keys(self._seeds, iteration, 'eval'))
+    eval_rng_key, streams = self._eval_seed(
+        self.states.params, self.states.eval_rng_key,
+        self._phases(iteration, 'eval'), self._eval_env_states)
+    self.states = self.states._replace(eval_rng_key=eval_rng_key)
+    self._eval_env_states = streams.env_state  # Threads the emulators' handle.
     streams = jax.device_get(streams)
     duration = time.perf_counter() - begin
-    stats = _phase_stats(streams, duration)
+    stats = _phase_stats(streams, duration, self._replay)
     on_step(stats[0].num_frames)
     return stats
 
   def save(self, iteration: int, rows) -> None:
-    save_checkpoints(self._runs, self._states, iteration, self.frame_t, rows)
+    save_checkpoints(self._runs, self.states, iteration, self.frame_t, rows)
+
+  def close(self) -> None:
+    for env in self._envs:
+      env.close()
 
 
 _FUNCTIONS: Dict[Any, jitted_train.Functions] = {}
 
 
-def _functions(suite, s: settings_lib.Settings, cfg, env,
+def _functions(suite, s: settings_lib.Settings, cfg, env, replay,
                parts: build.LearnerParts) -> jitted_train.Functions:
   """Return make_train's functions, reused for the same program.
 
@@ -238,13 +292,13 @@ def _functions(suite, s: settings_lib.Settings, cfg, env,
   key = (cfg, env, suite.name, tuple(sorted(config.items())))
   if key not in _FUNCTIONS:
     _FUNCTIONS[key] = jitted_train.make_train(
-        cfg, env, parts.network, parts.loss_of_kappa, parts.optimizer,
+        cfg, env, replay, parts.network, parts.loss_of_kappa, parts.optimizer,
         s.additional_discount, parts.grad_scale)
   return _FUNCTIONS[key]
 
 
 def _environment(suite, s: settings_lib.Settings):
-  """Return the suite's JAX environment of s's game; ConfigError if none."""
+  """Return the suite's K-stream JAX environment of s; ConfigError if none."""
   if suite.jax_environment is None:
     raise settings_lib.ConfigError(
         f'--loop=jitted: the {suite.name} suite has no JAX environment; use '
@@ -254,7 +308,9 @@ def _environment(suite, s: settings_lib.Settings):
 
 def check(suite, s: settings_lib.Settings) -> None:
   """Raise ConfigError if the jitted loop cannot run `s` (before any work)."""
-  loop_config(s, _environment(suite, s).observation_shape)
+  env = _environment(suite, s)
+  env.close()
+  loop_config(s, env.observation_shape)
 
 
 def make(suite, preset, runs: Sequence[settings_lib.Settings], env=None
@@ -262,21 +318,28 @@ def make(suite, preset, runs: Sequence[settings_lib.Settings], env=None
   """Return the jitted loop of a group of seeds.
 
   Args:
-    suite: the seeds' suite (its JAX environment and network).
+    suite: the seeds' suite (its JAX environment, replay and network).
     preset: the agent variant (log lines).
     runs: each seed's settings, resolved and checked by the runner.
-    env: a JAX environment (tests); None: the suite's.
+    env: a K-stream JAX environment whose state is data, for both phases
+      (tests); None: the suite's, one for training, one for evaluation.
   """
   s = runs[0]
-  if env is None:
-    env = _environment(suite, s)
+  envs = ((env, env) if env is not None else
+          (_environment(suite, s), _environment(suite, s)))
+  env = envs[0]
+  if len(runs) > 1 and not env.vmaps:
+    raise settings_lib.ConfigError(
+        f'--loop=jitted: {suite.name} runs one seed per group, got {len(runs)}.')
   cfg = loop_config(s, env.observation_shape)
+  replay = suite.jax_replay(env)
   parts = [build.learner_parts(suite, r, env.num_actions) for r in runs]
-  functions = _functions(suite, s, cfg, env, parts[0])
+  functions = _functions(suite, s, cfg, env, replay, parts[0])
   logging.info(
-      '%s (%s) on %s (%s), jitted loop: seeds %s vmapped, K = %d streams '
-      'each, replay %.1f MB per seed (frames bit-packed); JAX device: %s',
-      preset.name, s.agent, s.suite, s.environment_name,
-      [r.seed for r in runs], cfg.num_streams,
-      cfg.replay_bytes_per_seed / 1e6, jax.devices()[0])
-  return JittedLoop(cfg, functions, runs, parts)
+      '%s (%s) on %s (%s), jitted loop: seeds %s%s, K = %d streams each, '
+      'replay %.2f GB per seed; JAX device: %s', preset.name, s.agent,
+      s.suite, s.environment_name, [r.seed for r in runs],
+      ' vmapped' if env.vmaps else '', cfg.num_streams,
+      replay.nbytes(cfg.num_streams, cfg.stream_capacity) / 1e9,
+      jax.devices()[0])
+  return JittedLoop(cfg, functions, runs, parts, envs, replay)

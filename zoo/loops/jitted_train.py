@@ -1,9 +1,10 @@
-"""The jitted MinAtar loop's pure functions: train and evaluate, seeds vmapped.
+"""The jitted loop's pure functions: train and evaluate a group of seeds.
 
 `make_train` returns pure functions of one group of seeds (the Anakin
-pattern); zoo.loops.jitted_loop jits them. The agent is zoo.agent.learning's;
-κ is data of the program. Blocks, counts and the training streams:
-docs/minatar-jitted-loop.md.
+pattern), on the suite's K-stream JAX environment and replay;
+zoo.loops.jitted_loop jits them. The agent is zoo.agent.learning's; κ is
+data of the program. Blocks, counts and the training streams:
+docs/jitted-loop.md.
 """
 
 from typing import Any, Callable, NamedTuple
@@ -15,13 +16,12 @@ import jax.numpy as jnp
 from zoo.agent import learning as agent_lib
 from zoo.loops import phase_accounting
 from zoo.replay import device_replay
-from zoo.replay import packed_replay
 
 
 class LoopConfig(NamedTuple):
-  """The static counts of a group of runs (frames = steps on MinAtar)."""
+  """The static counts of a group of runs (in frames)."""
   num_streams: int            # K streams per seed.
-  observation_shape: tuple    # (10, 10, C) uint8, binary.
+  observation_shape: tuple    # One state as the network takes it.
   stream_capacity: int        # Replay slots per stream (capacity // K).
   batch_size: int
   min_replay_size: int        # Transitions (all streams) before learning.
@@ -32,14 +32,27 @@ class LoopConfig(NamedTuple):
   epsilon: agent_lib.LinearSchedule  # Training ε by frame (zoo.loops.build).
   num_train_frames: int
   num_eval_frames: int
+  frames_per_step: int = 1    # Action repeats.
+
+  @property
+  def step_frames(self) -> int:
+    """Return the frames of one step of the K streams."""
+    return self.num_streams * self.frames_per_step
 
   @property
   def steps_per_block(self) -> int:
-    return max(self.learn_period // self.num_streams, 1)
+    return max(self.learn_period // self.step_frames, 1)
 
   @property
   def block_frames(self) -> int:
-    return self.steps_per_block * self.num_streams
+    return self.steps_per_block * self.step_frames
+
+  def held(self, frame_t):
+    """Return the transitions the replay holds at frame `frame_t`."""
+    steps = frame_t // self.step_frames
+    if isinstance(steps, int):
+      return self.num_streams * min(steps, self.stream_capacity)
+    return self.num_streams * jnp.minimum(steps, self.stream_capacity)
 
   @property
   def updates_per_block(self) -> int:
@@ -50,15 +63,11 @@ class LoopConfig(NamedTuple):
     k = self.num_streams
     if k * self.stream_capacity < self.min_replay_size:
       return 0
-    first_end = k * -(-self.min_replay_size // k)  # Frames held >= minimum.
+    # The first frame at which the replay holds its minimum.
+    first_end = self.step_frames * -(-self.min_replay_size // k)
     first_block = -(-first_end // self.block_frames)  # Blocks up to then.
     return self.updates_per_block * max(
         frame_t // self.block_frames - first_block + 1, 0)
-
-  @property
-  def replay_bytes_per_seed(self) -> int:
-    return packed_replay.nbytes(self.num_streams, self.stream_capacity,
-                                self.observation_shape)
 
 
 class Streams(NamedTuple):
@@ -69,7 +78,7 @@ class Streams(NamedTuple):
   tally: phase_accounting.Tally  # The phase's frames, episodes, returns.
   value_sum: jnp.ndarray        # float32, max-Q of the states acted on.
   value_count: jnp.ndarray      # int32.
-  non_binary: jnp.ndarray       # int32, observations with a value > 1.
+  non_binary: jnp.ndarray       # int32, steps the replay refuses to store.
 
 
 class SeedState(NamedTuple):
@@ -77,7 +86,7 @@ class SeedState(NamedTuple):
   params: Any
   target_params: Any
   opt_state: Any
-  replay: device_replay.DeviceArrays  # zoo.replay.packed_replay's.
+  replay: device_replay.DeviceArrays  # The suite's JaxReplay's.
   episode_step: jnp.ndarray           # [K] int32, the replay's per stream.
   rng_key: jnp.ndarray                # Acting (train) and learning.
   eval_rng_key: jnp.ndarray
@@ -86,29 +95,36 @@ class SeedState(NamedTuple):
   train_streams: Streams
 
 
+class Phase(NamedTuple):
+  """What starts a phase's streams of one seed (zoo.loops.build's seeds)."""
+  key: jnp.ndarray    # [2], PRNGKey(the phase's environment seed).
+  seeds: jnp.ndarray  # [K] int32, environment.stream_seeds of that seed.
+
+
 class Functions(NamedTuple):
-  """The pure functions of a group (make_train); JittedLoop jits them."""
-  init: Callable           # (seed key, first train env key, κ) -> SeedState
-  start_train: Callable    # (state, env key) -> the phase's SeedState
+  """The pure functions of a seed (make_train); JittedLoop maps and jits them."""
+  init: Callable           # (seed key, first train Phase, κ, env state) -> SeedState
+  start_train: Callable    # (state, Phase) -> the phase's SeedState
+  restart: Callable        # (state, Phase, env state) -> fresh train streams
   train_chunk: Callable    # (states, frame_t, num_blocks) -> ...
-  eval_phase: Callable     # (states, env keys) -> (states, streams)
+  eval_seed: Callable      # (params, eval key, Phase, env state) -> (key, streams)
 
 
-def make_learn(cfg: LoopConfig, network: hk.Transformed,
+def make_learn(cfg: LoopConfig, replay: device_replay.JaxReplay,
+               network: hk.Transformed,
                loss_of_kappa: Callable[[Any], agent_lib.LossFn], optimizer,
                additional_discount: float, grad_scale: float) -> Callable:
   """Return learn(SeedState) -> (SeedState, loss): one block's updates."""
   target_fn = lambda *a: agent_lib.td_target(  # pylint: disable=g-long-lambda
       network, additional_discount, *a)
-  sampler = lambda replay, key, n: packed_replay.sample(  # pylint: disable=g-long-lambda
-      replay, key, n, cfg.observation_shape)
 
   def learn(state: SeedState):
     loss_fn = loss_of_kappa(state.huber_param)
     update_fn = lambda *a: agent_lib.update(  # pylint: disable=g-long-lambda
         network, optimizer, loss_fn, additional_discount, grad_scale, *a)
     params, opt_state, rng_key, losses = agent_lib.sample_and_update(
-        update_fn, target_fn, sampler, cfg.updates_per_block, cfg.batch_size,
+        update_fn, target_fn, replay.sample, cfg.updates_per_block,
+        cfg.batch_size,
         state.params, state.target_params, state.opt_state, state.replay,
         state.rng_key, sampled_levels=agent_lib.samples_levels(network))
     return state._replace(params=params, opt_state=opt_state,
@@ -117,55 +133,76 @@ def make_learn(cfg: LoopConfig, network: hk.Transformed,
   return learn
 
 
-def make_train(cfg: LoopConfig, env, network: hk.Transformed,
+def make_train(cfg: LoopConfig, env, replay: device_replay.JaxReplay,
+               network: hk.Transformed,
                loss_of_kappa: Callable[[Any], agent_lib.LossFn], optimizer,
                additional_discount: float, grad_scale: float) -> Functions:
-  """Return the pure functions of a group of runs (jit them in one place).
+  """Return the pure functions of a seed (map and jit them in one place).
 
   Args:
     cfg: the static counts.
-    env: a JAX environment (minatar_jax_env.make's interface).
-    network: the Haiku network on [B, 10, 10, C, 1] observations (or a
+    env: a K-stream JAX environment (ARCHITECTURE.md), the program's
+      (another of the same game and K runs it too: its state is data).
+    replay: the suite's replay for env's observations.
+    network: the Haiku network on [B, *cfg.observation_shape] (or a
       zoo.agent.learning.SampledLevelNetwork: IQN).
     loss_of_kappa: fn(κ) -> the loss, κ a traced float32 (LearnerParts').
     optimizer: zoo.agent.learning.make_optimizer's.
     additional_discount: γ applied to the environment's discounts.
     grad_scale: the gradient's factor (2/N with scale_grad, else 1).
   """
-  program = _Program(cfg, env, network, optimizer, make_learn(
-      cfg, network, loss_of_kappa, optimizer, additional_discount,
+  program = _Program(cfg, env, replay, network, optimizer, make_learn(
+      cfg, replay, network, loss_of_kappa, optimizer, additional_discount,
       grad_scale))
-  return Functions(program.init, program.start_train, program.train_chunk,
-                   program.eval_phase)
+  return Functions(program.init, program.start_train, program.restart,
+                   program.train_chunk, program.eval_seed)
+
+
+def map_seeds(fn: Callable, vmaps: bool, in_axes=0) -> Callable:
+  """Return fn over a group of seeds: vmapped, or the one seed of a group of 1.
+
+  `in_axes` as jax.vmap's (0 or None per argument). Environments that
+  cannot be vmapped (`vmaps` False) run groups of one seed.
+  """
+  if vmaps:
+    return jax.vmap(fn, in_axes=in_axes)
+  axes = in_axes if isinstance(in_axes, (tuple, list)) else None
+
+  def one_seed(*args):
+    args = [a if axes is not None and axes[i] is None else
+            jax.tree.map(lambda x: x[0], a) for i, a in enumerate(args)]
+    return jax.tree.map(lambda x: x[None], fn(*args))
+
+  return one_seed
 
 
 class _Program:
-  """The pieces of a group's program; make_train hands out four of them."""
+  """The pieces of a seed's program; make_train hands out five of them."""
 
-  def __init__(self, cfg: LoopConfig, env, network, optimizer, learn):
-    self.cfg, self.env, self.network = cfg, env, network
+  def __init__(self, cfg: LoopConfig, env, replay: device_replay.JaxReplay,
+               network, optimizer, learn):
+    self.cfg, self.env, self.replay, self.network = cfg, env, replay, network
     self.optimizer, self.learn = optimizer, learn
     self.k = cfg.num_streams
 
-  def init(self, key, env_key, huber_param) -> SeedState:
+  def init(self, key, phase: Phase, huber_param, env_state) -> SeedState:
     """Return a seed's state; its streams: the first training phase's."""
     cfg = self.cfg
     init_key, rng_key, eval_rng_key = jax.random.split(key, 3)
-    sample_observation = jnp.zeros((1,) + cfg.observation_shape + (1,),
-                                   jnp.uint8)
+    sample_observation = jnp.zeros((1,) + cfg.observation_shape, jnp.uint8)
     params = self.network.init(init_key, sample_observation)
     return SeedState(params, jax.tree.map(jnp.copy, params),
                      self.optimizer.init(params),
-                     packed_replay.empty(self.k, cfg.stream_capacity,
-                                         cfg.observation_shape),
+                     self.replay.empty(self.k, cfg.stream_capacity),
                      jnp.zeros(self.k, jnp.int32), rng_key, eval_rng_key,
                      jnp.asarray(huber_param, jnp.float32),
-                     self.start_phase(env_key))
+                     self.start_phase(phase, env_state))
 
-  def start_phase(self, env_key) -> Streams:
-    """Return fresh streams of `env_key` at a phase's start."""
-    env_key, *reset_keys = jax.random.split(env_key, self.k + 1)
-    env_state, timestep = jax.vmap(self.env.reset)(jnp.stack(reset_keys))
+  def start_phase(self, phase: Phase, env_state) -> Streams:
+    """Return fresh streams of `phase` at a phase's start."""
+    env_key, *reset_keys = jax.random.split(phase.key, self.k + 1)
+    env_state, timestep = self.env.reset(env_state, phase.seeds,
+                                         jnp.stack(reset_keys))
     return self.phase_start(env_state, timestep, env_key,
                             jnp.zeros(self.k, jnp.float32))
 
@@ -176,40 +213,49 @@ class _Program:
                    phase_accounting.start(running, xp=jnp), jnp.float32(0),
                    jnp.int32(0), jnp.int32(0))
 
-  def start_train(self, state: SeedState, env_key) -> SeedState:
+  def start_train(self, state: SeedState, phase: Phase) -> SeedState:
     """Return the state at a training phase's start (streams: is_dqn_zoo's rule)."""
     streams = state.train_streams
     if phase_accounting.is_dqn_zoo(self.k):
-      return state._replace(train_streams=self.start_phase(env_key))
+      return self.restart(state, phase, streams.env_state)
     return state._replace(train_streams=self.phase_start(
         *streams[:3], streams.tally.running))
 
+  def restart(self, state: SeedState, phase: Phase, env_state) -> SeedState:
+    """Return the state with fresh training streams of `phase`."""
+    return state._replace(train_streams=self.start_phase(phase, env_state))
+
   def env_step(self, streams: Streams, actions) -> Streams:
-    """Step the K streams (the adapter cuts episodes at the frame cap)."""
+    """Step the K streams (the environment cuts episodes at the frame cap)."""
     env_key, step_key = jax.random.split(streams.env_key)
-    env_state, timestep = jax.vmap(self.env.step)(
+    env_state, timestep = self.env.step(
         streams.env_state, actions, jax.random.split(step_key, self.k))
     return streams._replace(env_state=env_state, timestep=timestep,
                             env_key=env_key)
 
-  @staticmethod
-  def account(streams: Streams, budget: int) -> Streams:
-    """Count the current timestep (zoo.loops.phase_accounting; frames = steps)."""
+  def account(self, streams: Streams, budget: int) -> Streams:
+    """Count the current timestep (zoo.loops.phase_accounting)."""
     timestep = streams.timestep
     return streams._replace(
         tally=phase_accounting.count(streams.tally, timestep.step_type,
-                                     timestep.reward, budget, 1, xp=jnp),
-        non_binary=streams.non_binary + jnp.any(
-            timestep.observation > 1).astype(jnp.int32))
+                                     timestep.reward, budget,
+                                     self.cfg.frames_per_step, xp=jnp),
+        non_binary=streams.non_binary + self.replay.refuses(
+            timestep.observation).astype(jnp.int32))
+
+  def observations(self, streams: Streams):
+    """Return the streams' states as the network takes them [K, ...]."""
+    return streams.timestep.observation.reshape(
+        (self.k,) + self.cfg.observation_shape)
 
   def act(self, carry, step_frame):
     """Act on the K streams, store the step and step them (a scan body)."""
     state, streams = carry
     epsilon = self.cfg.epsilon.at(step_frame, xp=jnp)
-    observation = streams.timestep.observation[..., None]
     rng_key, actions, values = agent_lib.select_action(
-        self.network, state.params, state.rng_key, observation, epsilon)
-    replay, episode_step = packed_replay.store(
+        self.network, state.params, state.rng_key,
+        self.observations(streams), epsilon)
+    replay, episode_step = self.replay.store(
         state.replay, state.episode_step, streams.timestep, actions,
         self.cfg.max_abs_reward)
     state = state._replace(rng_key=rng_key, replay=replay,
@@ -230,11 +276,10 @@ class _Program:
     # compiled once per block instead of once per step.
     (state, streams), _ = jax.lax.scan(
         self.act, (state, state.train_streams),
-        frame_t + self.k * jnp.arange(cfg.steps_per_block))
+        frame_t + cfg.step_frames * jnp.arange(cfg.steps_per_block))
     end_t = frame_t + cfg.block_frames
     # Unbatched (frame_t is shared): real branches under the seeds' vmap.
-    held = self.k * jnp.minimum(end_t // self.k, cfg.stream_capacity)
-    learning = held >= cfg.min_replay_size
+    learning = cfg.held(end_t) >= cfg.min_replay_size
     # Only the learner's state passes through the branches: the replay is
     # read there, and a loop-carried replay passed through a branch may be
     # copied on every block.
@@ -263,10 +308,11 @@ class _Program:
 
     Returns (states, frame_t, each seed's latest loss [S], NaN if none).
     """
+    block = map_seeds(self.block, self.env.vmaps, in_axes=(0, None))
 
     def body(carry, _):
       states, frame_t, last_loss = carry
-      states, loss = jax.vmap(self.block, in_axes=(0, None))(states, frame_t)
+      states, loss = block(states, frame_t)
       last_loss = jnp.where(jnp.isnan(loss), last_loss, loss)
       return (states, frame_t + self.cfg.block_frames, last_loss), None
 
@@ -276,16 +322,19 @@ class _Program:
         None, length=num_blocks)
     return states, frame_t, last_loss
 
-  def eval_seed(self, params, eval_rng_key, env_key):
-    """Evaluate one seed; only the key and the streams are carried."""
+  def eval_seed(self, params, eval_rng_key, phase: Phase, env_state):
+    """Evaluate one seed on fresh streams of `phase` (evaluation's rule).
+
+    Returns (eval_rng_key, the phase's streams): only they are carried.
+    """
     cfg = self.cfg
     whole_episodes = not phase_accounting.is_dqn_zoo(self.k)
 
     def body(carry):
       eval_rng_key, streams, _ = carry
-      observation = streams.timestep.observation[..., None]
       eval_rng_key, actions, _ = agent_lib.select_action(
-          self.network, params, eval_rng_key, observation, cfg.eval_epsilon)
+          self.network, params, eval_rng_key, self.observations(streams),
+          cfg.eval_epsilon)
       streams = self.account(streams, cfg.num_eval_frames)
       done = phase_accounting.is_over(streams.tally, cfg.num_eval_frames,
                                       whole_episodes, xp=jnp)
@@ -293,10 +342,5 @@ class _Program:
 
     eval_rng_key, streams, _ = jax.lax.while_loop(
         lambda carry: ~carry[2], body,
-        (eval_rng_key, self.start_phase(env_key), jnp.bool_(False)))
+        (eval_rng_key, self.start_phase(phase, env_state), jnp.bool_(False)))
     return eval_rng_key, streams
-
-  def eval_phase(self, states: SeedState, env_keys):
-    eval_rng_key, streams = jax.vmap(self.eval_seed)(
-        states.params, states.eval_rng_key, env_keys)
-    return states._replace(eval_rng_key=eval_rng_key), streams

@@ -171,7 +171,7 @@ def run_seeds(suite: suites.Suite, preset: agent_registry.AgentPreset,
   """
   runs = resolve_runs(suite, preset, values, seeds)
   module = _loop_module(runs[0].loop)
-  groups = ([list(range(len(runs)))] if module.VMAPS_SEEDS else
+  groups = ([list(range(len(runs)))] if module.vmaps_seeds(suite) else
             [[index] for index in range(len(runs))])
   game = runs[0].environment_name
   rows = [None] * len(runs)

@@ -89,3 +89,16 @@ def gather(replay: device_replay.DeviceArrays, stream, logical,
         s_tm1=jnp.moveaxis(transitions.s_tm1, 1, -1),
         s_t=jnp.moveaxis(transitions.s_t, 1, -1))
   return transitions
+
+
+def jax_replay() -> device_replay.JaxReplay:
+  """Return this replay for the jitted loop (stacks last, as the network's)."""
+  return device_replay.JaxReplay(
+      empty=empty,
+      store=lambda arrays, episode_step, timestep, actions, max_abs_reward:
+      store(arrays, episode_step, timestep, actions, max_abs_reward,
+            frame=timestep.frame),
+      sample=sample,
+      nbytes=nbytes,
+      refuses=lambda observation: jnp.bool_(False),
+      refusal='')

@@ -6,7 +6,7 @@ samples the same transitions inside its jitted call (docs/performance.md).
 """
 
 import functools
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import chex
 import jax
@@ -30,6 +30,20 @@ class DeviceArrays(NamedTuple):
   discounts: jax.Array      # [K, C] float32
   episode_steps: jax.Array  # [K, C] int32
   num_added: jax.Array      # [K] int32, steps ever added per stream
+
+
+class JaxReplay(NamedTuple):
+  """A jitted loop's replay of one environment family: pure functions."""
+  empty: Callable   # (K, slots per stream) -> DeviceArrays.
+  # (arrays, episode_step [K], timestep [K], actions [K], max_abs_reward)
+  # -> (arrays, episode_step).
+  store: Callable
+  # (arrays, rng_key, n) -> (rng_key, Transitions [n]), states as the
+  # network takes them.
+  sample: Callable
+  nbytes: Callable  # (K, slots per stream) -> bytes of `empty`'s arrays.
+  refuses: Callable  # (observations [K, ...]) -> bool: some it cannot store.
+  refusal: str      # Why, and the fix.
 
 
 def sample_indices(arrays: DeviceArrays, rng_key, batch_size: int,

@@ -61,3 +61,17 @@ def sample(replay: device_replay.DeviceArrays, rng_key, batch_size: int,
   s_tm1 = unpack(packed.s_tm1[:, 0], observation_shape)[..., None]
   s_t = unpack(packed.s_t[:, 0], observation_shape)[..., None]
   return rng_key, packed._replace(s_tm1=s_tm1, s_t=s_t)
+
+
+def jax_replay(observation_shape) -> device_replay.JaxReplay:
+  """Return this replay for binary observations of `observation_shape`."""
+  shape = tuple(observation_shape)
+  return device_replay.JaxReplay(
+      empty=lambda k, slots: empty(k, slots, shape),
+      store=store,
+      sample=lambda arrays, key, n: sample(arrays, key, n, shape),
+      nbytes=lambda k, slots: nbytes(k, slots, shape),
+      refuses=lambda observation: jnp.any(observation > 1),
+      refusal=('The environment emitted observations other than 0/1; this '
+               'replay stores bits. Use an environment of binary '
+               'observations.'))

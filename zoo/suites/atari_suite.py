@@ -7,20 +7,22 @@ import numpy as np
 
 from zoo.environments import atari_data
 from zoo.environments import atari_env
+from zoo.environments import atari_jax_env
 from zoo.environments import environment
 import networks
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import suites
+from zoo.replay import atari_device_replay
 
 _VECTOR_ONLY = dict(num_action_repeats=4, num_stacked_frames=4,
                     environment_height=84, environment_width=84)
 
 
 def _resolve(s: Dict[str, Any]) -> Dict[str, Any]:
-  """Resolve --environment_mode=auto: vector when num_envs > 1."""
+  """Resolve --environment_mode=auto: vector when num_envs > 1 or jitted."""
   if s['environment_mode'] == 'auto':
-    s = dict(s, environment_mode='vector' if s['num_envs'] > 1 else
-             'reference')
+    vector = s['num_envs'] > 1 or s['loop'] == 'jitted'
+    s = dict(s, environment_mode='vector' if vector else 'reference')
   return s
 
 
@@ -49,6 +51,23 @@ def _make_environment(s: settings_lib.Settings, seed: int
          if reference else {}))
 
 
+def _jax_environment(s: settings_lib.Settings
+                     ) -> atari_jax_env.AtariJaxEnvironment:
+  """Return K fresh XLA streams of vector mode; ConfigError otherwise."""
+  if s.environment_mode != 'vector':
+    raise settings_lib.ConfigError(
+        f'--loop=jitted --environment_mode={s.environment_mode}: the jitted '
+        'loop steps the vector environment; use --environment_mode=vector '
+        '(or auto).')
+  return atari_jax_env.make(s.environment_name, seed=0, num_envs=s.num_envs,
+                            max_episode_frames=s.max_frames_per_episode)
+
+
+def _jax_replay(env: atari_jax_env.AtariJaxEnvironment):
+  del env
+  return atari_device_replay.jax_replay()
+
+
 def _render(env: atari_env.ReferenceBatchedEnvironment):
   """Return the streams' current RGB screens [K, 210, 160, 3]."""
   return np.stack([e.ale.getScreenRGB() for e in env.environments])
@@ -68,5 +87,9 @@ ATARI = suites.Suite(
                                  quantile_network=networks.atari_quantile_network),
     normalize=atari_data.human_normalized_score,
     render=_render,
+    jax_environment=_jax_environment,
+    jax_replay=_jax_replay,
+    jax_vmaps_seeds=atari_jax_env.AtariJaxEnvironment.vmaps,
+    loops=('python', 'jitted'),
 )
 

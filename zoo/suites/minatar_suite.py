@@ -13,6 +13,7 @@ from zoo.environments import minatar_env
 from zoo.environments import minatar_jax_env
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import suites
+from zoo.replay import packed_replay
 
 FLAG_DEFAULTS = {
     'environment_name': 'breakout',
@@ -73,11 +74,12 @@ def _make_environment(s: settings_lib.Settings, seed: int
       max_episode_frames=s.max_frames_per_episode)
 
 
-def _jax_environment(s: settings_lib.Settings):
-  """Return the JAX environment of s's game; ConfigError if refused."""
+def _jax_environment(s: settings_lib.Settings) -> minatar_jax_env.Streams:
+  """Return the K JAX streams of s's game; ConfigError if refused."""
   try:
-    env = minatar_jax_env.make(s.environment_name,
-                               max_episode_frames=s.max_frames_per_episode)
+    env = minatar_jax_env.make_streams(
+        s.environment_name, s.num_envs,
+        max_episode_frames=s.max_frames_per_episode)
   except ValueError as e:  # A game the adapter refuses, with the reason.
     raise settings_lib.ConfigError(f'--loop=jitted: {e}') from e
   _, action_set = minatar_env.game_spec(s.environment_name)
@@ -86,6 +88,10 @@ def _jax_environment(s: settings_lib.Settings):
         f'The JAX {s.environment_name} has {env.num_actions} actions, '
         f'minatar {len(action_set)}: the jitted loop refuses this game.')
   return env
+
+
+def _jax_replay(env: minatar_jax_env.Streams):
+  return packed_replay.jax_replay(env.observation_shape[:-1])
 
 
 def _render(env: minatar_env.MinAtarEnvironment):
@@ -112,6 +118,8 @@ MINATAR = suites.Suite(
     normalize=_no_reference_scores,
     render=_render,
     jax_environment=_jax_environment,
+    jax_replay=_jax_replay,
+    jax_vmaps_seeds=minatar_jax_env.Streams.vmaps,
     loops=('python', 'jitted'),
 )
 
