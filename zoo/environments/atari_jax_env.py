@@ -71,8 +71,9 @@ class AtariJaxEnvironment:
 
   Owns the emulators; `reset` and `step` are pure in their arguments (the
   handle they take and return names the emulators' state). The jitted loop's
-  K-stream environment (ARCHITECTURE.md). Equality is identity: two
-  environments never share emulators.
+  K-stream environment (ARCHITECTURE.md). Environments of one game, K and
+  frame cap are equal: one compiled program runs any of them, each on its
+  own emulators (the handle in the state is data).
   """
 
   # The FFI calls cannot be vmapped: one seed per compiled program.
@@ -104,6 +105,16 @@ class AtariJaxEnvironment:
     self.max_episode_frames = max_episode_frames
     self.frame_shape: Tuple[int, int] = (84, 84)
     self.observation_shape = self.frame_shape + (4,)
+
+  def _key(self):
+    return (self.game, self.num_envs, self.max_episode_frames)
+
+  def __eq__(self, other) -> bool:
+    return (isinstance(other, AtariJaxEnvironment) and
+            self._key() == other._key())
+
+  def __hash__(self) -> int:
+    return hash(self._key())
 
   def __repr__(self) -> str:
     return (f'AtariJaxEnvironment({self.game!r}, num_envs={self.num_envs}, '

@@ -177,11 +177,11 @@ class JittedLoop(driver.Loop):
                functions: jitted_train.Functions,
                runs: Sequence[settings_lib.Settings],
                parts: Sequence[build.LearnerParts], envs, replay):
-    """Jit the functions and start every seed at iteration 0.
+    """Start every seed at iteration 0; `states` is their SeedState [S, ...].
 
     Args:
       cfg: the group's counts.
-      functions: zoo.loops.jitted_train.make_train's; mapped and jitted here.
+      functions: jitted_functions' (mapped over the seeds and jitted).
       runs: each seed's settings (vmapped in this order).
       parts: each seed's zoo.loops.build.learner_parts (key, ε schedule).
       envs: the (training, evaluation) K-stream JAX environments.
@@ -194,21 +194,12 @@ class JittedLoop(driver.Loop):
     self._envs = envs
     self._replay = replay
     train_env, eval_env = envs
-    over_seeds = lambda fn, **kw: jax.jit(jitted_train.map_seeds(  # pylint: disable=g-long-lambda
-        fn, train_env.vmaps), **kw)
-    # The one place where the pure functions are jitted.
-    init = over_seeds(functions.init)
-    self._start_train = over_seeds(functions.start_train)
-    self._restart = over_seeds(functions.restart)
-    # Donated: the replay is written in place, not copied, every chunk.
-    self._train_chunk = jax.jit(functions.train_chunk, static_argnums=2,
-                                donate_argnums=0)
-    self._eval_seed = over_seeds(functions.eval_seed)
+    self._functions = functions
     self._train_env_states = _stacked(train_env.initial_state(), len(runs))
     self._eval_env_states = _stacked(eval_env.initial_state(), len(runs))
-    states = init(jnp.stack([p.agent_key for p in parts]),
-                  self._phases(1, 'train'), huber_params(runs),
-                  self._train_env_states)
+    states = functions.init(jnp.stack([p.agent_key for p in parts]),
+                            self._phases(1, 'train'), huber_params(runs),
+                            self._train_env_states)
     # A real copy: the target must not share the online parameters' buffers.
     self.states = states._replace(
         target_params=jax.tree.map(jnp.copy, states.target_params))
@@ -232,15 +223,16 @@ class JittedLoop(driver.Loop):
   def train(self, iteration: int, on_step) -> List[driver.TrainResult]:
     phase = self._phases(iteration, 'train')
     if self._restart_streams:
-      states = self._restart(self.states, phase, self._train_env_states)
+      states = self._functions.restart(self.states, phase,
+                                       self._train_env_states)
       self._restart_streams = False
     else:
-      states = self._start_train(self.states, phase)
+      states = self._functions.start_train(self.states, phase)
     begin = time.perf_counter()
     frames = 0
     for size in self._chunks:
-      states, _, losses = self._train_chunk(states, jnp.int32(self.frame_t),
-                                            size)
+      states, _, losses = self._functions.train_chunk(
+          states, jnp.int32(self.frame_t), size)
       self.states = states
       self.frame_t += size * self.cfg.block_frames
       frames += size * self.cfg.block_frames
@@ -259,7 +251,7 @@ class JittedLoop(driver.Loop):
   def evaluate(self, iteration: int, on_step
                ) -> List[phase_accounting.PhaseStats]:
     begin = time.perf_counter()
-    eval_rng_key, streams = self._eval_seed(
+    eval_rng_key, streams = self._functions.eval_seed(
         self.states.params, self.states.eval_rng_key,
         self._phases(iteration, 'eval'), self._eval_env_states)
     self.states = self.states._replace(eval_rng_key=eval_rng_key)
@@ -281,19 +273,37 @@ class JittedLoop(driver.Loop):
 _FUNCTIONS: Dict[Any, jitted_train.Functions] = {}
 
 
+def jitted_functions(functions: jitted_train.Functions, vmaps: bool
+                     ) -> jitted_train.Functions:
+  """Return make_train's functions over a group's seeds, jitted.
+
+  The one place where the pure functions are jitted. The training chunk
+  donates its states: the replay is written in place, not copied.
+  """
+  over_seeds = lambda fn: jax.jit(jitted_train.map_seeds(fn, vmaps))
+  return jitted_train.Functions(
+      init=over_seeds(functions.init),
+      start_train=over_seeds(functions.start_train),
+      restart=over_seeds(functions.restart),
+      train_chunk=jax.jit(functions.train_chunk, static_argnums=2,
+                          donate_argnums=0),
+      eval_seed=over_seeds(functions.eval_seed))
+
+
 def _functions(suite, s: settings_lib.Settings, cfg, env, replay,
                parts: build.LearnerParts) -> jitted_train.Functions:
-  """Return make_train's functions, reused for the same program.
+  """Return the jitted functions of the program, reused for the same one.
 
   Reuse keeps JAX's compilations. The key is the checkpoint config but the
-  seed and κ, which are the seeds' data.
+  seed and κ, which are the seeds' data, and the environment (equal ones
+  run one program).
   """
   config = dict(s.checkpoint_config(), seed=0, huber_param=0.0)
   key = (cfg, env, suite.name, tuple(sorted(config.items())))
   if key not in _FUNCTIONS:
-    _FUNCTIONS[key] = jitted_train.make_train(
+    _FUNCTIONS[key] = jitted_functions(jitted_train.make_train(
         cfg, env, replay, parts.network, parts.loss_of_kappa, parts.optimizer,
-        s.additional_discount, parts.grad_scale)
+        s.additional_discount, parts.grad_scale), env.vmaps)
   return _FUNCTIONS[key]
 
 
