@@ -2,6 +2,7 @@
 
 from typing import Callable, Sequence, Tuple
 
+import chex
 import haiku as hk
 import jax
 import jax.numpy as jnp
@@ -30,6 +31,50 @@ def linear(num_outputs: int) -> NetworkFn:
   return net_fn
 
 
+def patches_conv(inputs: jnp.ndarray, w: jnp.ndarray,
+                 stride: Tuple[int, int]) -> jnp.ndarray:
+  """Return the VALID NHWC convolution of [B, H, W, C] by w [kh, kw, C, F].
+
+  As patches (im2col) times the weights: slices and one matmul, whose
+  gradients are slices and matmuls too.
+  """
+  kh, kw, c, _ = w.shape
+  _, h, width, _ = inputs.shape
+  oh, ow = (h - kh) // stride[0] + 1, (width - kw) // stride[1] + 1
+  patches = jnp.concatenate([
+      inputs[:, i:i + stride[0] * (oh - 1) + 1:stride[0],
+             j:j + stride[1] * (ow - 1) + 1:stride[1], :]
+      for i in range(kh) for j in range(kw)], axis=-1)  # (i, j, c) order.
+  return patches @ w.reshape(kh * kw * c, -1)
+
+
+class Conv2D(hk.Conv2D):
+  """hk.Conv2D (batched NHWC, VALID; its parameters), computed on a CPU as patches.
+
+  XLA:CPU runs the gradient's convolutions inside a loop or a branch without
+  its fast kernels (jax 0.10.2: 10x slower per update inside a lax.scan); the
+  jitted loop's updates run inside one. Patches times weights is as fast
+  there as a plain convolution, and equal to float rounding. Other
+  platforms: lax.conv_general_dilated, as hk.Conv2D.
+  """
+
+  def __call__(self, inputs: jnp.ndarray) -> jnp.ndarray:
+    chex.assert_rank(inputs, 4)
+    w = hk.get_parameter(
+        'w', self.kernel_shape + (inputs.shape[-1], self.output_channels),
+        inputs.dtype, init=self.w_init)
+    stride = tuple(self.stride)
+    out = jax.lax.platform_dependent(
+        inputs, w,
+        cpu=lambda x, w: patches_conv(x, w, stride),
+        default=lambda x, w: jax.lax.conv_general_dilated(
+            x, w, window_strides=stride, padding='VALID',
+            dimension_numbers=self.dimension_numbers))
+    b = hk.get_parameter('b', (self.output_channels,), inputs.dtype,
+                         init=self.b_init)
+    return out + b
+
+
 def conv(num_features: int, kernel_shape: Tuple[int, int],
          stride: Tuple[int, int]) -> NetworkFn:
   """Return a VALID-padded NHWC convolution with DQN's legacy initialisation."""
@@ -37,8 +82,8 @@ def conv(num_features: int, kernel_shape: Tuple[int, int],
   def net_fn(inputs):
     num_input_units = inputs.shape[-1] * kernel_shape[0] * kernel_shape[1]
     init = dqn_default_initializer(num_input_units)
-    layer = hk.Conv2D(num_features, kernel_shape=kernel_shape, stride=stride,
-                      padding='VALID', w_init=init, b_init=init)
+    layer = Conv2D(num_features, kernel_shape=kernel_shape, stride=stride,
+                   padding='VALID', w_init=init, b_init=init)
     return layer(inputs)
 
   return net_fn

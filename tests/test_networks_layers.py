@@ -51,3 +51,39 @@ def test_relu_mlp_with_no_layers_is_identity():
   params = transformed.init(jax.random.PRNGKey(0), x)
   assert not params
   np.testing.assert_array_equal(transformed.apply(params, None, x), x)
+
+
+@pytest.mark.parametrize('shape,kernel,stride', [
+    ((2, 84, 84, 4), (8, 8), (4, 4)), ((3, 20, 20, 32), (4, 4), (2, 2)),
+    ((2, 9, 9, 64), (3, 3), (1, 1)), ((1, 10, 12, 3), (3, 2), (2, 1))])
+def test_conv_has_hk_conv2ds_parameters_and_values(shape, kernel, stride):
+  """The same parameters (names, shapes, initial values) as hk.Conv2D, and
+  its outputs and gradients to float rounding (patches on the CPU)."""
+  x = jax.random.uniform(jax.random.PRNGKey(2), shape)
+  ours = hk.transform(lambda x: layers.conv(5, kernel, stride)(x))
+
+  def reference(x):
+    init = layers.dqn_default_initializer(shape[-1] * kernel[0] * kernel[1])
+    return hk.Conv2D(5, kernel_shape=kernel, stride=stride, padding='VALID',
+                     w_init=init, b_init=init)(x)
+
+  reference = hk.transform(reference)
+  params = ours.init(jax.random.PRNGKey(0), x)
+  jax.tree.map(np.testing.assert_array_equal, params,
+               reference.init(jax.random.PRNGKey(0), x))
+  np.testing.assert_allclose(ours.apply(params, None, x),
+                             reference.apply(params, None, x), atol=2e-6)
+  grads = [jax.grad(lambda p, x: jnp.sum(f.apply(p, None, x) ** 2),
+                    argnums=(0, 1))(params, x) for f in (ours, reference)]
+  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4,
+                                                       atol=1e-5), *grads)
+
+
+def test_patches_conv_is_lax_conv():
+  x = jax.random.normal(jax.random.PRNGKey(0), (2, 11, 13, 3))
+  w = jax.random.normal(jax.random.PRNGKey(1), (3, 4, 3, 6))
+  want = jax.lax.conv_general_dilated(x, w, (2, 3), 'VALID',
+                                      dimension_numbers=('NHWC', 'HWIO',
+                                                         'NHWC'))
+  np.testing.assert_allclose(layers.patches_conv(x, w, (2, 3)), want,
+                             rtol=1e-5, atol=1e-5)

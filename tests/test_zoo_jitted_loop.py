@@ -6,6 +6,7 @@ resume through zoo.loops.resume, and learning on a fake JAX environment
 import dataclasses
 import functools
 import json
+import logging
 import math
 import os
 import signal
@@ -507,3 +508,112 @@ def test_training_streams_go_on_and_resume_exactly_at_k2(tmp_path):
   for got, want in zip(resumed, whole):
     for column in results_csv.DETERMINISTIC_COLUMNS:
       np.testing.assert_equal(got[column], want[column], err_msg=column)
+
+
+# Atari: the jitted loop on ale-py's XLA emulators (zoo.environments.atari_jax_env).
+ATARI_VALUES = dict(
+    environment_name='breakout', num_envs=4, num_iterations=2,
+    num_train_frames=1024, num_eval_frames=400, replay_capacity=2000,
+    min_replay_capacity_fraction=0.25, target_network_update_period=512,
+    num_quantiles=NUM_QUANTILES, hidden_size=32, progress_interval_seconds=0.0)
+
+
+def _atari_run(root, loop, log=lambda *a: None, **values):
+  from zoo.suites import atari_suite  # pylint: disable=g-import-not-at-top
+  values = dict(ATARI_VALUES, loop=loop, environment_mode='vector',
+                results_csv_path=os.path.join(root, 'results.csv'),
+                checkpoint_dir=os.path.join(root, 'checkpoints'),
+                tensorboard_dir=os.path.join(root, 'tb'), **values)
+  return runner.run_seeds(atari_suite.ATARI, cr_dqn_agent.PRESETS[0], values,
+                          [1], log=log)[0]
+
+
+def _same_rows(got, want):
+  for got_row, want_row in zip(got, want):
+    for column in results_csv.DETERMINISTIC_COLUMNS:
+      if column == 'train_state_value':  # Two compilations of the network.
+        np.testing.assert_allclose(float(got_row[column]),
+                                   float(want_row[column]), rtol=1e-3)
+      else:
+        np.testing.assert_equal(got_row[column], want_row[column],
+                                err_msg=column)
+
+
+@pytest.mark.end_to_end
+def test_atari_is_the_python_loops_vector_mode_and_resumes(tmp_path, caplog):
+  """Tiny Breakout, K = 4: the rows of the Python loop's vector mode (same
+  emulator seeds, parameters, keys and counts); interrupted after iteration
+  1, it resumes on fresh training streams and writes the same files."""
+  python = _atari_run(str(tmp_path / 'python'), 'python')
+  def interrupt_after_1(message, *args):
+    if message.startswith('%siteration %d/%d, frame') and args[1] == 1:
+      signal.raise_signal(signal.SIGINT)
+
+  with test_zoo_interrupts.installed_handlers():
+    with pytest.raises(interrupts.Interrupted, match='iteration 2'):
+      _atari_run(str(tmp_path / 'jitted'), 'jitted', log=interrupt_after_1)
+  path = str(tmp_path / 'jitted' / 'results.csv')
+  _same_rows(csv_check.read_back_file(path), [
+      {k: str(v) for k, v in row.items()} for row in python[:2]])
+  with caplog.at_level(logging.INFO, logger='absl'):
+    resumed = _atari_run(str(tmp_path / 'jitted'), 'jitted')
+  assert 'fresh training streams' in caplog.text
+  assert [r['iteration'] for r in resumed] == [0, 1, 2]
+  assert resumed[2]['frame'] == 2048 and resumed[2]['eval_num_frames'] >= 400
+  with open(path) as f, open(tmp_path / 'python' / 'results.csv') as g:
+    assert f.readline() == g.readline()  # The same columns.
+  saved = json.loads((tmp_path / 'jitted' / 'run.json').read_text())
+  assert (saved['settings']['loop'], saved['settings']['environment_mode']
+          ) == ('jitted', 'vector')
+  scalars = tb_events.read_scalars(str(tmp_path / 'jitted' / 'tb'))
+  assert [step for step, _ in scalars['eval/episode_return']] == [
+      0, 1024, 2048]
+
+
+@pytest.mark.parametrize('preset_name', ['CR-DQN', 'NC-QR-DQN-0', 'IQN'])
+def test_atari_program_traces_for_each_head(preset_name):
+  """The Atari suite's network and replay in the jitted program (fc, nc and
+  sampled-level heads): shapes only, nothing compiled or run."""
+  from zoo.suites import atari_suite  # pylint: disable=g-import-not-at-top
+  preset = agent_registry.presets()[preset_name]
+  s = settings_lib.resolve_settings(atari_suite.ATARI, preset, dict(
+      ATARI_VALUES, loop='jitted', num_envs=2, tau_samples_policy=4,
+      tau_samples_s_tm1=4, tau_samples_s_t=4))
+  settings_lib.validate_settings(atari_suite.ATARI, s)
+  with atari_suite.ATARI.jax_environment(s) as env:
+    cfg = jitted_loop.loop_config(s, env.observation_shape)
+    replay = atari_suite.ATARI.jax_replay(env)
+    parts = build.learner_parts(atari_suite.ATARI, s, env.num_actions)
+    functions = jitted_train.make_train(
+        cfg, env, replay, parts.network, parts.loss_of_kappa,
+        parts.optimizer, s.additional_discount, parts.grad_scale)
+    states = jax.eval_shape(
+        functions.init, parts.agent_key,
+        jax.tree.map(lambda x: x[0], jitted_loop.phases([1], 2, 1, 'train')),
+        jnp.float32(s.huber_param), env.initial_state())
+    assert states.replay.frames.shape == (2, 1000, 84, 84)
+    assert states.train_streams.timestep.observation.shape == (2, 84, 84, 4)
+    batched = jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct((1,) + x.shape, x.dtype), states)
+    out, _, loss = jax.eval_shape(
+        functools.partial(functions.train_chunk, num_blocks=2), batched,
+        jnp.int32(0))
+    assert jax.tree.map(lambda x: x.shape, out) == jax.tree.map(
+        lambda x: x.shape, batched)
+    assert loss.shape == (1,)
+    _, streams = jax.eval_shape(
+        functions.eval_seed, states.params, states.eval_rng_key,
+        jax.tree.map(lambda x: x[0], jitted_loop.phases([1], 2, 0, 'eval')),
+        env.initial_state())
+    assert streams.tally.frames.shape == ()
+
+
+def test_atari_refuses_the_reference_environment():
+  from zoo.suites import atari_suite  # pylint: disable=g-import-not-at-top
+  s = settings_lib.resolve_settings(atari_suite.ATARI, cr_dqn_agent.PRESETS[0],
+                                    dict(loop='jitted'))
+  assert s.environment_mode == 'vector'  # auto, at K = 1 too.
+  s = dataclasses.replace(s, environment_mode='reference')
+  with pytest.raises(settings_lib.ConfigError,
+                     match='--environment_mode=vector'):
+    jitted_loop.check(atari_suite.ATARI, s)
