@@ -8,7 +8,7 @@ r"""The MinAtar study: the paper's five agents x games x seeds, on the sweep.
       --configs=CR-DQN,QR-DQN-1 --games=asterix --seeds=1,2,3 --output_dir=DIR
   python -m scripts.experiments.minatar_study --loop=jitted --root_dir=runs/minatar_jitted
 
---loop=jitted (zoo.loops.jitted_loop, docs/minatar-jitted-loop.md) runs each
+--loop=jitted (zoo.loops.jitted_loop, docs/jitted-loop.md) runs each
 configuration x game as one process with the seeds vmapped (`--seeds=...`),
 one at a time; its defaults are the full study: the five games, seeds 1..10,
 50 iterations (5M steps), no K-stream check. A group whose seeds all hold

@@ -134,8 +134,9 @@ class Settings:
       'integer')
   environment_mode: str = _flag(
       'auto', "Atari: streams as Python envs ('reference') or ale_py's "
-      "AtariVectorEnv ('vector'); auto: vector when num_envs > 1. MinAtar: "
-      'reference only.', 'enum', enum_values=['auto', 'reference', 'vector'])
+      "AtariVectorEnv ('vector'); auto: vector when num_envs > 1 or "
+      "--loop=jitted. MinAtar: reference only.", 'enum',
+      enum_values=['auto', 'reference', 'vector'])
   tensorboard_dir: str = _flag(
       '{results_dir}/' + TENSORBOARD_DIR, 'TensorBoard event files: '
       'per-iteration scalars and the training loss; {results_dir} is the '

@@ -50,8 +50,8 @@ flags.DEFINE_bool(
 # Not a setting: which runs to start (each run's settings hold its --seed).
 flags.DEFINE_list(
     'seeds', None, 'Run these seeds (e.g. 1,2,3), one run directory each, '
-    'instead of --seed: --loop=jitted runs them vmapped in one process, '
-    '--loop=python one after another. Unset: --seed.')
+    'instead of --seed: one after another, except where --loop=jitted vmaps '
+    'them in one process (MinAtar). Unset: --seed.')
 
 
 def values_from_flags() -> Dict[str, Any]:

@@ -1,1 +1,1 @@
-"""Replay of K streams: on the host, mirrored on the device, bit-packed for the jitted loop."""
+"""Replay of K streams: on the host, mirrored on the device, and the jitted loop's on the device."""

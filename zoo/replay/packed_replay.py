@@ -1,4 +1,4 @@
-"""The jitted MinAtar loop's replay: device_replay's arrays, frames as bits.
+"""MinAtar's replay in the jitted loop: device_replay's arrays, frames as bits.
 
 Each binary 10x10xC frame is bit-packed to ceil(100 C / 8) bytes. Pure
 functions, for the jitted loop's scan (zoo.loops.jitted_train).
