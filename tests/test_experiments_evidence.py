@@ -425,12 +425,12 @@ def test_on_a_cpu_the_gpu_only_benchmarks_are_skipped_with_the_reason(
   record = _record(archive)
   skipped = {b['name']: b for b in record['benchmarks']
              if b['status'] == 'skipped'}
-  assert set(skipped) == {'gpu_memory', 'gpu_sharing'}
+  assert set(skipped) == {'gpu_memory', 'gpu_sharing', 'overlap'}
   assert skipped['gpu_memory']['reason'].startswith('GPU-only')
   assert 'device here is cpu' in skipped['gpu_sharing']['reason']
   assert not any('bench_gpu' in module for _, module, _, _ in starter.started)
   assert any('benchmark gpu_memory: skipped (GPU-only' in l for l in lines)
-  assert len(all_benchmarks) == 5
+  assert len(all_benchmarks) == 6
 
 
 def test_on_a_gpu_the_memory_and_sharing_go_first_and_fill_the_campaign_page(

@@ -32,11 +32,14 @@ speed-up: 7.12
 def test_full_benchmarks_cover_what_the_readme_quotes():
   names = {b.name: b for b in bench.benchmarks('full')}
   assert list(names) == ['jitted_minatar', 'agent', 'losses', 'gpu_memory',
-                         'gpu_sharing']
-  for name in ('gpu_memory', 'gpu_sharing'):
+                         'gpu_sharing', 'overlap']
+  for name in ('gpu_memory', 'gpu_sharing', 'overlap'):
     assert names[name].gpu_only and names[name].added > names['agent'].added
+  for name in ('gpu_memory', 'gpu_sharing'):
     assert names[name].sources == (f'scripts.benchmarks.bench_{name}',
                                    'cr_dqn.run_atari')
+  # The Atari loops, the jitted loop among them, at the GPU's stream counts.
+  assert '--num_envs_list=16,64,128,256' in names['overlap'].argv
   assert '--num_seeds=1,16,64,256' in names['jitted_minatar'].argv
   assert names['agent'].modes[0] == 'reference:1'
   assert '--modes=' + ','.join(bench.AGENT_MODES) in names['agent'].argv

@@ -1,9 +1,9 @@
-"""Benchmark overlapping the emulators' steps with the learner's updates.
+"""Benchmark Atari's loops at K streams: the Python loop's orders, the jitted loop.
 
 Times one block (one agent step of K streams: acting, K emulator steps with
 preprocessing, storing, and the K x 4 / 16 updates that fall due in it, run
-as one fused dispatch) four ways, in turns within one process (round robin,
-`--repeats` rounds; the table shows medians):
+as one fused dispatch) five ways, in turns within one process (round robin,
+`--repeats` rounds; the tables show medians):
 
 - stepping alone: the agent's step with learning off (act, step, store);
 - learning alone: the block's updates, one fused call waited for (host
@@ -11,21 +11,36 @@ as one fused dispatch) four ways, in turns within one process (round robin,
 - serial: the Python loop's order (`--overlap_learning` off: the next action
   selection waits for the block's updates);
 - overlapped: `--overlap_learning` (acting on the snapshot of the parameters
-  from before the block, on the second JAX device, while the updates run).
+  from before the block, on the second JAX device, while the updates run);
+- jitted: `--loop=jitted` (zoo.loops.jitted_loop: acting, ale-py's XLA
+  emulators, the replay on the device and the updates in one compiled
+  program), one training phase of `--num_blocks` blocks, compiled and past
+  the learning start.
 
-The goal: overlapped <= 1.15 x max(stepping, learning). On a CPU host two
-computations run at once only on two devices: this script asks XLA for two
-host devices (`--xla_force_host_platform_device_count=2`) unless XLA_FLAGS
-already names a count.
+The first table holds the overlap goal: overlapped <= 1.15 x max(stepping,
+learning). The second holds every loop's training frames/s (frames = agent
+steps x K x 4, the same frames for every row) and the jitted loop's against
+the faster of the Python loop's two orders. The last line, `figures:`, holds
+the frames/s as JSON for the evidence command.
+
+Every variant's replay holds `--bench_replay_capacity` transitions, far
+fewer than DQN Zoo's 1M: the timings need only the minimum to learn from,
+and the jitted loop's replay (on the device, 7,072 bytes a transition) stays
+small at any K.
+
+On a CPU host two computations run at once only on two devices: this script
+asks XLA for two host devices (`--xla_force_host_platform_device_count=2`)
+unless XLA_FLAGS already names a count.
 
   python -m scripts.benchmarks.bench_overlap [--environment_name=breakout]
-      [--num_envs_list=16,64] [--num_blocks=16] [--repeats=3]
+      [--num_envs_list=16,64,128,256] [--num_blocks=16] [--repeats=3]
       [--num_quantiles=N] [--hidden_size=H] [--batch_size=B]
 
 Network settings (`--num_quantiles`, `--hidden_size`, `--num_hidden_layers`,
 `--batch_size`, `--learn_period`, `--num_fused_updates`) are the run flags;
 unset, the suite's defaults (U unset: the block's K x 4 / learn_period
-updates in one call).
+updates in one call; the jitted loop always runs a block's updates in one
+call). `--num_envs_list` unset: 16,64,128,256 on a GPU, 16,64 on a CPU.
 """
 
 import os
@@ -39,12 +54,15 @@ if (__name__ == '__main__' and 'jax' not in sys.modules and
                              f' {_COUNT_FLAG}=2').strip()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+import dataclasses
+import json
 import statistics
 import time
-from typing import Dict, List
+from typing import Any, Callable, Dict, List
 
 from absl import flags
 import jax
+import numpy as np
 
 from scripts.benchmarks import timing
 from zoo.configuration import agent_registry
@@ -52,7 +70,7 @@ from zoo.configuration import cli
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import settings_flags  # pylint: disable=unused-import
 from zoo.loops import build
-from zoo.loops import python_loop
+from zoo.loops import jitted_loop
 from zoo.suites import atari_suite
 
 # Run flags a measurement may set (the network and the learner's sizes).
@@ -60,6 +78,22 @@ OVERRIDABLE = ('num_quantiles', 'hidden_size', 'num_hidden_layers',
                'batch_size', 'learn_period', 'num_fused_updates')
 COLUMNS = ('stepping ms', 'learning ms', 'serial ms', 'overlapped ms',
            'overlapped / max', 'serial / max', 'overlapped frames/s')
+# The variants, in the order of each round and of the loops table.
+VARIANTS = ('stepping', 'learning', 'serial', 'overlapped', 'jitted')
+LOOP_NAMES = {'stepping': 'stepping alone (Python loop, no learning)',
+              'learning': 'learning alone (Python loop\'s updates)',
+              'serial': 'Python loop, serial',
+              'overlapped': 'Python loop, --overlap_learning',
+              'jitted': 'jitted loop'}
+LOOP_COLUMNS = ('K', 'loop', 'ms per block', 'frames/s', 'vs Python loop')
+# Stream counts by JAX platform when --num_envs_list is unset.
+DEFAULT_NUM_ENVS = {'gpu': '16,64,128,256'}
+CPU_NUM_ENVS = '16,64'
+
+
+def default_num_envs(platform: str) -> str:
+  """Return the K list measured when --num_envs_list is unset."""
+  return DEFAULT_NUM_ENVS.get(platform, CPU_NUM_ENVS)
 
 
 def parse_num_envs(text: str) -> List[int]:
@@ -86,7 +120,7 @@ def block_updates(num_envs: int, num_action_repeats: int,
 
 
 def row(times: Dict[str, List[float]], block_frames: int) -> Dict[str, str]:
-  """Return one table row from per-round block times (ms) by variant."""
+  """Return one row of the overlap table from per-round block times (ms)."""
   median = {name: statistics.median(values) for name, values in times.items()}
   bound = max(median['stepping'], median['learning'])
   return {
@@ -98,6 +132,48 @@ def row(times: Dict[str, List[float]], block_frames: int) -> Dict[str, str]:
       'serial / max': f'{median["serial"] / bound:.2f}',
       'overlapped frames/s': f'{1e3 * block_frames / median["overlapped"]:.0f}',
   }
+
+
+def loop_rows(num_envs: int, times: Dict[str, List[float]],
+              block_frames: int) -> List[Dict[str, Any]]:
+  """Return the loops table's rows at K: each variant's median ms per block,
+  frames/s, and (jitted) its speed over the faster Python order."""
+  median = {name: statistics.median(times[name]) for name in VARIANTS}
+  python_ms = min(median['serial'], median['overlapped'])
+  rows = []
+  for name in VARIANTS:
+    rows.append({'K': num_envs, 'variant': name, 'loop': LOOP_NAMES[name],
+                 'ms per block': median[name],
+                 'frames/s': 1e3 * block_frames / median[name],
+                 'vs Python loop': (python_ms / median[name]
+                                    if name == 'jitted' else None)})
+  return rows
+
+
+def format_loop_row(r: Dict[str, Any]) -> str:
+  ratio = r['vs Python loop']
+  return (f'| K={r["K"]} | {r["loop"]} | {r["ms per block"]:.1f} | '
+          f'{r["frames/s"]:.0f} | {"" if ratio is None else f"{ratio:.3g}x"} |')
+
+
+def figures(rows: List[Dict[str, Any]], game: str) -> List[Dict[str, str]]:
+  """Return the evidence command's figures of the loops table's rows."""
+  out = []
+  for r in rows:
+    if r['variant'] in ('stepping', 'learning'):
+      continue
+    k = r['K']
+    out.append({'key': f'atari.bench_overlap.{r["variant"]}:{k}',
+                'what': f'Atari training frames/s, {r["loop"]}, K = {k} '
+                        f'(`bench_overlap`, {game})',
+                'value': f'{r["frames/s"]:,.0f}', 'unit': 'frames/s'})
+    if r['vs Python loop'] is not None:
+      out.append({'key': f'atari.bench_overlap.jitted_vs_python:{k}',
+                  'what': f'Atari training, jitted loop over the faster '
+                          f'Python loop order, K = {k} (`bench_overlap`, '
+                          f'{game})',
+                  'value': f'{r["vs Python loop"]:.3g}', 'unit': 'x'})
+  return out
 
 
 class Variant:
@@ -130,9 +206,73 @@ class Variant:
     self.env.close()
 
 
+def jitted_settings(s: settings_lib.Settings, num_blocks: int
+                    ) -> settings_lib.Settings:
+  """Return the jitted loop's settings of the Python loop's `s`: a training
+  phase of `num_blocks` blocks, a block's updates in one call."""
+  return dataclasses.replace(
+      s, loop='jitted', num_fused_updates=1, overlap_learning=False,
+      replay_on_device=False,
+      num_train_frames=num_blocks * s.num_envs * s.num_action_repeats)
+
+
+def check_jitted(suite, s: settings_lib.Settings) -> None:
+  """Raise ConfigError if the jitted loop cannot run `s` or its replay can
+  never hold the minimum to learn from (before any long work)."""
+  held = s.num_envs * (s.replay_capacity // s.num_envs)
+  if held < s.min_replay_size():
+    raise settings_lib.ConfigError(
+        f'K = {s.num_envs}: the jitted loop\'s replay holds {held} '
+        f'transitions ({s.replay_capacity // s.num_envs} per stream), fewer '
+        f'than the {s.min_replay_size()} it learns from; raise '
+        '--bench_replay_capacity or lower --min_replay.')
+  jitted_loop.check(suite, s)  # Last: it starts the K emulators.
+
+
+class JittedVariant:
+  """The jitted loop at K streams: compiled, learning from its first timed
+  block on; one training phase of `num_blocks` blocks a round."""
+
+  def __init__(self, s: settings_lib.Settings, suite, preset,
+               num_blocks: int):
+    self.num_blocks = num_blocks
+    self.loop = jitted_loop.make(suite, preset, [s])
+    cfg = self.loop.cfg
+    if cfg.block_frames != s.num_envs * s.num_action_repeats:
+      raise RuntimeError(f'the jitted loop\'s block is {cfg.block_frames} '
+                         'frames, not one agent step of the K streams.')
+    self.replay_bytes = sum(np.asarray(x).nbytes for x in
+                            jax.tree.leaves(self.loop.states.replay))
+    self.iteration = 0
+    self.phase_ms()  # Compiles the phase's one chunk.
+    # Past the learning start: every later block runs its updates.
+    while cfg.updates_done(self.loop.frame_t) == 0:
+      self.phase_ms()
+
+  def phase_ms(self) -> float:
+    """Run one training phase; return its ms per block (synchronised)."""
+    self.iteration += 1
+    result, = self.loop.train(self.iteration, lambda frames: None)
+    return 1e3 * result.stats.duration / self.num_blocks
+
+  @property
+  def num_updates(self) -> int:
+    return self.loop.cfg.updates_done(self.loop.frame_t)
+
+  def close(self):
+    self.loop.close()
+
+
 def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
-            repeats, timing_repeats, replay_capacity, min_replay):
-  """Return ({variant: [ms per block per round]}, settings) at K streams."""
+            repeats, timing_repeats, replay_capacity, min_replay,
+            say: Callable[[str], None] = lambda line: print(line, flush=True)
+            ) -> Dict[str, Any]:
+  """Return the per-round ms per block of every variant at K streams.
+
+  Returns a dict: 'times' ({variant: [ms per block per round]}), 'settings'
+  (the Python loop's), 'updates' (per block), 'device' (the overlapped
+  agent's acting device), 'replay_bytes' (the jitted loop's replay).
+  """
   base = dict(settings_lib.default_settings(suite), **overrides)
   updates = block_updates(num_envs, base['num_action_repeats'],
                           base['learn_period'])
@@ -149,6 +289,8 @@ def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
   if updates % s.num_fused_updates:
     raise ValueError(f'--num_fused_updates={s.num_fused_updates} must divide '
                      f'the {updates} updates of a block.')
+  jitted_s = jitted_settings(s, num_blocks)
+  check_jitted(suite, jitted_s)
   variants = {
       # Learning never starts: the minimum is the whole replay.
       'stepping': Variant(resolve(min_replay_capacity_fraction=1.0), suite,
@@ -157,6 +299,10 @@ def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
       'overlapped': Variant(resolve(overlap_learning=True), suite, True,
                             min_replay),
   }
+  start = time.perf_counter()
+  jitted = JittedVariant(jitted_s, suite, preset, num_blocks)
+  say(f'K={num_envs}: jitted loop compiled and past the learning start in '
+      f'{time.perf_counter() - start:.0f} s')
   learner = variants['serial'].agent
   calls = updates // s.num_fused_updates
 
@@ -164,32 +310,61 @@ def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
     losses = [learner.learn() for _ in range(calls)]
     return losses, learner.online_params
 
-  times = {name: [] for name in ('stepping', 'learning', 'serial',
-                                 'overlapped')}
+  times = {name: [] for name in VARIANTS}
+  updates_before = jitted.num_updates
   for round_index in range(repeats):
     for name, variant in variants.items():
       times[name].append(variant.run_blocks(num_blocks))
       if name == 'stepping':
         times['learning'].append(timing.median_ms(learn_block, timing_repeats))
-    print(f'K={num_envs} round {round_index + 1}/{repeats}: ' + ', '.join(
+    times['jitted'].append(jitted.phase_ms())
+    say(f'K={num_envs} round {round_index + 1}/{repeats}: ' + ', '.join(
         f'{name} {values[-1]:.1f}' for name, values in times.items()) +
-          ' ms per block', flush=True)
+        ' ms per block')
   if variants['stepping'].agent.num_updates:
     raise RuntimeError('the stepping-alone agent learned; raise '
                        '--bench_replay_capacity.')
+  loss = jitted.loop.learners[0].last_loss
+  if (jitted.num_updates - updates_before != repeats * num_blocks * updates
+      or loss is None or not np.isfinite(loss)):
+    raise RuntimeError('the jitted loop did not learn in every timed block.')
   device, = jax.tree.leaves(
       variants['overlapped'].agent.acting_params)[0].devices()
   for variant in variants.values():
     variant.close()
-  return times, s, updates, device
+  jitted.close()
+  return {'times': times, 'settings': s, 'updates': updates,
+          'device': device, 'replay_bytes': jitted.replay_bytes}
+
+
+def tables(results: Dict[int, Dict[str, Any]], game: str
+           ) -> Dict[str, Any]:
+  """Return the printed tables (text) and the figures of measure()'s results
+  by K."""
+  overlap = ['| K | ' + ' | '.join(COLUMNS) + ' |',
+             '|' + '---|' * (len(COLUMNS) + 1)]
+  loops = ['| ' + ' | '.join(LOOP_COLUMNS) + ' |', '|---|---|---:|---:|---:|']
+  all_rows = []
+  for k, result in results.items():
+    frames = k * result['settings'].num_action_repeats
+    values = row(result['times'], frames)
+    overlap.append(f'| K={k} | ' + ' | '.join(values[c] for c in COLUMNS)
+                   + ' |')
+    rows = loop_rows(k, result['times'], frames)
+    loops += [format_loop_row(r) for r in rows]
+    all_rows += rows
+  return {'text': '\n'.join(overlap) + '\n\n' + '\n'.join(loops),
+          'rows': all_rows, 'figures': figures(all_rows, game)}
 
 
 def main(argv):
   del argv
   f = flags.FLAGS
   suite = atari_suite.ATARI
+  platform = jax.default_backend()
   try:
-    num_envs_list = parse_num_envs(f.num_envs_list)
+    num_envs_list = parse_num_envs(f.num_envs_list or
+                                   default_num_envs(platform))
   except ValueError as e:
     sys.exit(f'Error: {e}')
   game = (f.environment_name if f['environment_name'].present else 'breakout')
@@ -204,41 +379,63 @@ def main(argv):
     settings_lib.validate_settings(suite, settings_lib.resolve_settings(
         suite, preset, dict(defaults, **overrides, environment_name=game,
                             results_csv_path='', checkpoint_dir='')))
+    for k in num_envs_list:
+      check_jitted(suite, jitted_settings(settings_lib.resolve_settings(
+          suite, preset, dict(
+              defaults, **overrides, environment_name=game, num_envs=k,
+              environment_mode='vector',
+              replay_capacity=f.bench_replay_capacity,
+              min_replay_capacity_fraction=(f.min_replay /
+                                            f.bench_replay_capacity),
+              results_csv_path='', checkpoint_dir='')), f.num_blocks))
   except (ValueError, settings_lib.ConfigError) as e:
     sys.exit(f'Error: {e}')
   print(f'JAX devices: {jax.devices()}; os.cpu_count() = {os.cpu_count()}; '
-        f'{game}; agent {f.agent}; {f.num_blocks} blocks per variant per '
-        f'round, {f.repeats} rounds.', flush=True)
-  rows = {}
+        f'{game}; agent {f.agent}; K = {",".join(map(str, num_envs_list))}; '
+        f'{f.num_blocks} blocks per variant per round, {f.repeats} rounds.',
+        flush=True)
+  results = {}
   for k in num_envs_list:
     start = time.perf_counter()
-    times, s, updates, device = measure(
-        suite, preset, game, k, overrides, f.num_blocks, f.repeats,
-        f.timing_repeats, f.bench_replay_capacity, f.min_replay)
+    result = measure(suite, preset, game, k, overrides, f.num_blocks,
+                     f.repeats, f.timing_repeats, f.bench_replay_capacity,
+                     f.min_replay)
+    s = result['settings']
     print(f'K={k}: N={s.num_quantiles}, hidden {s.num_hidden_layers}x'
-          f'{s.hidden_size}, batch {s.batch_size}, {updates} updates per '
-          f'block in calls of U={s.num_fused_updates}; overlapped acting on '
-          f'{device}; {time.perf_counter() - start:.0f}s', flush=True)
-    rows[f'K={k}'] = row(times, k * s.num_action_repeats)
+          f'{s.hidden_size}, batch {s.batch_size}, {result["updates"]} '
+          f'updates per block in calls of U={s.num_fused_updates} (the '
+          f'jitted loop: one call); overlapped acting on {result["device"]}; '
+          f'{time.perf_counter() - start:.0f}s', flush=True)
+    results[k] = result
+  replay_mb = {k: r['replay_bytes'] / 1e6 for k, r in results.items()}
+  out = tables(results, game)
   print()
-  print('| K | ' + ' | '.join(COLUMNS) + ' |')
-  print('|' + '---|' * (len(COLUMNS) + 1))
-  for name, values in rows.items():
-    print(f'| {name} | ' + ' | '.join(values[c] for c in COLUMNS) + ' |')
+  print(out['text'])
+  print(f'\nframes = agent steps x K x 4 (a block: one agent step of the K '
+        'streams); medians of the rounds. Every variant\'s replay holds '
+        f'{f.bench_replay_capacity:,} transitions, learning from '
+        f'{f.min_replay:,}: small for the benchmark (DQN Zoo: 1M); the '
+        'jitted loop\'s, on the device: ' + ', '.join(
+            f'{mb:.0f} MB at K={k}' for k, mb in replay_mb.items()) + '.')
+  print('figures: ' + json.dumps(out['figures']))
 
 
 if __name__ == '__main__':
   flags.DEFINE_enum('agent', 'cr_dqn', list(agent_registry.agent_packages()),
                     'Agent package (its default preset).')
-  flags.DEFINE_string('num_envs_list', '16,64',
-                      'Stream counts K to measure, comma separated.')
+  flags.DEFINE_string('num_envs_list', '',
+                      'Stream counts K to measure, comma separated; empty: '
+                      f'{DEFAULT_NUM_ENVS["gpu"]} on a GPU, {CPU_NUM_ENVS} '
+                      'on a CPU.')
   flags.DEFINE_integer('num_blocks', 16,
-                       'Blocks per variant per round (one timing).')
+                       'Blocks per variant per round (one timing; the '
+                       'jitted loop: one training phase).')
   flags.DEFINE_integer('repeats', 3, 'Rounds over the variants (median).')
   flags.DEFINE_integer('timing_repeats', 5,
                        'Timed learning-alone blocks per round (median).')
   flags.DEFINE_integer('bench_replay_capacity', 20_000,
-                       'Replay transitions per variant.')
+                       'Replay transitions per variant (the jitted loop\'s '
+                       'too, on the device).')
   flags.DEFINE_integer('min_replay', 1_000,
                        'Transitions held before learning starts.')
   cli.run(main)

@@ -16,6 +16,8 @@ AGENT_MODES = ('reference:1', 'vector:64', 'vector:64:u4', 'vector:64:u8',
                'vector:64:u8:device', 'vector:128:u8:device')
 REHEARSAL_AGENT_MODES = ('reference:1', 'vector:2:u2:device')
 JITTED_SEEDS = (1, 16, 64, 256)
+# The stream counts of the Atari loops benchmark on a GPU.
+OVERLAP_NUM_ENVS = (16, 64, 128, 256)
 # The GPU-only measurements of the campaign page: they run Atari runs.
 GPU_ADDED = '2026-11-27'
 RUN_MODULES = ('cr_dqn.run_atari',)
@@ -23,9 +25,12 @@ FIGURES_PREFIX = 'figures: '   # The JSON line of the GPU benchmarks.
 
 
 def _gpu_benchmarks(sizes: Tuple[str, ...], memory_s: float,
-                    sharing_s: float) -> List['Benchmark']:
+                    sharing_s: float, loops: Tuple[str, ...],
+                    loops_s: float) -> List['Benchmark']:
   """A run's GPU memory with and without preallocation; two runs sharing a
-  GPU (the campaign page's GPU memory and sharing)."""
+  GPU (the campaign page's GPU memory and sharing); Atari's loops side by
+  side at K streams (the Python loop's orders, the jitted loop), last of the
+  three so that a first short run still measures the other two."""
   return [
       Benchmark('gpu_memory', ('scripts.benchmarks.bench_gpu_memory',) + sizes,
                 memory_s, added=GPU_ADDED, gpu_only=True,
@@ -33,6 +38,9 @@ def _gpu_benchmarks(sizes: Tuple[str, ...], memory_s: float,
       Benchmark('gpu_sharing', ('scripts.benchmarks.bench_gpu_sharing',) +
                 sizes, sharing_s, added=GPU_ADDED, gpu_only=True,
                 children=RUN_MODULES),
+      Benchmark('overlap', ('scripts.benchmarks.bench_overlap',
+                            '--environment_name=breakout') + loops, loops_s,
+                added=GPU_ADDED, gpu_only=True),
   ]
 
 
@@ -71,7 +79,11 @@ def benchmarks(scale: str) -> List[Benchmark]:
         Benchmark('losses', ('scripts.benchmarks.bench_losses', '--sizes=8',
                              '--repeats=3', '--nosorts'), 60),
     ] + _gpu_benchmarks(('--num_train_frames=8192', '--num_eval_frames=512',
-                         '--replay_capacity=2048'), 120, 150)
+                         '--replay_capacity=2048'), 120, 150,
+                        ('--num_envs_list=4', '--num_blocks=2', '--repeats=1',
+                         '--timing_repeats=1', '--bench_replay_capacity=400',
+                         '--min_replay=40') + tiny[1:] + ('--batch_size=8',),
+                        150)
   return [
       # CR-DQN, N = 201, at 1, 16, 64 and 256 vmapped seeds beside the
       # Python loop (Breakout).
@@ -90,7 +102,12 @@ def benchmarks(scale: str) -> List[Benchmark]:
                            '--repeats=30', '--nosorts'), 45),
       # Each: Pong, --num_envs=64, 100k training frames, the replay full;
       # two runs (memory) or three (sharing: one alone, two together).
-  ] + _gpu_benchmarks(('--num_train_frames=100000',), 180, 210)
+      # Then Breakout's loops at 16 to 256 streams, the suite's network:
+      # per K, four agents warmed up and two programs compiled (the fused
+      # updates, the jitted loop), then 3 rounds of 16 blocks each.
+  ] + _gpu_benchmarks(('--num_train_frames=100000',), 180, 210,
+                      ('--num_envs_list=' + ','.join(map(str, OVERLAP_NUM_ENVS)),
+                       '--num_blocks=16', '--repeats=3'), 480)
 
 
 def _table_rows(text: str) -> List[List[str]]:

@@ -44,6 +44,11 @@ BENCHMARK_TITLES = {
     'gpu_sharing': 'two runs sharing one GPU under the sweep\'s sharing '
                    'settings: whether both fit, their training rates '
                    '(`bench_gpu_sharing`)',
+    'overlap': 'Atari training frames/s on Breakout at 16, 64, 128 and 256 '
+               'streams: the Python loop serial and with '
+               '`--overlap_learning`, stepping and learning alone, and the '
+               'jitted loop, with its speed over the faster Python order '
+               '(`bench_overlap`)',
 }
 
 
@@ -300,6 +305,10 @@ NOT_MEASURED = (
     ('the jitted MinAtar loop on a GPU: steps/s per seed and in total at 1, '
      '16, 64 and 256 vmapped seeds (`bench_jitted_minatar`)',
      lambda key: key.startswith('minatar.jitted.')),
+    ('the jitted Atari loop on a GPU: training frames/s at 16, 64, 128 and '
+     '256 streams beside the Python loop\'s serial and overlapped orders, '
+     'and its speed over the faster (`bench_overlap`)',
+     lambda key: key.startswith('atari.bench_overlap.jitted:')),
     ('the Cramér loss on a GPU between N = 201 and N = 4000 (where `form='
      '\'auto\'` switches form, at N·M = 512², is an estimate)',
      lambda key: re.match(r'losses\.n(\d+)\.', key) is not None and
