@@ -2,6 +2,7 @@
 extended runs, the checkpoint disk check, and clean interrupts (subprocesses
 of the real entry points)."""
 
+import dataclasses
 import os
 import selectors
 import signal
@@ -178,13 +179,16 @@ def test_a_checkpoint_disk_too_small_for_the_replay_is_refused(
   assert str(error.value).startswith(
       f'The disk of --checkpoint_dir={tmp_path}/run/ckpt has 5.00 GB free; '
       "this run's checkpoints need 8.84 GB for the replay (1,250,000 "
-      'transitions of 7,072 B: --replay_capacity plus one iteration\'s new '
-      'steps), of which 0.00 GB are already saved.')
+      'transitions of 7,072 B, as --loop=python saves them), of which 0.00 '
+      'GB are already saved.')
   # A short run needs only its own steps: 2 x 100 transitions.
   s = settings_lib.resolve_settings(atari_suite.ATARI, CR_DQN, _settings(
       tmp_path, num_iterations=2, num_train_frames=400,
       replay_capacity=10**6))
   assert runner.replay_checkpoint_bytes(atari_suite.ATARI, s) == 200 * 7072
+  # The jitted loop's checkpoints each hold the whole replay, three at once.
+  s = dataclasses.replace(s, loop='jitted')
+  assert runner.replay_checkpoint_bytes(atari_suite.ATARI, s) == 3 * 10**6 * 7072
 
 
 def test_results_dir_placeholder_puts_tensorboard_next_to_the_csv(tmp_path):
@@ -363,6 +367,7 @@ def test_run_seeds_groups_the_seeds_as_the_loop_module_says(
 
 def test_a_loop_the_suite_does_not_list_is_refused(tmp_path):
   preset = agent_registry.presets()['CR-DQN']
+  python_only = atari_suite.ATARI._replace(loops=('python',))
   with pytest.raises(settings_lib.ConfigError, match='--loop=python'):
-    runner.run_seeds(atari_suite.ATARI, preset, dict(
+    runner.run_seeds(python_only, preset, dict(
         loop='jitted', results_csv_path=str(tmp_path / 'r.csv')), [1])

@@ -80,7 +80,6 @@ class AtariJaxEnvironment:
   vmaps = False
   # The emulators' state cannot be saved: a resume restarts the streams.
   restores = False
-  frames_per_step = 4  # vector_env's action repeats.
 
   def __init__(self, game: str, seed: int, num_envs: int = 1,
                max_episode_frames: int = 108_000, num_threads: int = 0):

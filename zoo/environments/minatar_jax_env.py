@@ -159,7 +159,6 @@ class Streams(NamedTuple):
 
   vmaps = True     # Seeds of a group run vmapped.
   restores = True  # A checkpoint holds the streams: a resume goes on with them.
-  frames_per_step = 1
 
   @property
   def num_actions(self) -> int:

@@ -27,12 +27,16 @@ from zoo.storage import checkpoint_read
 
 
 
+# Training blocks and frames per jitted chunk (at most): ~4,000 steps of
+# MinAtar at K = 1, 16,384 Atari frames, so that progress lines and Ctrl-C
+# come every few seconds to a minute (Atari on a CPU: a few minutes).
+TARGET_CHUNK_BLOCKS = 1000
+TARGET_CHUNK_FRAMES = 16_384
+
+
 def vmaps_seeds(suite) -> bool:
   """Return whether the runner gives this loop all seeds as one group."""
   return suite.jax_vmaps_seeds
-# Training blocks per jitted chunk (at most): ~4,000 steps of K = 1, so that
-# progress lines and Ctrl-C come every few seconds to a minute.
-TARGET_CHUNK_BLOCKS = 1000
 
 
 def loop_config(s: settings_lib.Settings, observation_shape
@@ -144,7 +148,7 @@ def _phase_stats(streams: jitted_train.Streams, duration: float, replay
                  ) -> List[phase_accounting.PhaseStats]:
   """Return each seed's PhaseStats (host streams); raise what replay refused."""
   if np.any(np.asarray(streams.non_binary)):
-    raise ValueError(replay.refusal)
+    raise settings_lib.ConfigError(replay.refusal)
   return [phase_accounting.phase_stats(_seed_slice(streams.tally, i), duration)
           for i in range(streams.value_sum.shape[0])]
 
@@ -206,7 +210,10 @@ class JittedLoop(driver.Loop):
     self._restart_streams = False
     self.frame_t = 0
     self.learners = [_SeedLearner(self) for _ in runs]
-    self._chunks = chunk_sizes(cfg.num_train_frames // cfg.block_frames)
+    self._chunks = chunk_sizes(
+        cfg.num_train_frames // cfg.block_frames,
+        min(TARGET_CHUNK_BLOCKS, max(TARGET_CHUNK_FRAMES // cfg.block_frames,
+                                     1)))
 
   def _phases(self, iteration: int, phase: str) -> jitted_train.Phase:
     return phases(self._seeds, self.cfg.num_streams, iteration, phase)
@@ -314,6 +321,15 @@ def _environment(suite, s: settings_lib.Settings):
         f'--loop=jitted: the {suite.name} suite has no JAX environment; use '
         '--loop=python.')
   return suite.jax_environment(s)
+
+
+def checkpoint_transitions(s: settings_lib.Settings) -> int:
+  """Return the most replay transitions the run's checkpoints hold at once.
+
+  Each checkpoint holds the whole replay; a save writes its own before the
+  older of the two it keeps goes: three replays at once.
+  """
+  return 3 * s.replay_capacity
 
 
 def check(suite, s: settings_lib.Settings) -> None:

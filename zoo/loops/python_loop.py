@@ -152,6 +152,17 @@ class PythonLoop(driver.Loop):
     self._streams.close()
 
 
+def checkpoint_transitions(s: settings_lib.Settings) -> int:
+  """Return the most replay transitions the run's checkpoints hold at once.
+
+  Steps are saved once, in chunks the checkpoints share: a full replay plus
+  one iteration's new steps, or the whole run's if fewer.
+  """
+  steps_per_iteration = -(-s.num_train_frames // s.num_action_repeats)
+  return min(s.replay_capacity + steps_per_iteration,
+             s.num_iterations * steps_per_iteration)
+
+
 def check(suite, s: settings_lib.Settings) -> None:
   """Every suite runs in the Python loop: nothing to refuse."""
   del suite, s

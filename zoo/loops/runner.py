@@ -84,11 +84,9 @@ def _frame_shape(suite, s: settings_lib.Settings) -> Tuple[int, ...]:
 def replay_checkpoint_bytes(suite, s: settings_lib.Settings) -> int:
   """Return the most replay bytes a run's checkpoints hold on disk at once.
 
-  A full replay plus one iteration's new steps, or the whole run's if fewer.
+  As many transitions as the run's loop says (`checkpoint_transitions`).
   """
-  steps_per_iteration = -(-s.num_train_frames // s.num_action_repeats)
-  transitions = min(s.replay_capacity + steps_per_iteration,
-                    s.num_iterations * steps_per_iteration)
+  transitions = _loop_module(s.loop).checkpoint_transitions(s)
   return replay_lib.replay_bytes(transitions, _frame_shape(suite, s))
 
 
@@ -110,8 +108,8 @@ def check_checkpoint_disk(suite, s: settings_lib.Settings) -> None:
         f'The disk of --checkpoint_dir={directory} has {free / 1e9:.2f} GB '
         f'free; this run\'s checkpoints need {needed / 1e9:.2f} GB for the '
         f'replay ({needed // per_transition:,} transitions of '
-        f'{per_transition:,} B: --replay_capacity plus one iteration\'s new '
-        f'steps), of which {saved / 1e9:.2f} GB are already saved. Free some '
+        f'{per_transition:,} B, as --loop={s.loop} saves them), of which '
+        f'{saved / 1e9:.2f} GB are already saved. Free some '
         'space, pass a --checkpoint_dir on a larger disk, lower '
         "--replay_capacity, or pass --checkpoint_dir='' (no checkpoints: the "
         'run cannot resume).')
