@@ -1,5 +1,7 @@
 """Linear and convolutional layers with DQN's legacy initialisation (as DQN Zoo)."""
 
+import contextlib
+import contextvars
 from typing import Callable, Sequence, Tuple
 
 import chex
@@ -48,17 +50,35 @@ def patches_conv(inputs: jnp.ndarray, w: jnp.ndarray,
   return patches @ w.reshape(kh * kw * c, -1)
 
 
-class Conv2D(hk.Conv2D):
-  """hk.Conv2D (batched NHWC, VALID; its parameters), computed on a CPU as patches.
+_PATCHES_ON_CPU = contextvars.ContextVar('patches_on_cpu', default=False)
 
-  XLA:CPU runs the gradient's convolutions inside a loop or a branch without
-  its fast kernels (jax 0.10.2: 10x slower per update inside a lax.scan); the
-  jitted loop's updates run inside one. Patches times weights is as fast
-  there as a plain convolution, and equal to float rounding. Other
-  platforms: lax.conv_general_dilated, as hk.Conv2D.
+
+@contextlib.contextmanager
+def convolutions_as_patches_on_cpu():
+  """Trace `conv` layers in this block as patches times weights on a CPU.
+
+  XLA:CPU runs the gradient's convolutions inside a loop or a branch body
+  without its fast kernels (jax 0.10.2, Nature CNN: 76 against 7.5 ms per
+  update inside a lax.scan, 2-core CPU); patches times weights is as fast
+  there, equal to float rounding, but slower to compile. For programs whose
+  updates run in such a body (the jitted loop's).
+  """
+  token = _PATCHES_ON_CPU.set(True)
+  try:
+    yield
+  finally:
+    _PATCHES_ON_CPU.reset(token)
+
+
+class Conv2D(hk.Conv2D):
+  """hk.Conv2D; batched NHWC VALID ones as patches on a CPU where asked.
+
+  Its parameters are hk.Conv2D's (`convolutions_as_patches_on_cpu`).
   """
 
-  def __call__(self, inputs: jnp.ndarray) -> jnp.ndarray:
+  def __call__(self, inputs: jnp.ndarray, **kwargs) -> jnp.ndarray:
+    if not _PATCHES_ON_CPU.get():
+      return super().__call__(inputs, **kwargs)
     chex.assert_rank(inputs, 4)
     w = hk.get_parameter(
         'w', self.kernel_shape + (inputs.shape[-1], self.output_channels),

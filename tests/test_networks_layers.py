@@ -58,9 +58,15 @@ def test_relu_mlp_with_no_layers_is_identity():
     ((2, 9, 9, 64), (3, 3), (1, 1)), ((1, 10, 12, 3), (3, 2), (2, 1))])
 def test_conv_has_hk_conv2ds_parameters_and_values(shape, kernel, stride):
   """The same parameters (names, shapes, initial values) as hk.Conv2D, and
-  its outputs and gradients to float rounding (patches on the CPU)."""
+  its outputs and gradients: as patches (on this CPU) to float rounding."""
   x = jax.random.uniform(jax.random.PRNGKey(2), shape)
-  ours = hk.transform(lambda x: layers.conv(5, kernel, stride)(x))
+
+  def ours(x):
+    with layers.convolutions_as_patches_on_cpu():
+      return layers.conv(5, kernel, stride)(x)
+
+  ours = hk.transform(ours)
+  plain = hk.transform(lambda x: layers.conv(5, kernel, stride)(x))
 
   def reference(x):
     init = layers.dqn_default_initializer(shape[-1] * kernel[0] * kernel[1])
@@ -77,6 +83,9 @@ def test_conv_has_hk_conv2ds_parameters_and_values(shape, kernel, stride):
                     argnums=(0, 1))(params, x) for f in (ours, reference)]
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4,
                                                        atol=1e-5), *grads)
+  # Outside the block: hk.Conv2D's computation itself.
+  np.testing.assert_array_equal(plain.apply(params, None, x),
+                                reference.apply(params, None, x))
 
 
 def test_patches_conv_is_lax_conv():

@@ -511,63 +511,64 @@ def test_training_streams_go_on_and_resume_exactly_at_k2(tmp_path):
 
 
 # Atari: the jitted loop on ale-py's XLA emulators (zoo.environments.atari_jax_env).
+# Learning starts at 4,000 frames (1,000 transitions of K = 4 streams).
 ATARI_VALUES = dict(
-    environment_name='breakout', num_envs=4, num_iterations=2,
-    num_train_frames=1024, num_eval_frames=400, replay_capacity=2000,
-    min_replay_capacity_fraction=0.25, target_network_update_period=512,
+    environment_name='breakout', num_envs=4, num_train_frames=2048,
+    num_eval_frames=400, replay_capacity=2000,
+    min_replay_capacity_fraction=0.5, target_network_update_period=512,
     num_quantiles=NUM_QUANTILES, hidden_size=32, progress_interval_seconds=0.0)
 
 
-def _atari_run(root, loop, log=lambda *a: None, **values):
+def _atari_run(root, loop, num_iterations, log=lambda *a: None):
   from zoo.suites import atari_suite  # pylint: disable=g-import-not-at-top
   values = dict(ATARI_VALUES, loop=loop, environment_mode='vector',
+                num_iterations=num_iterations,
+                # ε decays over the same 1,536 frames whatever the iterations.
+                exploration_epsilon_decay_frame_fraction=0.75 / num_iterations,
                 results_csv_path=os.path.join(root, 'results.csv'),
                 checkpoint_dir=os.path.join(root, 'checkpoints'),
-                tensorboard_dir=os.path.join(root, 'tb'), **values)
+                tensorboard_dir=os.path.join(root, 'tb'))
   return runner.run_seeds(atari_suite.ATARI, cr_dqn_agent.PRESETS[0], values,
                           [1], log=log)[0]
 
 
-def _same_rows(got, want):
-  for got_row, want_row in zip(got, want):
-    for column in results_csv.DETERMINISTIC_COLUMNS:
-      if column == 'train_state_value':  # Two compilations of the network.
-        np.testing.assert_allclose(float(got_row[column]),
-                                   float(want_row[column]), rtol=1e-3)
-      else:
-        np.testing.assert_equal(got_row[column], want_row[column],
-                                err_msg=column)
-
-
 @pytest.mark.end_to_end
 def test_atari_is_the_python_loops_vector_mode_and_resumes(tmp_path, caplog):
-  """Tiny Breakout, K = 4: the rows of the Python loop's vector mode (same
-  emulator seeds, parameters, keys and counts); interrupted after iteration
-  1, it resumes on fresh training streams and writes the same files."""
-  python = _atari_run(str(tmp_path / 'python'), 'python')
-  def interrupt_after_1(message, *args):
-    if message.startswith('%siteration %d/%d, frame') and args[1] == 1:
-      signal.raise_signal(signal.SIGINT)
-
-  with test_zoo_interrupts.installed_handlers():
-    with pytest.raises(interrupts.Interrupted, match='iteration 2'):
-      _atari_run(str(tmp_path / 'jitted'), 'jitted', log=interrupt_after_1)
-  path = str(tmp_path / 'jitted' / 'results.csv')
-  _same_rows(csv_check.read_back_file(path), [
-      {k: str(v) for k, v in row.items()} for row in python[:2]])
+  """Tiny Breakout, K = 4. Until learning starts, the rows of the Python
+  loop's vector mode (the same emulator seeds, parameters, keys and counts);
+  then the updates; extended, it resumes on fresh training streams and
+  writes the same files."""
+  python = _atari_run(str(tmp_path / 'python'), 'python', 1)
+  lines = []
+  jitted = _atari_run(str(tmp_path / 'jitted'), 'jitted', 2,
+                      log=lambda *a: lines.append(a[0] % a[1:]))
+  assert python[1]['train_num_episodes'] == 0 and python[1]['frame'] == 2048
+  for got, want in zip(jitted, python):
+    for column in results_csv.DETERMINISTIC_COLUMNS:
+      if column == 'train_state_value':  # Two compilations of the network.
+        np.testing.assert_allclose(got[column], want[column], rtol=1e-3)
+      else:
+        np.testing.assert_equal(got[column], want[column], err_msg=column)
+  assert any(line.startswith('iteration 2/2') and ', updates 7,' in line
+             for line in lines), lines
+  assert jitted[2]['train_num_episodes'] > 0
   with caplog.at_level(logging.INFO, logger='absl'):
-    resumed = _atari_run(str(tmp_path / 'jitted'), 'jitted')
+    resumed = _atari_run(str(tmp_path / 'jitted'), 'jitted', 3)
   assert 'fresh training streams' in caplog.text
-  assert [r['iteration'] for r in resumed] == [0, 1, 2]
-  assert resumed[2]['frame'] == 2048 and resumed[2]['eval_num_frames'] >= 400
-  with open(path) as f, open(tmp_path / 'python' / 'results.csv') as g:
+  assert [r['iteration'] for r in resumed] == [0, 1, 2, 3]
+  for got, want in zip(resumed, jitted):  # Iterations 0-2 kept, not rerun.
+    for column in results_csv.DETERMINISTIC_COLUMNS:
+      np.testing.assert_equal(got[column], want[column], err_msg=column)
+  assert resumed[3]['eval_num_frames'] >= 400
+  with open(tmp_path / 'jitted' / 'results.csv') as f, open(
+      tmp_path / 'python' / 'results.csv') as g:
     assert f.readline() == g.readline()  # The same columns.
   saved = json.loads((tmp_path / 'jitted' / 'run.json').read_text())
   assert (saved['settings']['loop'], saved['settings']['environment_mode']
           ) == ('jitted', 'vector')
   scalars = tb_events.read_scalars(str(tmp_path / 'jitted' / 'tb'))
   assert [step for step, _ in scalars['eval/episode_return']] == [
-      0, 1024, 2048]
+      0, 2048, 4096, 6144]
 
 
 @pytest.mark.parametrize('preset_name', ['CR-DQN', 'NC-QR-DQN-0', 'IQN'])
@@ -591,7 +592,7 @@ def test_atari_program_traces_for_each_head(preset_name):
         functions.init, parts.agent_key,
         jax.tree.map(lambda x: x[0], jitted_loop.phases([1], 2, 1, 'train')),
         jnp.float32(s.huber_param), env.initial_state())
-    assert states.replay.frames.shape == (2, 1000, 84, 84)
+    assert states.replay.frames.shape == (2, 1000, 84, 84)  # 2,000 / K.
     assert states.train_streams.timestep.observation.shape == (2, 84, 84, 4)
     batched = jax.tree.map(
         lambda x: jax.ShapeDtypeStruct((1,) + x.shape, x.dtype), states)

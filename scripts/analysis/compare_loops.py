@@ -59,8 +59,9 @@ def _spread(values: List[float]) -> str:
 def comparison_lines(python: Dict[int, List[Dict]],
                      jitted: Dict[int, List[Dict]], reps: int) -> List[str]:
   """Return the tables' lines (markdown)."""
-  last = min(min(len(r) for r in python.values()),
-             min(len(r) for r in jitted.values())) - 1
+  # The last iteration both loops reached (with any of their seeds).
+  last = min(max(len(r) for r in python.values()),
+             max(len(r) for r in jitted.values())) - 1
   lines = ['| iteration | frame | eval, python | eval, jitted | '
            'train, python | train, jitted |', '|---:|---:|---|---|---|---|']
   for i in range(last + 1):

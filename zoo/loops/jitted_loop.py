@@ -7,6 +7,7 @@ the K-stream JAX environment and its replay; a group's seeds run vmapped
 where the environment allows it.
 """
 
+import functools
 import time
 from typing import Any, Dict, List, Sequence
 
@@ -15,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from networks import layers
 from zoo.configuration import settings as settings_lib
 from zoo.environments import environment
 from zoo.loops import build
@@ -285,14 +287,25 @@ def jitted_functions(functions: jitted_train.Functions, vmaps: bool
   """Return make_train's functions over a group's seeds, jitted.
 
   The one place where the pure functions are jitted. The training chunk
-  donates its states: the replay is written in place, not copied.
+  donates its states: the replay is written in place, not copied. Traced
+  with convolutions as patches on a CPU, where XLA would run the updates'
+  convolutions in the chunk's loop body slowly
+  (networks.layers.convolutions_as_patches_on_cpu).
   """
-  over_seeds = lambda fn: jax.jit(jitted_train.map_seeds(fn, vmaps))
+
+  def patches(fn):
+    @functools.wraps(fn)
+    def traced(*args, **kwargs):
+      with layers.convolutions_as_patches_on_cpu():
+        return fn(*args, **kwargs)
+    return traced
+
+  over_seeds = lambda fn: jax.jit(patches(jitted_train.map_seeds(fn, vmaps)))
   return jitted_train.Functions(
       init=over_seeds(functions.init),
       start_train=over_seeds(functions.start_train),
       restart=over_seeds(functions.restart),
-      train_chunk=jax.jit(functions.train_chunk, static_argnums=2,
+      train_chunk=jax.jit(patches(functions.train_chunk), static_argnums=2,
                           donate_argnums=0),
       eval_seed=over_seeds(functions.eval_seed))
 
