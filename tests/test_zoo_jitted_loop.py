@@ -252,9 +252,12 @@ def test_loop_config_refuses_unfit_settings():
     jitted_loop.loop_config(_resolved(num_envs=3), OBS_SHAPE)
   assert 'multiple' not in str(e.value)  # No block size without whole updates.
   with pytest.raises(settings_lib.ConfigError,
-                     match='multiple of 8 frames.*else one step'):
-    jitted_loop.loop_config(_resolved(num_envs=8, num_train_frames=1004),
+                     match='multiple of 4 frames .a block of 2 steps'):
+    jitted_loop.loop_config(_resolved(num_envs=2, num_train_frames=1002),
                             OBS_SHAPE)
+  # Blocks of one step: a phase ends at the step that spends its budget.
+  jitted_loop.loop_config(_resolved(num_envs=8, num_train_frames=1004),
+                          OBS_SHAPE)
   with pytest.raises(settings_lib.ConfigError, match='num_fused_updates'):
     jitted_loop.loop_config(_resolved(num_envs=8, num_fused_updates=2),
                             OBS_SHAPE)
@@ -268,6 +271,12 @@ def test_loop_config_refuses_unfit_settings():
   assert (cfg.steps_per_block, cfg.updates_per_block) == (4, 1)
   assert packed_replay.jax_replay((10, 10, 4)).nbytes(
       1, cfg.stream_capacity) == 100_000 * (50 + 16) + 4
+
+
+def test_chunks_cut_a_phase_in_at_most_two_lengths():
+  assert jitted_loop.chunk_sizes(250) == [250]
+  assert jitted_loop.chunk_sizes(25_000) == [1000] * 25
+  assert jitted_loop.chunk_sizes(3907, 256) == [256] * 15 + [67]
 
 
 @pytest.mark.parametrize('k,repeats,learn_period,capacity,minimum', [
@@ -513,7 +522,7 @@ def test_training_streams_go_on_and_resume_exactly_at_k2(tmp_path):
 # Atari: the jitted loop on ale-py's XLA emulators (zoo.environments.atari_jax_env).
 # Learning starts at 4,000 frames (1,000 transitions of K = 4 streams).
 ATARI_VALUES = dict(
-    environment_name='breakout', num_envs=4, num_train_frames=2048,
+    environment_name='breakout', num_envs=4, num_train_frames=2040,
     num_eval_frames=400, replay_capacity=2000,
     min_replay_capacity_fraction=0.5, target_network_update_period=512,
     num_quantiles=NUM_QUANTILES, hidden_size=32, progress_interval_seconds=0.0)
@@ -523,7 +532,7 @@ def _atari_run(root, loop, num_iterations, log=lambda *a: None):
   from zoo.suites import atari_suite  # pylint: disable=g-import-not-at-top
   values = dict(ATARI_VALUES, loop=loop, environment_mode='vector',
                 num_iterations=num_iterations,
-                # ε decays over the same 1,536 frames whatever the iterations.
+                # ε decays over the same 1,530 frames whatever the iterations.
                 exploration_epsilon_decay_frame_fraction=0.75 / num_iterations,
                 results_csv_path=os.path.join(root, 'results.csv'),
                 checkpoint_dir=os.path.join(root, 'checkpoints'),
@@ -542,7 +551,7 @@ def test_atari_is_the_python_loops_vector_mode_and_resumes(tmp_path, caplog):
   lines = []
   jitted = _atari_run(str(tmp_path / 'jitted'), 'jitted', 2,
                       log=lambda *a: lines.append(a[0] % a[1:]))
-  assert python[1]['train_num_episodes'] == 0 and python[1]['frame'] == 2048
+  assert python[1]['train_num_episodes'] == 0 and python[1]['frame'] == 2040
   for got, want in zip(jitted, python):
     for column in results_csv.DETERMINISTIC_COLUMNS:
       if column == 'train_state_value':  # Two compilations of the network.
@@ -568,7 +577,7 @@ def test_atari_is_the_python_loops_vector_mode_and_resumes(tmp_path, caplog):
           ) == ('jitted', 'vector')
   scalars = tb_events.read_scalars(str(tmp_path / 'jitted' / 'tb'))
   assert [step for step, _ in scalars['eval/episode_return']] == [
-      0, 2048, 4096, 6144]
+      0, 2040, 4080, 6120]
 
 
 @pytest.mark.parametrize('preset_name', ['CR-DQN', 'NC-QR-DQN-0', 'IQN'])
@@ -578,7 +587,8 @@ def test_atari_program_traces_for_each_head(preset_name):
   from zoo.suites import atari_suite  # pylint: disable=g-import-not-at-top
   preset = agent_registry.presets()[preset_name]
   s = settings_lib.resolve_settings(atari_suite.ATARI, preset, dict(
-      ATARI_VALUES, loop='jitted', num_envs=2, tau_samples_policy=4,
+      ATARI_VALUES, loop='jitted', num_envs=2, num_train_frames=2048,
+      tau_samples_policy=4,
       tau_samples_s_tm1=4, tau_samples_s_t=4))
   settings_lib.validate_settings(atari_suite.ATARI, s)
   with atari_suite.ATARI.jax_environment(s) as env:

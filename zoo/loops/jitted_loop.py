@@ -80,11 +80,14 @@ def loop_config(s: settings_lib.Settings, observation_shape
   if step < cfg.learn_period and cfg.target_period % cfg.learn_period:
     problems.append(f'--target_network_update_period={cfg.target_period} '
                     f'must be a multiple of --learn_period={cfg.learn_period}')
-  if whole_updates and cfg.num_train_frames % cfg.block_frames:
+  # A phase ends at the step that spends its budget, as the Python loop's:
+  # with blocks of several steps, that step must end a block.
+  if (whole_updates and cfg.steps_per_block > 1 and
+      cfg.num_train_frames % cfg.block_frames):
     problems.append(
         f'--num_train_frames={cfg.num_train_frames} must be a multiple of '
-        f'{cfg.block_frames} frames (a block: --learn_period when a step\'s '
-        'frames divide it, else one step)')
+        f'{cfg.block_frames} frames (a block of {cfg.steps_per_block} steps: '
+        '--learn_period, which a step\'s frames divide)')
   if problems:
     raise settings_lib.ConfigError('--loop=jitted: ' + '; '.join(problems)
                                    + '.')
@@ -93,10 +96,12 @@ def loop_config(s: settings_lib.Settings, observation_shape
 
 def chunk_sizes(num_blocks: int, target: int = TARGET_CHUNK_BLOCKS
                 ) -> List[int]:
-  """Return equal chunks of a phase's blocks (one compiled scan length)."""
-  size = max(d for d in range(1, min(num_blocks, target) + 1)
-             if num_blocks % d == 0)
-  return [size] * (num_blocks // size)
+  """Return a phase's blocks in chunks of `target`, then the rest.
+
+  At most two scan lengths are compiled.
+  """
+  full, rest = divmod(num_blocks, target)
+  return [target] * full + ([rest] if rest else [])
 
 
 def huber_params(runs: Sequence[settings_lib.Settings]) -> jnp.ndarray:
@@ -213,7 +218,7 @@ class JittedLoop(driver.Loop):
     self.frame_t = 0
     self.learners = [_SeedLearner(self) for _ in runs]
     self._chunks = chunk_sizes(
-        cfg.num_train_frames // cfg.block_frames,
+        -(-cfg.num_train_frames // cfg.block_frames),
         min(TARGET_CHUNK_BLOCKS, max(TARGET_CHUNK_FRAMES // cfg.block_frames,
                                      1)))
 
