@@ -528,6 +528,14 @@ ATARI_VALUES = dict(
     num_quantiles=NUM_QUANTILES, hidden_size=32, progress_interval_seconds=0.0)
 
 
+def _atari_network(observations):
+  """A small network on Atari's stacks: the loops, not the torso, are tested
+  (compiling the Nature torso would be most of the test's time)."""
+  return networks.quantile_network(
+      networks.mlp_torso([16]),
+      networks.fc_quantile_head(4, NUM_QUANTILES, 1, 16))(observations)
+
+
 def _atari_run(root, loop, num_iterations, log=lambda *a: None):
   from zoo.suites import atari_suite  # pylint: disable=g-import-not-at-top
   values = dict(ATARI_VALUES, loop=loop, environment_mode='vector',
@@ -538,7 +546,7 @@ def _atari_run(root, loop, num_iterations, log=lambda *a: None):
                 checkpoint_dir=os.path.join(root, 'checkpoints'),
                 tensorboard_dir=os.path.join(root, 'tb'))
   return runner.run_seeds(atari_suite.ATARI, cr_dqn_agent.PRESETS[0], values,
-                          [1], log=log)[0]
+                          [1], log=log, network_fn=_atari_network)[0]
 
 
 @pytest.mark.end_to_end

@@ -393,7 +393,7 @@ def test_a_refused_run_leaves_nothing_behind(tmp_path):
 # The holder's iterations: enough to outlive a refusal of a process started
 # with it (which is refused before any JAX work), few since the rest of the
 # run only shows that the holder finishes.
-TWO_PROCESS_ITERATIONS = 4
+TWO_PROCESS_ITERATIONS = 2
 
 
 def _start(run_dir, loop):

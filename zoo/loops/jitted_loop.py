@@ -316,15 +316,16 @@ def jitted_functions(functions: jitted_train.Functions, vmaps: bool
 
 
 def _functions(suite, s: settings_lib.Settings, cfg, env, replay,
-               parts: build.LearnerParts) -> jitted_train.Functions:
+               parts: build.LearnerParts, network_fn=None
+               ) -> jitted_train.Functions:
   """Return the jitted functions of the program, reused for the same one.
 
   Reuse keeps JAX's compilations. The key is the checkpoint config but the
-  seed and κ, which are the seeds' data, and the environment (equal ones
-  run one program).
+  seed and κ, which are the seeds' data, the environment (equal ones run
+  one program) and a test's network fn.
   """
   config = dict(s.checkpoint_config(), seed=0, huber_param=0.0)
-  key = (cfg, env, suite.name, tuple(sorted(config.items())))
+  key = (cfg, env, suite.name, tuple(sorted(config.items())), network_fn)
   if key not in _FUNCTIONS:
     _FUNCTIONS[key] = jitted_functions(jitted_train.make_train(
         cfg, env, replay, parts.network, parts.loss_of_kappa, parts.optimizer,
@@ -357,8 +358,8 @@ def check(suite, s: settings_lib.Settings) -> None:
   loop_config(s, env.observation_shape)
 
 
-def make(suite, preset, runs: Sequence[settings_lib.Settings], env=None
-         ) -> driver.Loop:
+def make(suite, preset, runs: Sequence[settings_lib.Settings], env=None,
+         network_fn=None) -> driver.Loop:
   """Return the jitted loop of a group of seeds.
 
   Args:
@@ -367,6 +368,7 @@ def make(suite, preset, runs: Sequence[settings_lib.Settings], env=None
     runs: each seed's settings, resolved and checked by the runner.
     env: a K-stream JAX environment whose state is data, for both phases
       (tests); None: the suite's, one for training, one for evaluation.
+    network_fn: the Haiku network fn (tests); None: the suite's.
   """
   s = runs[0]
   envs = ((env, env) if env is not None else
@@ -377,8 +379,9 @@ def make(suite, preset, runs: Sequence[settings_lib.Settings], env=None
         f'--loop=jitted: {suite.name} runs one seed per group, got {len(runs)}.')
   cfg = loop_config(s, env.observation_shape)
   replay = suite.jax_replay(env)
-  parts = [build.learner_parts(suite, r, env.num_actions) for r in runs]
-  functions = _functions(suite, s, cfg, env, replay, parts[0])
+  parts = [build.learner_parts(suite, r, env.num_actions, network_fn)
+           for r in runs]
+  functions = _functions(suite, s, cfg, env, replay, parts[0], network_fn)
   logging.info(
       '%s (%s) on %s (%s), jitted loop: seeds %s%s, K = %d streams each, '
       'replay %.2f GB per seed; JAX device: %s', preset.name, s.agent,

@@ -169,7 +169,8 @@ def check(suite, s: settings_lib.Settings) -> None:
 
 
 def make(suite, preset, runs: Sequence[settings_lib.Settings],
-         make_environment: Optional[Callable] = None) -> driver.Loop:
+         make_environment: Optional[Callable] = None,
+         network_fn: Optional[Callable] = None) -> driver.Loop:
   """Return the Python loop of one seed (the runner's groups are single).
 
   Args:
@@ -178,6 +179,7 @@ def make(suite, preset, runs: Sequence[settings_lib.Settings],
     runs: the one seed's settings.
     make_environment: fn(iteration, phase) -> environment (tests); default:
       the suite's, seeded from (seed, iteration, phase).
+    network_fn: the Haiku network fn (tests); default: the suite's.
   """
   s, = runs
   if make_environment is None:
@@ -188,7 +190,7 @@ def make(suite, preset, runs: Sequence[settings_lib.Settings],
   num_actions = probe.num_actions
   probe.close()
   logging.info('Settings: %s', s.checkpoint_config())
-  agent, replay = build.build_agent(suite, s, num_actions)
+  agent, replay = build.build_agent(suite, s, num_actions, network_fn)
   logging.info('Replay: %d transitions in %d streams, %.2f GB when full.',
                replay.capacity, replay.num_streams, replay.nbytes / 1e9)
   return PythonLoop(s, agent, replay, make_environment)
