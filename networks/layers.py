@@ -96,14 +96,19 @@ class Conv2D(hk.Conv2D):
 
 
 def conv(num_features: int, kernel_shape: Tuple[int, int],
-         stride: Tuple[int, int]) -> NetworkFn:
-  """Return a VALID-padded NHWC convolution with DQN's legacy initialisation."""
+         stride: Tuple[int, int], patches_on_cpu: bool = True) -> NetworkFn:
+  """Return a VALID-padded NHWC convolution with DQN's legacy initialisation.
+
+  `patches_on_cpu`: follow `convolutions_as_patches_on_cpu` (False: always
+  hk.Conv2D's computation).
+  """
 
   def net_fn(inputs):
     num_input_units = inputs.shape[-1] * kernel_shape[0] * kernel_shape[1]
     init = dqn_default_initializer(num_input_units)
-    layer = Conv2D(num_features, kernel_shape=kernel_shape, stride=stride,
-                   padding='VALID', w_init=init, b_init=init)
+    layer_class = Conv2D if patches_on_cpu else hk.Conv2D
+    layer = layer_class(num_features, kernel_shape=kernel_shape, stride=stride,
+                        padding='VALID', w_init=init, b_init=init)
     return layer(inputs)
 
   return net_fn

@@ -41,7 +41,10 @@ def minatar_torso() -> layers.NetworkFn:
     with hk.name_scope('minatar_torso'):
       x = inputs.astype(jnp.float32)
       x = jnp.reshape(x, x.shape[:3] + (x.shape[3] * x.shape[4],))
-      x = jax.nn.relu(layers.conv(16, kernel_shape=(3, 3), stride=(1, 1))(x))
+      # XLA's own convolution in every loop: this one is small, and patches
+      # would compile slower than they run faster (layers.conv).
+      x = jax.nn.relu(layers.conv(16, kernel_shape=(3, 3), stride=(1, 1),
+                                  patches_on_cpu=False)(x))
       return hk.Flatten()(x)
 
   return net_fn
