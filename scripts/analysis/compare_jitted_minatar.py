@@ -90,7 +90,6 @@ def comparison_lines(reference, root_dir: str, configs, games,
                      against: Optional[Sequence[str]] = None) -> List[str]:
   """Return the table's lines; `against`: reference configurations to
   compare each jitted one with (None: its own)."""
-  text = minatar_report._cell_text  # pylint: disable=protected-access
   lines = ['| game | configuration | python loop | jitted loop | '
            'jitted - python |', '|---|---|---|---|---|']
   for game in games:
@@ -99,11 +98,8 @@ def comparison_lines(reference, root_dir: str, configs, games,
       for ref_label in against or (label,):
         ref = reference.get((ref_label, game), [])
         name = label if ref_label == label else f'{label} vs {ref_label}'
-        lines.append(
-            f'| {game} | {name} | '
-            f'{text(minatar_report.mean_with_ci(ref, reps))} ({len(ref)}) | '
-            f'{text(minatar_report.mean_with_ci(new, reps))} ({len(new)}) | '
-            f'{text(minatar_report.difference_ci(new, ref, reps))} |')
+        lines.append(f'| {game} | {name} | '
+                     + minatar_report.comparison_cells(new, ref, reps))
   return lines
 
 

@@ -69,17 +69,13 @@ def comparison_lines(python: Dict[int, List[Dict]],
     cells = [_spread(_values(runs, i, column)) for column in COLUMNS
              for runs in (python, jitted)]
     lines.append(f'| {i} | {frame} | ' + ' | '.join(cells) + ' |')
-  text = minatar_report._cell_text  # pylint: disable=protected-access
   lines += ['', f'Iteration {last}, mean [95% bootstrap CI] (seeds):', '',
             '| return | python loop | jitted loop | jitted - python |',
             '|---|---|---|---|']
   for column in COLUMNS:
     a, b = _values(jitted, last, column), _values(python, last, column)
-    lines.append(
-        f'| {column.split("_")[0]} | '
-        f'{text(minatar_report.mean_with_ci(b, reps))} ({len(b)}) | '
-        f'{text(minatar_report.mean_with_ci(a, reps))} ({len(a)}) | '
-        f'{text(minatar_report.difference_ci(a, b, reps))} |')
+    lines.append(f'| {column.split("_")[0]} | '
+                 + minatar_report.comparison_cells(a, b, reps))
   return lines
 
 

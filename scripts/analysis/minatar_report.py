@@ -245,6 +245,14 @@ def _cell_text(cell: Cell) -> str:
   return f'{cell.mean:.2f} [{cell.lower:.2f}, {cell.upper:.2f}]'
 
 
+def comparison_cells(new: Sequence[float], reference: Sequence[float],
+                     reps: int) -> str:
+  """Return '| reference | new | new - reference |': means, CIs, seeds."""
+  return (f'{_cell_text(mean_with_ci(reference, reps))} ({len(reference)}) | '
+          f'{_cell_text(mean_with_ci(new, reps))} ({len(new)}) | '
+          f'{_cell_text(difference_ci(new, reference, reps))} |')
+
+
 def group_complete(results: Sequence[RunResult]
                    ) -> Dict[Tuple[str, str], List[RunResult]]:
   """Return {(label, game): complete runs}, in planned order."""
