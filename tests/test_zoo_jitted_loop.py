@@ -24,6 +24,7 @@ from tests import tb_events
 from tests import test_zoo_interrupts
 from cr_dqn import agent as cr_dqn_agent
 from qr_dqn import agent as qr_dqn_agent
+from zoo.agent import counts as counts_lib
 from zoo.agent import learning as agent_lib
 from zoo.agent import quantile_agent
 from zoo.loops import build
@@ -55,15 +56,17 @@ AGENTS = {
 LEVEL_COUNTS = agent_lib.LevelCounts(policy=5, online=7, target=6)
 
 
-def _config(**overrides) -> jitted_train.LoopConfig:
+def _config(stream_capacity=64, **overrides) -> counts_lib.Counts:
   values = dict(
-      num_streams=1, observation_shape=OBS_SHAPE + (1,), stream_capacity=64,
-      batch_size=8, min_replay_size=16, learn_period=4, target_period=16,
-      max_abs_reward=10.0, eval_epsilon=0.001,
+      num_streams=1, observation_shape=OBS_SHAPE + (1,), batch_size=8,
+      min_replay_size=16, learn_period=4, target_period=16,
+      num_action_repeats=1, additional_discount=0.99, max_abs_reward=10.0,
+      grad_scale=1.0, eval_epsilon=0.001,
       epsilon=agent_lib.LinearSchedule(1.0, 0.1, 16, 100),
       num_train_frames=64, num_eval_frames=32)
   values.update(overrides)
-  return jitted_train.LoopConfig(**values)
+  return counts_lib.Counts(
+      replay_capacity=stream_capacity * values['num_streams'], **values)
 
 
 def _id_observation(step_id: int) -> np.ndarray:
@@ -183,24 +186,18 @@ def test_update_equals_zoo_agent(name):
   network, loss_of_kappa, optimizer, grad_scale = _agent_parts(
       head, loss, kappa, scale_grad)
   loss_fn = loss_of_kappa(kappa)  # The Python loop's: κ a float.
-  cfg = _config()
+  cfg = _config(grad_scale=grad_scale)
   env = jax_bandit.streams()
   functions = jitted_train.make_train(cfg, env, _REPLAY, network,
-                                      loss_of_kappa, optimizer, 0.99,
-                                      grad_scale)
+                                      loss_of_kappa, optimizer)
   seed_key = jax.random.PRNGKey(3)  # Both loops: build.learner_parts'.
   state = jax.jit(functions.init)(
       seed_key, jitted_train.Phase(jax.random.PRNGKey(0), jnp.zeros(1, int)),
       jnp.float32(kappa), env.initial_state())
-  filled = _update_replay(cfg)
+  filled = _update_replay(_config())
   agent = quantile_agent.QuantileAgent(
       network=network, loss_fn=loss_fn, optimizer=optimizer,
-      replay=replay_lib.FrameReplay(64, 1, OBS_SHAPE, 1),
-      sample_observation=np.zeros(OBS_SHAPE + (1,), np.uint8),
-      exploration_epsilon=lambda t: 0.0,
-      config=quantile_agent.AgentConfig(batch_size=cfg.batch_size,
-                                   grad_scale=grad_scale,
-                                   additional_discount=0.99),
+      replay=replay_lib.FrameReplay(64, 1, OBS_SHAPE, 1), config=cfg,
       rng_key=seed_key)
   # The same initial parameters as the Python loop's agent of that seed.
   jax.tree.map(np.testing.assert_array_equal, agent.get_state()['params'],
@@ -211,8 +208,7 @@ def test_update_equals_zoo_agent(name):
       params=jax.tree.map(lambda x: x * 1.1, state.params),
       target_params=jax.tree.map(lambda x: x * 0.9, state.params))
   learn = jax.jit(jitted_train.make_learn(cfg, _REPLAY, network,
-                                          loss_of_kappa, optimizer, 0.99,
-                                          grad_scale))
+                                          loss_of_kappa, optimizer))
   state, _ = learn(state)
   before = state
   after, loss_value = learn(before)
@@ -279,28 +275,6 @@ def test_chunks_cut_a_phase_in_at_most_two_lengths():
   assert jitted_loop.chunk_sizes(3907, 256) == [256] * 15 + [67]
 
 
-@pytest.mark.parametrize('k,repeats,learn_period,capacity,minimum', [
-    (1, 1, 4, 100, 20), (8, 1, 4, 800, 100), (2, 1, 4, 50, 30),
-    (3, 1, 3, 30, 7), (1, 4, 16, 100, 20), (2, 4, 16, 50, 30),
-    (16, 4, 16, 800, 100),
-    (4, 1, 4, 4, 8)])  # The last: the replay never holds the minimum.
-def test_updates_done_counts_the_blocks_that_learn(k, repeats, learn_period,
-                                                   capacity, minimum):
-  cfg = jitted_train.LoopConfig(
-      num_streams=k, observation_shape=OBS_SHAPE, stream_capacity=capacity // k,
-      batch_size=1, min_replay_size=minimum, learn_period=learn_period,
-      target_period=100, max_abs_reward=1.0, eval_epsilon=0.0, epsilon=None,
-      num_train_frames=0, num_eval_frames=0, frames_per_step=repeats)
-  updates = 0
-  for block in range(60):  # As jitted_train's block decides, one by one.
-    end_t = (block + 1) * cfg.block_frames
-    # The Python loop's agent: transitions held after the block's steps.
-    steps = end_t // (k * repeats)
-    if k * min(steps, cfg.stream_capacity) >= minimum:
-      updates += cfg.updates_per_block
-    assert cfg.updates_done(end_t) == updates, block
-
-
 def test_presets_apart_only_in_kappa_share_one_program():
   """κ is data: QR-DQN-1 and QR-DQN-0 lower the same training program (and
   share the loop's functions); CR-DQN's is another."""
@@ -314,7 +288,7 @@ def test_presets_apart_only_in_kappa_share_one_program():
     parts = build.learner_parts(minatar_suite.MINATAR, s, env.num_actions)
     functions = jitted_train.make_train(
         cfg, env, _REPLAY, parts.network, parts.loss_of_kappa,
-        parts.optimizer, s.additional_discount, parts.grad_scale)
+        parts.optimizer)
     states = jax.eval_shape(
         jax.vmap(functions.init), parts.agent_key[None],
         jitted_loop.phases([s.seed], 1, 1, 'train'),
@@ -605,7 +579,7 @@ def test_atari_program_traces_for_each_head(preset_name):
     parts = build.learner_parts(atari_suite.ATARI, s, env.num_actions)
     functions = jitted_train.make_train(
         cfg, env, replay, parts.network, parts.loss_of_kappa,
-        parts.optimizer, s.additional_discount, parts.grad_scale)
+        parts.optimizer)
     states = jax.eval_shape(
         functions.init, parts.agent_key,
         jax.tree.map(lambda x: x[0], jitted_loop.phases([1], 2, 1, 'train')),

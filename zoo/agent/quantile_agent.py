@@ -10,7 +10,7 @@ docs/agents.md and docs/performance.md.
 """
 
 import functools
-from typing import Any, Callable, Dict, NamedTuple, Optional
+from typing import Any, Dict, Optional
 
 import haiku as hk
 import jax
@@ -18,24 +18,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from zoo.replay import device_replay
-from zoo.environments import environment
-from zoo.replay import frame_replay as replay_lib
+from zoo.agent import counts as counts_lib
 from zoo.agent import learning
-
-
-class AgentConfig(NamedTuple):
-  batch_size: int = 32
-  min_replay_size: int = 50_000          # Steps (transitions), all streams.
-  learn_period: int = 16                 # Frames.
-  target_network_update_period: int = 40_000  # Frames.
-  num_action_repeats: int = 4            # Frames per agent step.
-  additional_discount: float = 0.99
-  max_abs_reward: float = 1.0
-  grad_scale: float = 1.0
-  eval_exploration_epsilon: float = 0.001
-  num_fused_updates: int = 1             # U updates per learner dispatch.
-  overlap_learning: bool = False         # Act on a snapshot (one block old).
+from zoo.environments import environment
+from zoo.replay import device_replay
+from zoo.replay import frame_replay as replay_lib
 
 
 class QuantileAgent:
@@ -47,9 +34,7 @@ class QuantileAgent:
       loss_fn: learning.LossFn,
       optimizer: optax.GradientTransformation,
       replay: replay_lib.FrameReplay,
-      sample_observation: np.ndarray,
-      exploration_epsilon: Callable[[int], float],
-      config: AgentConfig,
+      config: counts_lib.Counts,
       rng_key,
   ):
     """Initialise parameters and jit the pure functions.
@@ -61,22 +46,20 @@ class QuantileAgent:
         levels: [B, N], [B, M], levels [B, N] -> [B]).
       optimizer: optax transformation (see make_optimizer).
       replay: the replay; a DeviceFrameReplay is sampled inside the update.
-      sample_observation: one observation [H, W, S], for initialisation.
-      exploration_epsilon: schedule, frame -> ε.
-      config: counts (in frames) and constants.
+      config: the run's counts (in frames) and constants.
       rng_key: JAX key; split into the train and eval acting keys.
     """
     if config.num_fused_updates < 1:
       raise ValueError('num_fused_updates must be >= 1, got '
                        f'{config.num_fused_updates}.')
     self._replay = replay
-    self._exploration_epsilon = exploration_epsilon
     self._config = config
     self._on_device = isinstance(replay, device_replay.DeviceFrameReplay)
     init_key, self._rng_key, self._eval_rng_key = jax.random.split(rng_key, 3)
     # Jitted: Haiku's init run op by op compiles each of its ~80 ops apart
     # (tens of seconds on a loaded CPU); one jitted init compiles once.
-    self._params = jax.jit(network.init)(init_key, sample_observation[None])
+    self._params = jax.jit(network.init)(
+        init_key, np.zeros((1,) + config.observation_shape, np.uint8))
     self._target_params = _copy(self._params)
     self._opt_state = jax.jit(optimizer.init)(self._params)
     self._frame_t = self._num_updates = self._num_pending = 0  # Pending < U.
@@ -145,7 +128,7 @@ class QuantileAgent:
 
   @property
   def exploration_epsilon(self) -> float:
-    return self._exploration_epsilon(self._frame_t)
+    return self._config.epsilon(self._frame_t)
 
   @property
   def online_params(self):
@@ -190,8 +173,8 @@ class QuantileAgent:
     if self._replay.size >= cfg.min_replay_size:
       self._num_pending += (self._frame_t // cfg.learn_period -
                             previous_t // cfg.learn_period)
-      copies_target = (self._frame_t // cfg.target_network_update_period >
-                       previous_t // cfg.target_network_update_period)
+      copies_target = (self._frame_t // cfg.target_period >
+                       previous_t // cfg.target_period)
       if self._overlap and (self._num_pending >= cfg.num_fused_updates or
                             (copies_target and self._num_pending)):
         # The snapshot of this block: the parameters before its updates.
@@ -210,7 +193,7 @@ class QuantileAgent:
     """Act on K streams with the online params and the eval ε; no learning."""
     self._eval_rng_key, actions, _ = self._select_action(
         self._params, self._eval_rng_key, timestep.observation,
-        self._config.eval_exploration_epsilon)
+        self._config.eval_epsilon)
     return jax.device_get(actions)
 
   def _dispatch(self, num_updates: int) -> None:

@@ -12,6 +12,7 @@ import jax
 import numpy as np
 
 from zoo.agent import catalog
+from zoo.agent import counts as counts_lib
 from zoo.agent import learning as agent_lib
 from zoo.agent import quantile_agent
 from zoo.replay import device_replay
@@ -74,8 +75,6 @@ class LearnerParts(NamedTuple):
   # fn(κ) -> the loss, κ a float or an array (the jitted loop's: κ as data).
   loss_of_kappa: Callable[[Any], agent_lib.LossFn]
   optimizer: Any                       # optax, with Adam's ε of the settings.
-  grad_scale: float                    # 2/N with scale_grad, else 1.
-  epsilon: agent_lib.LinearSchedule    # ε of training, by frame.
   replay_seed: int                     # The Python loop's replay sampler.
   agent_key: jax.Array                 # Initial parameters, acting, learning.
 
@@ -98,9 +97,26 @@ def learner_parts(suite, s: settings_lib.Settings, num_actions: int,
       loss_fn=loss_of_kappa(s.huber_param), loss_of_kappa=loss_of_kappa,
       optimizer=agent_lib.make_optimizer(s.learning_rate, s.optimizer_epsilon,
                                          s.max_global_grad_norm),
-      grad_scale=2.0 / s.num_atoms() if s.scale_grad else 1.0,
-      epsilon=epsilon_schedule(s),
       replay_seed=replay_seed, agent_key=agent_key)
+
+
+def counts(s: settings_lib.Settings, observation_shape
+           ) -> counts_lib.Counts:
+  """Return the counts of resolved settings `s` (the one mapping)."""
+  return counts_lib.Counts(
+      num_streams=s.num_envs, observation_shape=tuple(observation_shape),
+      replay_capacity=s.replay_capacity, batch_size=s.batch_size,
+      min_replay_size=s.min_replay_size(), learn_period=s.learn_period,
+      target_period=s.target_network_update_period,
+      num_action_repeats=s.num_action_repeats,
+      additional_discount=s.additional_discount,
+      max_abs_reward=s.max_abs_reward,
+      grad_scale=2.0 / s.num_atoms() if s.scale_grad else 1.0,
+      epsilon=epsilon_schedule(s), eval_epsilon=s.eval_exploration_epsilon,
+      num_train_frames=s.num_train_frames,
+      num_eval_frames=s.num_eval_frames,
+      num_fused_updates=s.num_fused_updates,
+      overlap_learning=s.overlap_learning)
 
 
 def build_agent(suite, s: settings_lib.Settings, num_actions: int,
@@ -108,25 +124,13 @@ def build_agent(suite, s: settings_lib.Settings, num_actions: int,
                 ) -> Tuple[quantile_agent.QuantileAgent, replay_lib.FrameReplay]:
   """Return (agent, replay) for resolved settings `s` (learner_parts')."""
   parts = learner_parts(suite, s, num_actions, network_fn)
-  observation_shape = tuple(suite.observation_shape(s))
+  cfg = counts(s, suite.observation_shape(s))
   replay_class = (device_replay.DeviceFrameReplay if s.replay_on_device
                   else replay_lib.FrameReplay)
   replay = replay_class(
-      s.replay_capacity, s.num_envs, observation_shape[:-1],
+      s.replay_capacity, s.num_envs, cfg.observation_shape[:-1],
       s.num_stacked_frames, seed=parts.replay_seed)
-  config = quantile_agent.AgentConfig(
-      batch_size=s.batch_size, min_replay_size=s.min_replay_size(),
-      learn_period=s.learn_period,
-      target_network_update_period=s.target_network_update_period,
-      num_action_repeats=s.num_action_repeats,
-      additional_discount=s.additional_discount,
-      max_abs_reward=s.max_abs_reward, grad_scale=parts.grad_scale,
-      eval_exploration_epsilon=s.eval_exploration_epsilon,
-      num_fused_updates=s.num_fused_updates,
-      overlap_learning=s.overlap_learning)
   agent = quantile_agent.QuantileAgent(
       network=parts.network, loss_fn=parts.loss_fn, optimizer=parts.optimizer,
-      replay=replay, sample_observation=np.zeros(observation_shape, np.uint8),
-      exploration_epsilon=parts.epsilon, config=config,
-      rng_key=parts.agent_key)
+      replay=replay, config=cfg, rng_key=parts.agent_key)
   return agent, replay

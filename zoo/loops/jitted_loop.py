@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from networks import layers
+from zoo.agent import counts as counts_lib
 from zoo.configuration import settings as settings_lib
 from zoo.environments import environment
 from zoo.loops import build
@@ -42,20 +43,10 @@ def vmaps_seeds(suite) -> bool:
 
 
 def loop_config(s: settings_lib.Settings, observation_shape
-                ) -> jitted_train.LoopConfig:
-  """Return the LoopConfig of resolved settings; ConfigError if unfit."""
+                ) -> counts_lib.Counts:
+  """Return the counts of resolved settings; ConfigError if unfit."""
   k = s.num_envs
-  cfg = jitted_train.LoopConfig(
-      num_streams=k, frames_per_step=s.num_action_repeats,
-      observation_shape=tuple(observation_shape),
-      stream_capacity=s.replay_capacity // k, batch_size=s.batch_size,
-      min_replay_size=s.min_replay_size(), learn_period=s.learn_period,
-      target_period=s.target_network_update_period,
-      max_abs_reward=s.max_abs_reward,
-      eval_epsilon=s.eval_exploration_epsilon,
-      epsilon=build.epsilon_schedule(s),
-      num_train_frames=s.num_train_frames,
-      num_eval_frames=s.num_eval_frames)
+  cfg = build.counts(s, observation_shape)
   problems = []
   if s.num_fused_updates != 1:
     problems.append(f'--num_fused_updates={s.num_fused_updates}: the '
@@ -70,8 +61,8 @@ def loop_config(s: settings_lib.Settings, observation_shape
                     'it unset')
   step = cfg.step_frames
   step_text = (f'a step of --num_envs={k} streams ({step} frames)' if
-               cfg.frames_per_step == 1 else
-               f'a step of --num_envs={k} streams of {cfg.frames_per_step} '
+               cfg.num_action_repeats == 1 else
+               f'a step of --num_envs={k} streams of {cfg.num_action_repeats} '
                f'frames ({step} frames)')
   whole_updates = not (step % cfg.learn_period and cfg.learn_period % step)
   if not whole_updates:
@@ -184,7 +175,7 @@ def _stacked(tree, num_seeds: int):
 class JittedLoop(driver.Loop):
   """The seeds of a group: one compiled program for all."""
 
-  def __init__(self, cfg: jitted_train.LoopConfig,
+  def __init__(self, cfg: counts_lib.Counts,
                functions: jitted_train.Functions,
                runs: Sequence[settings_lib.Settings],
                parts: Sequence[build.LearnerParts], envs, replay):
@@ -194,14 +185,13 @@ class JittedLoop(driver.Loop):
       cfg: the group's counts.
       functions: jitted_functions' (mapped over the seeds and jitted).
       runs: each seed's settings (vmapped in this order).
-      parts: each seed's zoo.loops.build.learner_parts (key, ε schedule).
+      parts: each seed's zoo.loops.build.learner_parts.
       envs: the (training, evaluation) K-stream JAX environments.
       replay: the functions' zoo.replay.device_replay.JaxReplay.
     """
     self.cfg = cfg
     self._runs = runs
     self._seeds = [r.seed for r in runs]
-    self._epsilon = parts[0].epsilon
     self._envs = envs
     self._replay = replay
     train_env, eval_env = envs
@@ -256,7 +246,7 @@ class JittedLoop(driver.Loop):
       on_step(frames)
     streams = jax.device_get(states.train_streams)
     duration = time.perf_counter() - begin
-    epsilon = float(self._epsilon(self.frame_t))
+    epsilon = float(self.cfg.epsilon(self.frame_t))
     return [driver.TrainResult(stats, epsilon, float(streams.value_sum[i]) /
                                max(int(streams.value_count[i]), 1))
             for i, stats in enumerate(
@@ -328,8 +318,8 @@ def _functions(suite, s: settings_lib.Settings, cfg, env, replay,
   key = (cfg, env, suite.name, tuple(sorted(config.items())), network_fn)
   if key not in _FUNCTIONS:
     _FUNCTIONS[key] = jitted_functions(jitted_train.make_train(
-        cfg, env, replay, parts.network, parts.loss_of_kappa, parts.optimizer,
-        s.additional_discount, parts.grad_scale), env.vmaps)
+        cfg, env, replay, parts.network, parts.loss_of_kappa,
+        parts.optimizer), env.vmaps)
   return _FUNCTIONS[key]
 
 

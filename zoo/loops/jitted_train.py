@@ -13,61 +13,10 @@ import haiku as hk
 import jax
 import jax.numpy as jnp
 
+from zoo.agent import counts as counts_lib
 from zoo.agent import learning as agent_lib
 from zoo.loops import phase_accounting
 from zoo.replay import device_replay
-
-
-class LoopConfig(NamedTuple):
-  """The static counts of a group of runs (in frames)."""
-  num_streams: int            # K streams per seed.
-  observation_shape: tuple    # One state as the network takes it.
-  stream_capacity: int        # Replay slots per stream (capacity // K).
-  batch_size: int
-  min_replay_size: int        # Transitions (all streams) before learning.
-  learn_period: int           # Frames per update.
-  target_period: int          # Frames between target copies.
-  max_abs_reward: float
-  eval_epsilon: float
-  epsilon: agent_lib.LinearSchedule  # Training ε by frame (zoo.loops.build).
-  num_train_frames: int
-  num_eval_frames: int
-  frames_per_step: int = 1    # Action repeats.
-
-  @property
-  def step_frames(self) -> int:
-    """Return the frames of one step of the K streams."""
-    return self.num_streams * self.frames_per_step
-
-  @property
-  def steps_per_block(self) -> int:
-    return max(self.learn_period // self.step_frames, 1)
-
-  @property
-  def block_frames(self) -> int:
-    return self.steps_per_block * self.step_frames
-
-  def held(self, frame_t):
-    """Return the transitions the replay holds at frame `frame_t`."""
-    steps = frame_t // self.step_frames
-    if isinstance(steps, int):
-      return self.num_streams * min(steps, self.stream_capacity)
-    return self.num_streams * jnp.minimum(steps, self.stream_capacity)
-
-  @property
-  def updates_per_block(self) -> int:
-    return self.block_frames // self.learn_period
-
-  def updates_done(self, frame_t: int) -> int:
-    """Return the updates run by frame `frame_t` (a block boundary)."""
-    k = self.num_streams
-    if k * self.stream_capacity < self.min_replay_size:
-      return 0
-    # The first frame at which the replay holds its minimum.
-    first_end = self.step_frames * -(-self.min_replay_size // k)
-    first_block = -(-first_end // self.block_frames)  # Blocks up to then.
-    return self.updates_per_block * max(
-        frame_t // self.block_frames - first_block + 1, 0)
 
 
 class Streams(NamedTuple):
@@ -110,18 +59,19 @@ class Functions(NamedTuple):
   eval_seed: Callable      # (params, eval key, Phase, env state) -> (key, streams)
 
 
-def make_learn(cfg: LoopConfig, replay: device_replay.JaxReplay,
+def make_learn(cfg: counts_lib.Counts, replay: device_replay.JaxReplay,
                network: hk.Transformed,
-               loss_of_kappa: Callable[[Any], agent_lib.LossFn], optimizer,
-               additional_discount: float, grad_scale: float) -> Callable:
+               loss_of_kappa: Callable[[Any], agent_lib.LossFn], optimizer
+               ) -> Callable:
   """Return learn(SeedState) -> (SeedState, loss): one block's updates."""
   target_fn = lambda *a: agent_lib.td_target(  # pylint: disable=g-long-lambda
-      network, additional_discount, *a)
+      network, cfg.additional_discount, *a)
 
   def learn(state: SeedState):
     loss_fn = loss_of_kappa(state.huber_param)
     update_fn = lambda *a: agent_lib.update(  # pylint: disable=g-long-lambda
-        network, optimizer, loss_fn, additional_discount, grad_scale, *a)
+        network, optimizer, loss_fn, cfg.additional_discount, cfg.grad_scale,
+        *a)
     params, opt_state, rng_key, losses = agent_lib.sample_and_update(
         update_fn, target_fn, replay.sample, cfg.updates_per_block,
         cfg.batch_size,
@@ -133,14 +83,14 @@ def make_learn(cfg: LoopConfig, replay: device_replay.JaxReplay,
   return learn
 
 
-def make_train(cfg: LoopConfig, env, replay: device_replay.JaxReplay,
+def make_train(cfg: counts_lib.Counts, env, replay: device_replay.JaxReplay,
                network: hk.Transformed,
-               loss_of_kappa: Callable[[Any], agent_lib.LossFn], optimizer,
-               additional_discount: float, grad_scale: float) -> Functions:
+               loss_of_kappa: Callable[[Any], agent_lib.LossFn], optimizer
+               ) -> Functions:
   """Return the pure functions of a seed (map and jit them in one place).
 
   Args:
-    cfg: the static counts.
+    cfg: the static counts (zoo.loops.build.counts').
     env: a K-stream JAX environment (ARCHITECTURE.md), the program's
       (another of the same game and K runs it too: its state is data).
     replay: the suite's replay for env's observations.
@@ -148,12 +98,9 @@ def make_train(cfg: LoopConfig, env, replay: device_replay.JaxReplay,
       zoo.agent.learning.SampledLevelNetwork: IQN).
     loss_of_kappa: fn(κ) -> the loss, κ a traced float32 (LearnerParts').
     optimizer: zoo.agent.learning.make_optimizer's.
-    additional_discount: γ applied to the environment's discounts.
-    grad_scale: the gradient's factor (2/N with scale_grad, else 1).
   """
   program = _Program(cfg, env, replay, network, optimizer, make_learn(
-      cfg, replay, network, loss_of_kappa, optimizer, additional_discount,
-      grad_scale))
+      cfg, replay, network, loss_of_kappa, optimizer))
   return Functions(program.init, program.start_train, program.restart,
                    program.train_chunk, program.eval_seed)
 
@@ -179,7 +126,7 @@ def map_seeds(fn: Callable, vmaps: bool, in_axes=0) -> Callable:
 class _Program:
   """The pieces of a seed's program; make_train hands out five of them."""
 
-  def __init__(self, cfg: LoopConfig, env, replay: device_replay.JaxReplay,
+  def __init__(self, cfg: counts_lib.Counts, env, replay: device_replay.JaxReplay,
                network, optimizer, learn):
     self.cfg, self.env, self.replay, self.network = cfg, env, replay, network
     self.optimizer, self.learn = optimizer, learn
@@ -239,7 +186,7 @@ class _Program:
     return streams._replace(
         tally=phase_accounting.count(streams.tally, timestep.step_type,
                                      timestep.reward, budget,
-                                     self.cfg.frames_per_step, xp=jnp),
+                                     self.cfg.num_action_repeats, xp=jnp),
         non_binary=streams.non_binary + self.replay.refuses(
             timestep.observation).astype(jnp.int32))
 
