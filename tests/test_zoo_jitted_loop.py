@@ -269,6 +269,20 @@ def test_loop_config_refuses_unfit_settings():
       1, cfg.stream_capacity) == 100_000 * (50 + 16) + 4
 
 
+def test_check_makes_no_environment_and_needs_the_suites_jax_one():
+  def refuse(s):
+    raise AssertionError('check made an environment')
+
+  suite = minatar_suite.MINATAR._replace(jax_environment=refuse)
+  jitted_loop.check(suite, _resolved())
+  with pytest.raises(settings_lib.ConfigError, match='unfit|divide'):
+    jitted_loop.check(suite, _resolved(num_envs=3))
+  with pytest.raises(settings_lib.ConfigError,
+                     match='has no JAX environment; use --loop=python'):
+    jitted_loop.check(suite._replace(jax_environment=None),
+                      _resolved())
+
+
 def test_chunks_cut_a_phase_in_at_most_two_lengths():
   assert jitted_loop.chunk_sizes(250) == [250]
   assert jitted_loop.chunk_sizes(25_000) == [1000] * 25

@@ -323,15 +323,6 @@ def _functions(suite, s: settings_lib.Settings, cfg, env, replay,
   return _FUNCTIONS[key]
 
 
-def _environment(suite, s: settings_lib.Settings):
-  """Return the suite's K-stream JAX environment of s; ConfigError if none."""
-  if suite.jax_environment is None:
-    raise settings_lib.ConfigError(
-        f'--loop=jitted: the {suite.name} suite has no JAX environment; use '
-        '--loop=python.')
-  return suite.jax_environment(s)
-
-
 def checkpoint_transitions(s: settings_lib.Settings) -> int:
   """Return the most replay transitions the run's checkpoints hold at once.
 
@@ -342,10 +333,12 @@ def checkpoint_transitions(s: settings_lib.Settings) -> int:
 
 
 def check(suite, s: settings_lib.Settings) -> None:
-  """Raise ConfigError if the jitted loop cannot run `s` (before any work)."""
-  env = _environment(suite, s)
-  env.close()
-  loop_config(s, env.observation_shape)
+  """Raise ConfigError if the jitted loop cannot run `s` (makes nothing)."""
+  if suite.jax_environment is None:
+    raise settings_lib.ConfigError(
+        f'--loop=jitted: the {suite.name} suite has no JAX environment; use '
+        '--loop=python.')
+  loop_config(s, suite.observation_shape(s))
 
 
 def make(suite, preset, runs: Sequence[settings_lib.Settings], env=None,
@@ -362,7 +355,7 @@ def make(suite, preset, runs: Sequence[settings_lib.Settings], env=None,
   """
   s = runs[0]
   envs = ((env, env) if env is not None else
-          (_environment(suite, s), _environment(suite, s)))
+          (suite.jax_environment(s), suite.jax_environment(s)))
   env = envs[0]
   if len(runs) > 1 and not env.vmaps:
     raise settings_lib.ConfigError(

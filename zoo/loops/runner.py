@@ -134,10 +134,6 @@ def resolve_runs(suite: suites.Suite, preset: agent_registry.AgentPreset,
                  ) -> List[settings_lib.Settings]:
   """Return each seed's settings, resolved and validated (the one check).
 
-  The loop's own check (`check(suite, s)`) comes once the run directories
-  are held: it may make environments and compile, which a second process on
-  the same directories must not wait for.
-
   Raises ConfigError: a bad setting, or two seeds writing to one place.
   """
   runs = [settings_lib.resolve_settings(suite, preset, dict(values, seed=seed))
@@ -151,6 +147,7 @@ def resolve_runs(suite: suites.Suite, preset: agent_registry.AgentPreset,
         'given).')
   for s in runs:  # Each seed's paths are checked (they differ by seed).
     settings_lib.validate_settings(suite, s)
+    _loop_module(s.loop).check(suite, s)
     check_resources(suite, s)
   return runs
 
@@ -177,8 +174,6 @@ def run_seeds(suite: suites.Suite, preset: agent_registry.AgentPreset,
   game = runs[0].environment_name
   rows = [None] * len(runs)
   with resume.held(runs):
-    for s in runs:
-      module.check(suite, s)
     if restart:
       for s in runs:
         run_directory.restart(s.results_csv_path, s.checkpoint_dir,
