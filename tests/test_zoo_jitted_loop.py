@@ -623,4 +623,4 @@ def test_atari_refuses_the_reference_environment():
   s = dataclasses.replace(s, environment_mode='reference')
   with pytest.raises(settings_lib.ConfigError,
                      match='--environment_mode=vector'):
-    jitted_loop.check(atari_suite.ATARI, s)
+    settings_lib.validate_settings(atari_suite.ATARI, s)

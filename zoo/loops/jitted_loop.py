@@ -29,7 +29,6 @@ from zoo.storage import checkpoint
 from zoo.storage import checkpoint_read
 
 
-
 # Training blocks and frames per jitted chunk (at most): ~4,000 steps of
 # MinAtar at K = 1, 16,384 Atari frames, so that progress lines and Ctrl-C
 # come every few seconds to a minute (Atari on a CPU: a few minutes).
@@ -119,29 +118,6 @@ def _stack(trees):
   return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
 
 
-def save_checkpoints(runs: Sequence[settings_lib.Settings],
-                     states: jitted_train.SeedState, iteration: int,
-                     frame_t: int, rows: Sequence[List[Dict[str, Any]]]
-                     ) -> None:
-  """Checkpoint every seed in its run directory (its replay is part of the state)."""
-  host = jax.device_get(states)
-  for index, s in enumerate(runs):
-    meta = resume.checkpoint_meta(s, iteration, rows[index], frame_t=frame_t)
-    checkpoint.save(s.checkpoint_dir, iteration, meta,
-                    _seed_slice(host, index)._asdict())
-
-
-def load_checkpoints(paths: Sequence[str], template: jitted_train.SeedState
-                     ) -> jitted_train.SeedState:
-  """Return the seeds' states [S, ...] of checkpoints zoo.loops.resume accepted."""
-  host = jax.device_get(template)
-  trees = []
-  for index, path in enumerate(paths):
-    saved = checkpoint_read.load(path, _seed_slice(host, index)._asdict())
-    trees.append(jitted_train.SeedState(**saved.tree))
-  return _stack(trees)
-
-
 def _phase_stats(streams: jitted_train.Streams, duration: float, replay
                  ) -> List[phase_accounting.PhaseStats]:
   """Return each seed's PhaseStats (host streams); raise what replay refused."""
@@ -216,8 +192,11 @@ class JittedLoop(driver.Loop):
     return phases(self._seeds, self.cfg.num_streams, iteration, phase)
 
   def restore(self, paths: Sequence[str]) -> None:
-    self.states = load_checkpoints(paths, self.states)
-    self.frame_t = int(checkpoint.load_meta(paths[0])['frame_t'])
+    host = jax.device_get(self.states)
+    saved = [checkpoint_read.load(path, _seed_slice(host, i)._asdict())
+             for i, path in enumerate(paths)]
+    self.states = _stack([jitted_train.SeedState(**x.tree) for x in saved])
+    self.frame_t = int(saved[0].meta['frame_t'])
     if not self._envs[0].restores:
       self._restart_streams = True
       logging.info('Resuming with fresh training streams: the emulators\' '
@@ -267,7 +246,13 @@ class JittedLoop(driver.Loop):
     return stats
 
   def save(self, iteration: int, rows) -> None:
-    save_checkpoints(self._runs, self.states, iteration, self.frame_t, rows)
+    """Checkpoint every seed (its replay is part of its state)."""
+    host = jax.device_get(self.states)
+    for i, s in enumerate(self._runs):
+      meta = resume.checkpoint_meta(s, iteration, rows[i],
+                                    frame_t=self.frame_t)
+      checkpoint.save(s.checkpoint_dir, iteration, meta,
+                      _seed_slice(host, i)._asdict())
 
   def close(self) -> None:
     for env in self._envs:

@@ -62,50 +62,6 @@ def run_phase(env: environment.BatchedEnvironment,
   return phase_accounting.phase_stats(tally, time.perf_counter() - start)
 
 
-def _save(s: settings_lib.Settings, iteration: int, rows, agent, replay,
-          saved_until: int, streams: train_streams_lib.TrainStreams) -> int:
-  """Checkpoint the run after `iteration`; return the replay steps saved.
-
-  Only the steps added since `saved_until` (the previous save's) are written.
-  """
-  end = replay.num_steps
-  keep_from = max(end - replay.capacity // replay.num_streams, 0)
-  meta = resume.checkpoint_meta(
-      s, iteration, rows, replay=replay.get_state(),
-      **{train_streams_lib.META_KEY: streams.get_state()})
-  checkpoint.save(s.checkpoint_dir, iteration, meta, agent.get_state(),
-                  new_steps=replay.steps(max(saved_until, keep_from), end),
-                  keep_steps_from=keep_from)
-  return end
-
-
-def _restore(path: str, agent, replay) -> int:
-  """Restore agent and replay; return the replay steps saved."""
-  saved = checkpoint_read.load(path, agent.get_state())
-  agent.set_state(saved.tree)
-  replay.set_state(saved.meta['replay'])
-  held_from = max(replay.num_steps - replay.capacity // replay.num_streams, 0)
-  saved_until = held_from
-  for begin, arrays in saved.replay_chunks:
-    replay.put_steps(begin, arrays)
-    saved_until = begin + arrays['frames'].shape[1]
-  if saved_until != replay.num_steps:
-    raise ValueError(f'Checkpoint {path} holds replay steps up to '
-                     f'{saved_until}, its counters say {replay.num_steps}.')
-  return saved_until
-
-
-def _evaluate(env: environment.BatchedEnvironment, act, num_frames: int,
-              num_action_repeats: int, on_step) -> phase_accounting.PhaseStats:
-  """Evaluate on a fresh environment, whole episodes at K > 1; close it."""
-  try:
-    return run_phase(env, act, num_frames, num_action_repeats,
-                     whole_episodes=not phase_accounting.is_dqn_zoo(env.num_envs),
-                     on_step=on_step)
-  finally:
-    env.close()
-
-
 class PythonLoop(driver.Loop):
   """One seed: the agent (zoo.agent.quantile_agent) steps Python environments."""
 
@@ -124,9 +80,20 @@ class PythonLoop(driver.Loop):
 
   def restore(self, paths: Sequence[str]) -> None:
     path, = paths
-    self._saved_until = _restore(path, self._agent, self._replay)
-    self._streams.set_state(
-        checkpoint.load_meta(path)[train_streams_lib.META_KEY])
+    agent, replay = self._agent, self._replay
+    saved = checkpoint_read.load(path, agent.get_state())
+    agent.set_state(saved.tree)
+    replay.set_state(saved.meta['replay'])
+    self._saved_until = max(
+        replay.num_steps - replay.capacity // replay.num_streams, 0)
+    for begin, arrays in saved.replay_chunks:
+      replay.put_steps(begin, arrays)
+      self._saved_until = begin + arrays['frames'].shape[1]
+    if self._saved_until != replay.num_steps:
+      raise ValueError(f'Checkpoint {path} holds replay steps up to '
+                       f'{self._saved_until}, its counters say '
+                       f'{replay.num_steps}.')
+    self._streams.set_state(saved.meta[train_streams_lib.META_KEY])
 
   def train(self, iteration: int, on_step) -> List[driver.TrainResult]:
     agent = self._agent
@@ -139,14 +106,30 @@ class PythonLoop(driver.Loop):
 
   def evaluate(self, iteration: int, on_step
                ) -> List[phase_accounting.PhaseStats]:
-    return [_evaluate(self._make_environment(iteration, 'eval'),
-                      self._agent.eval_step, self._settings.num_eval_frames,
-                      self._settings.num_action_repeats, on_step)]
+    """Evaluate on a fresh environment, whole episodes at K > 1."""
+    env = self._make_environment(iteration, 'eval')
+    try:
+      return [run_phase(
+          env, self._agent.eval_step, self._settings.num_eval_frames,
+          self._settings.num_action_repeats, on_step=on_step,
+          whole_episodes=not phase_accounting.is_dqn_zoo(env.num_envs))]
+    finally:
+      env.close()
 
   def save(self, iteration: int, rows) -> None:
-    self._saved_until = _save(self._settings, iteration, rows[0],
-                              self._agent, self._replay, self._saved_until,
-                              self._streams)
+    """Checkpoint the run; only the replay steps added since the last save."""
+    replay = self._replay
+    end = replay.num_steps
+    keep_from = max(end - replay.capacity // replay.num_streams, 0)
+    meta = resume.checkpoint_meta(
+        self._settings, iteration, rows[0], replay=replay.get_state(),
+        **{train_streams_lib.META_KEY: self._streams.get_state()})
+    checkpoint.save(self._settings.checkpoint_dir, iteration, meta,
+                    self._agent.get_state(),
+                    new_steps=replay.steps(max(self._saved_until, keep_from),
+                                           end),
+                    keep_steps_from=keep_from)
+    self._saved_until = end
 
   def close(self) -> None:
     self._streams.close()

@@ -27,6 +27,11 @@ def _resolve(s: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _validate(s: settings_lib.Settings) -> None:
+  if s.loop == 'jitted' and s.environment_mode != 'vector':
+    raise settings_lib.ConfigError(
+        f'--loop=jitted --environment_mode={s.environment_mode}: the jitted '
+        'loop steps the vector environment; use --environment_mode=vector '
+        '(or auto).')
   if s.environment_mode == 'vector':
     for name, value in _VECTOR_ONLY.items():
       if getattr(s, name) != value:
@@ -53,12 +58,7 @@ def _make_environment(s: settings_lib.Settings, seed: int
 
 def _jax_environment(s: settings_lib.Settings
                      ) -> atari_jax_env.AtariJaxEnvironment:
-  """Return K fresh XLA streams of vector mode; ConfigError otherwise."""
-  if s.environment_mode != 'vector':
-    raise settings_lib.ConfigError(
-        f'--loop=jitted --environment_mode={s.environment_mode}: the jitted '
-        'loop steps the vector environment; use --environment_mode=vector '
-        '(or auto).')
+  """Return K fresh XLA streams of vector mode."""
   return atari_jax_env.make(s.environment_name, seed=0, num_envs=s.num_envs,
                             max_episode_frames=s.max_frames_per_episode)
 
