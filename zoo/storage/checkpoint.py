@@ -27,7 +27,6 @@ _CHUNK = re.compile(r'^steps_(\d+)_(\d+)$')
 META_FILE = 'meta.json'
 TREE_FILE = 'tree.npz'
 REPLAY_DIR = 'replay'
-_BLOCK = 1 << 22
 # The layout of a checkpoint (meta keys, tree, replay chunks, what a loop
 # keeps in its meta); raise it whenever a change makes older ones unreadable.
 FORMAT = 3
@@ -75,12 +74,9 @@ def iterations(directory: str) -> List[Tuple[int, str]]:
   """Return (iteration, path) of every checkpoint directory, newest first."""
   if not directory or not os.path.isdir(directory):
     return []
-  found = []
-  for name in os.listdir(directory):
-    match = _NAME.match(name)
-    if match:
-      found.append((int(match.group(1)), os.path.join(directory, name)))
-  return sorted(found, reverse=True)
+  return sorted(((int(match.group(1)), os.path.join(directory, name))
+                 for name in os.listdir(directory)
+                 if (match := _NAME.match(name))), reverse=True)
 
 
 def latest(directory: str) -> Optional[str]:
@@ -94,6 +90,11 @@ def latest(directory: str) -> Optional[str]:
 def iteration_of(path: str) -> int:
   """Return N of a checkpoint path DIR/iteration_N."""
   return int(_NAME.match(os.path.basename(path)).group(1))
+
+
+def chunk_range(name: str) -> Tuple[int, int]:
+  begin, end = _CHUNK.match(name).groups()
+  return int(begin), int(end)
 
 
 class _Hashing:
@@ -114,24 +115,14 @@ class _Hashing:
 
 def file_digest(path: str) -> List[Any]:
   """Return [size, SHA-256 hex] of a file."""
-  digest, size = hashlib.sha256(), 0
   with open(path, 'rb') as f:
-    while True:
-      block = f.read(_BLOCK)
-      if not block:
-        return [size, digest.hexdigest()]
-      digest.update(block)
-      size += len(block)
+    digest = hashlib.file_digest(f, 'sha256').hexdigest()
+    return [f.tell(), digest]
 
 
 def meta_digest(meta: Dict[str, Any]) -> str:
   body = {k: v for k, v in meta.items() if k != 'meta_sha256'}
   return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
-def chunk_range(name: str) -> Tuple[int, int]:
-  begin, end = _CHUNK.match(name).groups()
-  return int(begin), int(end)
 
 
 def _path_entry(key) -> Any:
@@ -188,7 +179,14 @@ def _remove(path: str) -> None:
   shutil.rmtree(doomed, ignore_errors=True)
 
 
-def _write_chunk(directory: str, new_steps: Sequence[Steps]
+def _remove_temporaries(directory: str) -> None:
+  """Delete the '.tmp-' entries killed or failed writers left."""
+  for name in os.listdir(directory) if os.path.isdir(directory) else ():
+    if name.startswith('.tmp-'):
+      shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+
+
+def _write_chunk(replay_dir: str, new_steps: Sequence[Steps]
                  ) -> Tuple[str, Dict[str, List[Any]]]:
   """Write consecutive step pieces as one chunk; return its name, digests."""
   begin = end = new_steps[0][0]
@@ -198,10 +196,7 @@ def _write_chunk(directory: str, new_steps: Sequence[Steps]
                        f'{end}.')
     end += next(iter(arrays.values())).shape[1]
   name = f'steps_{begin:012d}_{end:012d}'
-  replay_dir = os.path.join(directory, REPLAY_DIR)
-  os.makedirs(replay_dir, exist_ok=True)
   temp = os.path.join(replay_dir, f'.tmp-{name}-{os.getpid()}')
-  shutil.rmtree(temp, ignore_errors=True)
   os.makedirs(temp)
   digests = {}
   for array_name in new_steps[0][1]:
@@ -241,14 +236,11 @@ def _keep_only(directory: str, previous: Optional[str],
   for _, path in iterations(directory):
     if path != previous:
       _remove(path)
-  for name in os.listdir(directory):  # Left by killed processes.
-    if name.startswith('.tmp-'):
-      shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+  _remove_temporaries(directory)
   replay_dir = os.path.join(directory, REPLAY_DIR)
-  if os.path.isdir(replay_dir):
-    for name in os.listdir(replay_dir):
-      if name not in previous_chunks:
-        _remove(os.path.join(replay_dir, name))
+  for name in os.listdir(replay_dir) if os.path.isdir(replay_dir) else ():
+    if name not in previous_chunks:
+      _remove(os.path.join(replay_dir, name))
 
 
 def _write_state(temp: str, meta: Dict[str, Any], tree: Any) -> None:
@@ -268,30 +260,24 @@ def _write_state(temp: str, meta: Dict[str, Any], tree: Any) -> None:
 
 def _write_error(directory: str, iteration: int, previous: Optional[str],
                  error: OSError) -> WriteError:
-  kept = (f'the previous checkpoint, {previous}, is intact: free some disk '
-          'space (or fix the cause) and rerun the same command to resume '
-          'from it' if previous else
-          'there is no earlier checkpoint: free some disk space (or fix the '
-          'cause) and rerun the same command to start again')
+  kept, then = ((f'the previous checkpoint, {previous}, is intact',
+                 'resume from it') if previous else
+                ('there is no earlier checkpoint', 'start again'))
   return WriteError(
       f'Cannot write the checkpoint of iteration {iteration} in {directory} '
-      f'({error}); what it wrote was removed, and {kept}.', error.errno)
+      f'({error}); what it wrote was removed, and {kept}: free some disk '
+      f'space (or fix the cause) and rerun the same command to {then}.',
+      error.errno)
 
 
 def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
          new_steps: Sequence[Steps] = (), keep_steps_from: int = 0) -> str:
   """Write a checkpoint for `iteration` atomically; return its path.
 
-  The newest earlier checkpoint is kept (the fallback); the others go, and
-  so do the chunks neither uses.
-
-  Args:
-    directory: the run's checkpoint directory.
-    iteration: names the checkpoint.
-    meta: JSON-able state (counters, config, rows, RNG states).
-    tree: pytree of arrays (agent state).
-    new_steps: replay steps since the previous checkpoint (FrameReplay.steps).
-    keep_steps_from: the oldest replay step still needed.
+  Keeps the newest earlier checkpoint (the fallback) and deletes the others
+  and the chunks neither uses. `meta`: JSON-able state; `tree`: a pytree of
+  arrays; `new_steps`: the replay steps since the previous checkpoint
+  (FrameReplay.steps); `keep_steps_from`: the oldest replay step still needed.
 
   Raises:
     ValueError: the new steps do not continue the previous checkpoint's.
@@ -319,21 +305,19 @@ def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
         for name in chunks
         for file_name in sorted(os.listdir(os.path.join(replay_dir, name)))}
     if new_steps:
-      new_chunk, digests = _write_chunk(directory, new_steps)
+      os.makedirs(replay_dir, exist_ok=True)
+      new_chunk, digests = _write_chunk(replay_dir, new_steps)
       chunks.append(new_chunk)
       replay_files.update(digests)
-    shutil.rmtree(temp, ignore_errors=True)
     _write_state(temp, dict(meta, format=FORMAT, replay_chunks=chunks,
                             replay_files=replay_files), tree)
     os.rename(temp, final)
     files.fsync_path(directory)
   except OSError as e:
-    shutil.rmtree(temp, ignore_errors=True)
     if new_chunk is not None:  # No checkpoint uses it.
       shutil.rmtree(os.path.join(replay_dir, new_chunk), ignore_errors=True)
-    for name in os.listdir(replay_dir) if os.path.isdir(replay_dir) else ():
-      if name.startswith('.tmp-'):
-        shutil.rmtree(os.path.join(replay_dir, name), ignore_errors=True)
+    _remove_temporaries(directory)
+    _remove_temporaries(replay_dir)
     raise _write_error(directory, iteration, previous, e) from e
   return final
 
