@@ -10,6 +10,8 @@ the new steps and keeps the previous checkpoint (docs/data-safety.md).
 """
 
 import hashlib
+import io
+import itertools
 import json
 import os
 import re
@@ -97,22 +99,6 @@ def chunk_range(name: str) -> Tuple[int, int]:
   return int(begin), int(end)
 
 
-class _Hashing:
-  """A binary file that records the size and SHA-256 of what is written."""
-
-  def __init__(self, f):
-    self._file, self._hash, self.size = f, hashlib.sha256(), 0
-
-  def write(self, data) -> int:
-    data = memoryview(data).cast('B')
-    self._hash.update(data)
-    self.size += len(data)
-    return self._file.write(data)
-
-  def digest(self) -> List[Any]:
-    return [self.size, self._hash.hexdigest()]
-
-
 def file_digest(path: str) -> List[Any]:
   """Return [size, SHA-256 hex] of a file."""
   with open(path, 'rb') as f:
@@ -152,21 +138,26 @@ def _write_file(path: str, write: Callable[[Any], Any]) -> Any:
   return result
 
 
-def _write_npy(raw, pieces: Sequence[np.ndarray]) -> List[Any]:
+def _write_npy(f, pieces: Sequence[np.ndarray]) -> List[Any]:
   """Write [K, n_i, ...] pieces joined on axis 1 as .npy; return its digest.
 
   Piece by piece, as contiguous views: nothing is copied into one array.
   """
   first = pieces[0]
   shape = (first.shape[0], sum(p.shape[1] for p in pieces)) + first.shape[2:]
-  f = _Hashing(raw)
-  np.lib.format.write_array_header_2_0(f, {
+  header = io.BytesIO()
+  np.lib.format.write_array_header_2_0(header, {
       'descr': np.lib.format.dtype_to_descr(first.dtype),
       'fortran_order': False, 'shape': shape})
-  for k in range(shape[0]):
-    for piece in pieces:
-      f.write(np.ascontiguousarray(piece[k]))
-  return f.digest()
+  digest, size = hashlib.sha256(), 0
+  for data in itertools.chain([header.getvalue()], (
+      np.ascontiguousarray(piece[k]) for k in range(shape[0])
+      for piece in pieces)):
+    data = memoryview(data).cast('B')
+    digest.update(data)
+    size += len(data)
+    f.write(data)
+  return [size, digest.hexdigest()]
 
 
 def _remove(path: str) -> None:
