@@ -85,25 +85,8 @@ def sample_indices(arrays: DeviceArrays, rng_key, batch_size: int,
 def gather(arrays: DeviceArrays, stream, logical, num_stacked: int
            ) -> replay_lib.Transitions:
   """FrameReplay.gather(stream, logical, stacks_last=False), in JAX."""
-  capacity = arrays.episode_steps.shape[1]
-  slot_t = logical % capacity
-  slot_tm1 = (logical - 1) % capacity
-  step_t = arrays.episode_steps[stream, slot_t]
-  frame_rank = arrays.frames.ndim - 2
-  stacks = []
-  for logical_s, step_s in ((logical - 1, step_t - 1), (logical, step_t)):
-    index, valid = replay_lib.stack_indices(logical_s, step_s, num_stacked,
-                                            xp=jnp)
-    frames = arrays.frames[stream[:, None], index % capacity]
-    valid = valid.reshape(valid.shape + (1,) * frame_rank)
-    stacks.append(jnp.where(valid, frames, jnp.zeros((), frames.dtype)))
-  return replay_lib.Transitions(
-      s_tm1=stacks[0],
-      a_tm1=arrays.actions[stream, slot_tm1],
-      r_t=arrays.rewards[stream, slot_t],
-      discount_t=arrays.discounts[stream, slot_t],
-      s_t=stacks[1],
-  )
+  return replay_lib.transitions_at(*arrays[:5], stream, logical, num_stacked,
+                                   xp=jnp)
 
 
 def sample(arrays: DeviceArrays, rng_key, batch_size: int, num_stacked: int):
@@ -180,47 +163,38 @@ class DeviceFrameReplay(replay_lib.FrameReplay):
     self._write_step = jax.jit(write_step, donate_argnums=0)
     self.sampler = functools.partial(sample, num_stacked=self._num_stacked)
     self._device_arrays = self._upload()
-    self._stale = False  # Host arrays changed outside `add` (a restore).
 
   @property
   def device_arrays(self) -> DeviceArrays:
     """Return the device arrays, to pass to a jitted `sampler` call."""
-    self._sync()
-    return self._device_arrays
-
-  def _sync(self) -> None:
-    if self._stale:
+    if self._device_arrays is None:  # A restore changed the host arrays.
       self._device_arrays = self._upload()
-      self._stale = False
+    return self._device_arrays
 
   def _upload(self) -> DeviceArrays:
     # jnp.array copies: on a CPU, device_put may alias the numpy memory, which
     # the donated writes would then overwrite behind numpy's back.
     return jax.tree.map(jnp.array, DeviceArrays(
-        frames=self._frames, actions=self._actions, rewards=self._rewards,
-        discounts=self._discounts, episode_steps=self._episode_steps,
-        num_added=self._num_added.astype(np.int32)))
+        *self._arrays().values(), self._num_added.astype(np.int32)))
 
   def add(self, step_type, observation, action, reward, discount) -> None:
-    self._sync()
+    arrays = self.device_arrays  # Before the host adds the step.
     slot = self._num_added % self._stream_capacity
     super().add(step_type, observation, action, reward, discount)
     streams = np.arange(self._num_streams)
     self._device_arrays = self._write_step(
-        self._device_arrays, slot.astype(np.int32),
-        self._frames[streams, slot], self._actions[streams, slot],
-        self._rewards[streams, slot], self._discounts[streams, slot],
-        self._episode_steps[streams, slot])
+        arrays, slot.astype(np.int32),
+        *(array[streams, slot] for array in self._arrays().values()))
 
   def set_state(self, state) -> None:
     super().set_state(state)
-    self._stale = True
+    self._device_arrays = None
 
   def put_steps(self, begin, arrays) -> None:
     # A restore calls set_state, then put_steps a few times: the whole replay
     # is uploaded once, when the device arrays are next needed.
     super().put_steps(begin, arrays)
-    self._stale = True
+    self._device_arrays = None
 
   def check_sampleable(self) -> None:
     """Raise FrameReplay.sample's ValueError (the device sampler cannot)."""

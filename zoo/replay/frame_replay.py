@@ -25,9 +25,8 @@ class Transitions(NamedTuple):
 def stack_indices(logical, episode_step, num_stacked: int, xp=np):
   """Return logical frame indices [B, S] of the stacks at `logical` [B].
 
-  Also which positions hold a frame (else padding zeros).
-
-  `episode_step` [B]: the stack's newest frame's; `xp`: numpy or jax.numpy.
+  And which hold a frame (else padding zeros). `episode_step` [B]: the
+  stack's newest frame's; `xp`: numpy or jax.numpy.
   """
   offsets = xp.arange(num_stacked)
   count = xp.minimum(episode_step, num_stacked - 1)[:, None] + 1
@@ -36,10 +35,35 @@ def stack_indices(logical, episode_step, num_stacked: int, xp=np):
   return index, valid
 
 
-def is_valid_transition(logical, episode_step, oldest, num_stacked: int, xp=np):
+def is_valid_transition(logical, episode_step, oldest, num_stacked: int,
+                        xp=np):
   """Return whether slot `logical` gives a transition whose frames are held."""
   first_needed = logical - 1 - xp.minimum(episode_step - 1, num_stacked - 1)
   return (episode_step >= 1) & (first_needed >= oldest)
+
+
+def transitions_at(frames, actions, rewards, discounts, episode_steps, stream,
+                   logical, num_stacked: int, xp=np) -> Transitions:
+  """Return the transitions at (stream, logical index) [B], stacks [B, S, ...].
+
+  The arrays are [K, C, ...] (slot = logical mod C); `xp`: numpy or jax.numpy.
+  """
+  capacity = episode_steps.shape[1]
+  slot_t = logical % capacity
+  step_t = episode_steps[stream, slot_t]
+  stacks = []
+  for logical_s, step_s in ((logical - 1, step_t - 1), (logical, step_t)):
+    index, valid = stack_indices(logical_s, step_s, num_stacked, xp)
+    stack = frames[stream[:, None], index % capacity]
+    valid = valid.reshape(valid.shape + (1,) * (frames.ndim - 2))
+    stacks.append(xp.where(valid, stack, xp.zeros((), stack.dtype)))
+  return Transitions(
+      s_tm1=stacks[0],
+      a_tm1=actions[stream, (logical - 1) % capacity],
+      r_t=rewards[stream, slot_t],
+      discount_t=discounts[stream, slot_t],
+      s_t=stacks[1],
+  )
 
 
 class FrameReplay:
@@ -172,25 +196,13 @@ class FrameReplay:
 
     A logical index counts a stream's steps (slot = logical mod capacity).
     """
-    cap = self._stream_capacity
-    slot_t = logical % cap
-    slot_tm1 = (logical - 1) % cap
-    step_t = self._episode_steps[stream, slot_t]
-    stacks = []
-    for logical_s, step_s in ((logical - 1, step_t - 1), (logical, step_t)):
-      index, valid = stack_indices(logical_s, step_s, self._num_stacked)
-      frames = self._frames[stream[:, None], index % cap]  # [B, S, H, W]
-      frames[~valid] = 0  # Padding of stacks near an episode start.
-      if stacks_last:
-        frames = np.ascontiguousarray(np.moveaxis(frames, 1, -1))
-      stacks.append(frames)
-    return Transitions(
-        s_tm1=stacks[0],
-        a_tm1=self._actions[stream, slot_tm1],
-        r_t=self._rewards[stream, slot_t],
-        discount_t=self._discounts[stream, slot_t],
-        s_t=stacks[1],
-    )
+    transitions = transitions_at(*self._arrays().values(), stream, logical,
+                                 self._num_stacked)
+    if stacks_last:
+      last = lambda stack: np.ascontiguousarray(np.moveaxis(stack, 1, -1))
+      transitions = transitions._replace(s_tm1=last(transitions.s_tm1),
+                                         s_t=last(transitions.s_t))
+    return transitions
 
   @property
   def num_steps(self) -> int:
