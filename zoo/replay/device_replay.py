@@ -1,8 +1,7 @@
 """The frame replay mirrored on the JAX device, and its pure functions.
 
-`DeviceFrameReplay` keeps the host `FrameReplay` as the source of truth and
-mirrors its arrays on the device (each `add` uploads one step); the learner
-samples the same transitions inside its jitted call (docs/performance.md).
+`DeviceFrameReplay` mirrors the host `FrameReplay` (the source of truth) on
+the device, so the jitted learner samples there (docs/performance.md).
 """
 
 import functools
@@ -117,39 +116,28 @@ def write_step(arrays: DeviceArrays, slot, frame, action, reward, discount,
                episode_step) -> DeviceArrays:
   """Return the arrays with one step of every stream written at `slot` [K]."""
   streams = jnp.arange(slot.shape[0])
-  return DeviceArrays(
-      frames=arrays.frames.at[streams, slot].set(frame),
-      actions=arrays.actions.at[streams, slot].set(action),
-      rewards=arrays.rewards.at[streams, slot].set(reward),
-      discounts=arrays.discounts.at[streams, slot].set(discount),
-      episode_steps=arrays.episode_steps.at[streams, slot].set(episode_step),
-      num_added=arrays.num_added + 1,
-  )
+  values = (frame, action, reward, discount, episode_step)
+  return DeviceArrays(*(array.at[streams, slot].set(value)
+                        for array, value in zip(arrays[:5], values)),
+                      num_added=arrays.num_added + 1)
 
 
 def store(arrays: DeviceArrays, episode_step, timestep, actions,
           max_abs_reward: float, frame_of):
   """Add one step of the K streams by FrameReplay.add's rules.
 
-  Returns (arrays, episode_step).
-
-  Args:
-    arrays: one seed's arrays.
-    episode_step: [K] int32, each stream's episode step before this one.
-    timestep: fields [K, ...].
-    actions: [K] int32, the actions chosen on it.
-    max_abs_reward: rewards are clipped to ± this.
-    frame_of: fn(observation, episode_step) -> the [K, ...] frames to keep.
+  Returns (arrays, episode_step). `episode_step` [K]: each stream's before
+  this step; `actions` [K]: chosen on `timestep`; rewards are clipped to
+  ±`max_abs_reward`; `frame_of(observation, episode_step)`: the frames kept.
   """
   chex.assert_shape(actions, arrays.num_added.shape)
   first = timestep.step_type == environment.FIRST
   episode_step = jnp.where(first, 0, episode_step + 1)
   reward = jnp.clip(timestep.reward, -max_abs_reward, max_abs_reward)
   slot = arrays.num_added % arrays.actions.shape[1]
-  arrays = write_step(arrays, slot, frame_of(timestep.observation,
-                                             episode_step),
-                      actions, reward, timestep.discount, episode_step)
-  return arrays, episode_step
+  frame = frame_of(timestep.observation, episode_step)
+  return write_step(arrays, slot, frame, actions, reward, timestep.discount,
+                    episode_step), episode_step
 
 
 class DeviceFrameReplay(replay_lib.FrameReplay):
