@@ -9,6 +9,7 @@ Written under temporary names, renamed when complete; each save writes only
 the new steps and keeps the previous checkpoint (docs/data-safety.md).
 """
 
+import contextlib
 import hashlib
 import io
 import itertools
@@ -205,33 +206,27 @@ def _write_chunk(replay_dir: str, new_steps: Sequence[Steps]
   return name, digests
 
 
-def _previous(directory: str, iteration: int
-              ) -> Tuple[Optional[str], Dict[str, Any]]:
-  """Return the newest checkpoint before `iteration` whose meta loads."""
-  for number, path in iterations(directory):
-    if number < iteration:
-      try:
-        return path, load_meta(path)
-      except (OSError, ValueError):
-        continue
-  return None, {}
+def _keep_previous(directory: str, iteration: int
+                   ) -> Tuple[Optional[str], Dict[str, Any]]:
+  """Return the newest checkpoint before `iteration` whose meta loads, and it.
 
-
-def _keep_only(directory: str, previous: Optional[str],
-               previous_chunks: Sequence[str]) -> None:
-  """Delete every checkpoint but `previous`, and every chunk it does not use.
-
-  Before writing: the disk then holds at most those and the new chunk (what
-  zoo.loops.runner's disk check counts).
+  Deletes every other checkpoint and every chunk it does not use: the disk
+  then holds at most those and the new chunk (what zoo.loops.runner's disk
+  check counts).
   """
-  for _, path in iterations(directory):
+  previous, meta = None, {}
+  for number, path in iterations(directory):
+    if number < iteration and previous is None:
+      with contextlib.suppress(OSError, ValueError):
+        previous, meta = path, load_meta(path)
     if path != previous:
       _remove(path)
   _remove_temporaries(directory)
   replay_dir = os.path.join(directory, REPLAY_DIR)
   for name in os.listdir(replay_dir) if os.path.isdir(replay_dir) else ():
-    if name not in previous_chunks:
+    if name not in meta.get('replay_chunks', []):
       _remove(os.path.join(replay_dir, name))
+  return previous, meta
 
 
 def _write_state(temp: str, meta: Dict[str, Any], tree: Any) -> None:
@@ -275,10 +270,8 @@ def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
     WriteError: an OSError (a full disk); what this save wrote is removed.
   """
   os.makedirs(directory, exist_ok=True)
-  previous, previous_meta = _previous(directory, iteration)
-  previous_chunks = previous_meta.get('replay_chunks', [])
-  _keep_only(directory, previous, previous_chunks)
-  chunks = [name for name in previous_chunks
+  previous, previous_meta = _keep_previous(directory, iteration)
+  chunks = [name for name in previous_meta.get('replay_chunks', [])
             if chunk_range(name)[1] > keep_steps_from]
   if new_steps and chunks and chunk_range(chunks[-1])[1] != new_steps[0][0]:
     raise ValueError(f'New replay steps start at {new_steps[0][0]}, the '

@@ -204,8 +204,8 @@ def load(path: str, template: Any) -> checkpoint.Checkpoint:
     if np.shape(want) != got.shape:
       raise ValueError(f'Checkpoint {path}: leaf {name} has shape '
                        f'{got.shape}, expected {np.shape(want)}.')
-  tree = jax.tree.unflatten(treedef, loaded)
-  return checkpoint.Checkpoint(meta, tree, chunks)
+  return checkpoint.Checkpoint(meta, jax.tree.unflatten(treedef, loaded),
+                               chunks)
 
 
 def load_params(checkpoint_dir: str, iteration: Optional[int] = None,
@@ -218,9 +218,7 @@ def load_params(checkpoint_dir: str, iteration: Optional[int] = None,
   returns them; the settings (`Settings.checkpoint_config()`) rebuild the
   network (docs/running.md).
 
-  Raises:
-    ValueError: no checkpoint there (DamagedError: none intact;
-      FormatError: another format).
+  ValueError if there is none (DamagedError: none intact; FormatError).
   """
   if path is None:
     path, _ = choose(checkpoint_dir, iteration)

@@ -58,11 +58,9 @@ def fsync_path(path: str) -> None:
 
 def write_atomically(path: str, data: Union[str, bytes]) -> None:
   """Write text or bytes to `path` atomically (temp file, fsync, rename)."""
-  binary = isinstance(data, bytes)
   with atomic_path(path) as tmp:
-    with open(tmp, 'wb' if binary else 'w',
-              newline=None if binary else '') as f:
-      f.write(data)
+    with open(tmp, 'wb') as f:
+      f.write(data.encode() if isinstance(data, str) else data)
       f.flush()
       os.fsync(f.fileno())
 

@@ -159,11 +159,11 @@ def _recorded_holder(fd: int) -> Optional[str]:
     return 'a process whose record is unreadable'
 
 
-def _holder(fd: int, wait_seconds: float = 2.0) -> str:
+def _holder(fd: int) -> str:
   """Return who holds the lock, as its holder wrote it."""
   # The holder writes its record just after taking the lock: give it that
   # moment, so that two runs started together name each other.
-  deadline = time.monotonic() + wait_seconds
+  deadline = time.monotonic() + 2.0
   while (found := _recorded_holder(fd)) is None and time.monotonic() < deadline:
     time.sleep(0.02)
   return found or 'a process that is starting'
