@@ -1,4 +1,4 @@
-"""An Atari replay that lives on the device only: pure functions for jitted loops.
+"""An Atari replay on the device only: pure functions for jitted loops.
 
 device_replay's arrays, one uint8 frame [84, 84] per slot: DQN Zoo's 1M
 transitions take 7.07 GB, allocated at once by `empty`. `store` writes in
@@ -38,14 +38,6 @@ def empty(num_streams: int, stream_capacity: int, frame_shape=FRAME_SHAPE,
   return device_replay.empty(num_streams, stream_capacity, frame_shape)
 
 
-def newest_frame(observation: jax.Array, episode_step: jax.Array) -> jax.Array:
-  """Return the newest frame [K, H, W] of DQN Zoo stacks [K, H, W, S]."""
-  # zoo.environments.environment.newest_frame_index, in JAX.
-  index = jnp.minimum(episode_step, observation.shape[-1] - 1)
-  return jnp.take_along_axis(observation, index[:, None, None, None],
-                             axis=-1)[..., 0]
-
-
 def store(replay: device_replay.DeviceArrays, episode_step: jax.Array,
           timestep, actions: jax.Array, max_abs_reward: float,
           frame: Optional[jax.Array] = None):
@@ -59,7 +51,11 @@ def store(replay: device_replay.DeviceArrays, episode_step: jax.Array,
                     replay.actions.shape[:1] + frame_shape + (None,))
 
   def frame_of(observation, episode_step):
-    kept = newest_frame(observation, episode_step) if frame is None else frame
+    kept = frame
+    if frame is None:  # environment.newest_frame_index, in JAX.
+      index = jnp.minimum(episode_step, observation.shape[-1] - 1)
+      kept = jnp.take_along_axis(observation, index[:, None, None, None],
+                                 axis=-1)[..., 0]
     chex.assert_shape(kept, replay.actions.shape[:1] + frame_shape)
     return kept.astype(jnp.uint8)
 
@@ -76,13 +72,12 @@ def sample(replay: device_replay.DeviceArrays, rng_key, batch_size: int,
   """
   rng_key, stream, logical = device_replay.sample_indices(
       replay, rng_key, batch_size, num_stacked)
-  transitions = gather(replay, stream, logical, num_stacked, stacks_last)
-  return rng_key, transitions
+  return rng_key, gather(replay, stream, logical, num_stacked, stacks_last)
 
 
 def gather(replay: device_replay.DeviceArrays, stream, logical,
            num_stacked: int = NUM_STACKED, stacks_last: bool = True):
-  """Return the transitions at (stream, logical index) [B] (FrameReplay.gather)."""
+  """Return the transitions at (stream, logical index) [B], as FrameReplay's."""
   transitions = device_replay.gather(replay, stream, logical, num_stacked)
   if stacks_last:
     transitions = transitions._replace(

@@ -1,8 +1,7 @@
 """The frame replay mirrored on the JAX device, and its pure functions.
 
-`DeviceFrameReplay` keeps the host `FrameReplay` as the source of truth and
-mirrors its arrays on the device (each `add` uploads one step); the learner
-samples the same transitions inside its jitted call (docs/performance.md).
+`DeviceFrameReplay` mirrors the host `FrameReplay` (the source of truth) on
+the device, so the jitted learner samples there (docs/performance.md).
 """
 
 import functools
@@ -85,25 +84,8 @@ def sample_indices(arrays: DeviceArrays, rng_key, batch_size: int,
 def gather(arrays: DeviceArrays, stream, logical, num_stacked: int
            ) -> replay_lib.Transitions:
   """FrameReplay.gather(stream, logical, stacks_last=False), in JAX."""
-  capacity = arrays.episode_steps.shape[1]
-  slot_t = logical % capacity
-  slot_tm1 = (logical - 1) % capacity
-  step_t = arrays.episode_steps[stream, slot_t]
-  frame_rank = arrays.frames.ndim - 2
-  stacks = []
-  for logical_s, step_s in ((logical - 1, step_t - 1), (logical, step_t)):
-    index, valid = replay_lib.stack_indices(logical_s, step_s, num_stacked,
-                                            xp=jnp)
-    frames = arrays.frames[stream[:, None], index % capacity]
-    valid = valid.reshape(valid.shape + (1,) * frame_rank)
-    stacks.append(jnp.where(valid, frames, jnp.zeros((), frames.dtype)))
-  return replay_lib.Transitions(
-      s_tm1=stacks[0],
-      a_tm1=arrays.actions[stream, slot_tm1],
-      r_t=arrays.rewards[stream, slot_t],
-      discount_t=arrays.discounts[stream, slot_t],
-      s_t=stacks[1],
-  )
+  return replay_lib.transitions_at(*arrays[:5], stream, logical, num_stacked,
+                                   xp=jnp)
 
 
 def sample(arrays: DeviceArrays, rng_key, batch_size: int, num_stacked: int):
@@ -134,39 +116,28 @@ def write_step(arrays: DeviceArrays, slot, frame, action, reward, discount,
                episode_step) -> DeviceArrays:
   """Return the arrays with one step of every stream written at `slot` [K]."""
   streams = jnp.arange(slot.shape[0])
-  return DeviceArrays(
-      frames=arrays.frames.at[streams, slot].set(frame),
-      actions=arrays.actions.at[streams, slot].set(action),
-      rewards=arrays.rewards.at[streams, slot].set(reward),
-      discounts=arrays.discounts.at[streams, slot].set(discount),
-      episode_steps=arrays.episode_steps.at[streams, slot].set(episode_step),
-      num_added=arrays.num_added + 1,
-  )
+  values = (frame, action, reward, discount, episode_step)
+  return DeviceArrays(*(array.at[streams, slot].set(value)
+                        for array, value in zip(arrays[:5], values)),
+                      num_added=arrays.num_added + 1)
 
 
 def store(arrays: DeviceArrays, episode_step, timestep, actions,
           max_abs_reward: float, frame_of):
   """Add one step of the K streams by FrameReplay.add's rules.
 
-  Returns (arrays, episode_step).
-
-  Args:
-    arrays: one seed's arrays.
-    episode_step: [K] int32, each stream's episode step before this one.
-    timestep: fields [K, ...].
-    actions: [K] int32, the actions chosen on it.
-    max_abs_reward: rewards are clipped to ± this.
-    frame_of: fn(observation, episode_step) -> the [K, ...] frames to keep.
+  Returns (arrays, episode_step). `episode_step` [K]: each stream's before
+  this step; `actions` [K]: chosen on `timestep`; rewards are clipped to
+  ±`max_abs_reward`; `frame_of(observation, episode_step)`: the frames kept.
   """
   chex.assert_shape(actions, arrays.num_added.shape)
   first = timestep.step_type == environment.FIRST
   episode_step = jnp.where(first, 0, episode_step + 1)
   reward = jnp.clip(timestep.reward, -max_abs_reward, max_abs_reward)
   slot = arrays.num_added % arrays.actions.shape[1]
-  arrays = write_step(arrays, slot, frame_of(timestep.observation,
-                                             episode_step),
-                      actions, reward, timestep.discount, episode_step)
-  return arrays, episode_step
+  frame = frame_of(timestep.observation, episode_step)
+  return write_step(arrays, slot, frame, actions, reward, timestep.discount,
+                    episode_step), episode_step
 
 
 class DeviceFrameReplay(replay_lib.FrameReplay):
@@ -180,47 +151,38 @@ class DeviceFrameReplay(replay_lib.FrameReplay):
     self._write_step = jax.jit(write_step, donate_argnums=0)
     self.sampler = functools.partial(sample, num_stacked=self._num_stacked)
     self._device_arrays = self._upload()
-    self._stale = False  # Host arrays changed outside `add` (a restore).
 
   @property
   def device_arrays(self) -> DeviceArrays:
     """Return the device arrays, to pass to a jitted `sampler` call."""
-    self._sync()
-    return self._device_arrays
-
-  def _sync(self) -> None:
-    if self._stale:
+    if self._device_arrays is None:  # A restore changed the host arrays.
       self._device_arrays = self._upload()
-      self._stale = False
+    return self._device_arrays
 
   def _upload(self) -> DeviceArrays:
     # jnp.array copies: on a CPU, device_put may alias the numpy memory, which
     # the donated writes would then overwrite behind numpy's back.
     return jax.tree.map(jnp.array, DeviceArrays(
-        frames=self._frames, actions=self._actions, rewards=self._rewards,
-        discounts=self._discounts, episode_steps=self._episode_steps,
-        num_added=self._num_added.astype(np.int32)))
+        *self._arrays().values(), self._num_added.astype(np.int32)))
 
   def add(self, step_type, observation, action, reward, discount) -> None:
-    self._sync()
+    arrays = self.device_arrays  # Before the host adds the step.
     slot = self._num_added % self._stream_capacity
     super().add(step_type, observation, action, reward, discount)
     streams = np.arange(self._num_streams)
     self._device_arrays = self._write_step(
-        self._device_arrays, slot.astype(np.int32),
-        self._frames[streams, slot], self._actions[streams, slot],
-        self._rewards[streams, slot], self._discounts[streams, slot],
-        self._episode_steps[streams, slot])
+        arrays, slot.astype(np.int32),
+        *(array[streams, slot] for array in self._arrays().values()))
 
   def set_state(self, state) -> None:
     super().set_state(state)
-    self._stale = True
+    self._device_arrays = None
 
   def put_steps(self, begin, arrays) -> None:
     # A restore calls set_state, then put_steps a few times: the whole replay
     # is uploaded once, when the device arrays are next needed.
     super().put_steps(begin, arrays)
-    self._stale = True
+    self._device_arrays = None
 
   def check_sampleable(self) -> None:
     """Raise FrameReplay.sample's ValueError (the device sampler cannot)."""

@@ -22,38 +22,47 @@ class Transitions(NamedTuple):
   s_t: np.ndarray         # [B, H, W, S] uint8
 
 
-def stack_indices(logical, episode_step, num_stacked: int, xp=np):
-  """Return logical frame indices [B, S] of the stacks at `logical` [B].
-
-  Also which positions hold a frame (else padding zeros).
-
-  `episode_step` [B]: the stack's newest frame's; `xp`: numpy or jax.numpy.
-  """
-  offsets = xp.arange(num_stacked)
-  count = xp.minimum(episode_step, num_stacked - 1)[:, None] + 1
-  index = logical[:, None] - (count - 1) + offsets
-  valid = offsets < count
-  return index, valid
-
-
-def is_valid_transition(logical, episode_step, oldest, num_stacked: int, xp=np):
+def is_valid_transition(logical, episode_step, oldest, num_stacked: int,
+                        xp=np):
   """Return whether slot `logical` gives a transition whose frames are held."""
   first_needed = logical - 1 - xp.minimum(episode_step - 1, num_stacked - 1)
   return (episode_step >= 1) & (first_needed >= oldest)
 
 
+def transitions_at(frames, actions, rewards, discounts, episode_steps, stream,
+                   logical, num_stacked: int, xp=np) -> Transitions:
+  """Return the transitions at (stream, logical index) [B], stacks [B, S, ...].
+
+  The arrays are [K, C, ...] (slot = logical mod C); `xp`: numpy or jax.numpy.
+  """
+  capacity = episode_steps.shape[1]
+  slot_t = logical % capacity
+  step_t = episode_steps[stream, slot_t]
+  offsets = xp.arange(num_stacked)
+  stacks = []
+  for logical_s, step_s in ((logical - 1, step_t - 1), (logical, step_t)):
+    # The stack at logical_s holds its episode's frames up to it, the older
+    # positions padded with zeros.
+    count = xp.minimum(step_s, num_stacked - 1)[:, None] + 1
+    index = logical_s[:, None] - (count - 1) + offsets
+    stack = frames[stream[:, None], index % capacity]
+    held = (offsets < count)[(...,) + (None,) * (frames.ndim - 2)]
+    stacks.append(xp.where(held, stack, xp.zeros((), stack.dtype)))
+  return Transitions(
+      s_tm1=stacks[0],
+      a_tm1=actions[stream, (logical - 1) % capacity],
+      r_t=rewards[stream, slot_t],
+      discount_t=discounts[stream, slot_t],
+      s_t=stacks[1],
+  )
+
+
 class FrameReplay:
   """Uniform transition replay for K streams, one stored frame per step."""
 
-  def __init__(
-      self,
-      capacity: int,
-      num_streams: int,
-      frame_shape=(84, 84),
-      num_stacked_frames: int = 4,
-      seed: int = 0,
-  ):
-    """Allocate the replay: `capacity` transitions split evenly over the streams."""
+  def __init__(self, capacity: int, num_streams: int, frame_shape=(84, 84),
+               num_stacked_frames: int = 4, seed: int = 0):
+    """Allocate `capacity` transitions, split evenly over the streams."""
     if num_streams < 1:
       raise ValueError(f'num_streams must be >= 1, got {num_streams}.')
     if num_stacked_frames < 1:
@@ -105,14 +114,9 @@ class FrameReplay:
   def add(self, step_type: np.ndarray, observation: np.ndarray,
           action: np.ndarray, reward: np.ndarray,
           discount: np.ndarray) -> None:
-    """Add one step of every stream.
+    """Add one step of every stream: [K] arrays, observations [K, H, W, S].
 
-    Args:
-      step_type: [K] dm_env step types (FIRST=0).
-      observation: [K, H, W, S] uint8 stacks as the environment emitted them.
-      action: [K] actions the agent chose on these observations.
-      reward: [K] clipped rewards of the steps (ignored on FIRST).
-      discount: [K] environment discounts of the steps.
+    `action`: chosen on `observation`; `reward`: clipped (ignored on FIRST).
     """
     k = self._num_streams
     if observation.shape != (k,) + self._frame_shape + (self._num_stacked,):
@@ -122,25 +126,22 @@ class FrameReplay:
     self._episode_step = np.where(first, 0, self._episode_step + 1)
     slot = self._num_added % self._stream_capacity
     streams = np.arange(k)
-    self._frames[streams, slot] = observation[
-        streams, ..., environment.newest_frame_index(self._episode_step,
-                                                     self._num_stacked)]
-    self._actions[streams, slot] = action
-    self._rewards[streams, slot] = reward
-    self._discounts[streams, slot] = discount
-    self._episode_steps[streams, slot] = self._episode_step
+    frame = observation[streams, ..., environment.newest_frame_index(
+        self._episode_step, self._num_stacked)]
+    for array, value in zip(self._arrays().values(), (
+        frame, action, reward, discount, self._episode_step)):
+      array[streams, slot] = value
     self._num_added += 1
 
   def _draw_valid(self, batch_size: int):
     """Draw (stream, logical index) of valid transitions, uniformly."""
     held = np.minimum(self._num_added, self._stream_capacity)
     oldest = self._num_added - held
-    total = int(held.sum())
-    starts = np.concatenate([[0], np.cumsum(held)[:-1]])
+    starts = np.cumsum(held) - held
     streams_out, logical_out = [], []
     num_found = 0
     for _ in range(1000):  # Rejection; episode starts are rare.
-      u = self._rng.integers(total, size=2 * batch_size)
+      u = self._rng.integers(self.size, size=2 * batch_size)
       stream = np.searchsorted(starts, u, side='right') - 1
       logical = oldest[stream] + (u - starts[stream])
       step = self._episode_steps[stream, logical % self._stream_capacity]
@@ -172,25 +173,13 @@ class FrameReplay:
 
     A logical index counts a stream's steps (slot = logical mod capacity).
     """
-    cap = self._stream_capacity
-    slot_t = logical % cap
-    slot_tm1 = (logical - 1) % cap
-    step_t = self._episode_steps[stream, slot_t]
-    stacks = []
-    for logical_s, step_s in ((logical - 1, step_t - 1), (logical, step_t)):
-      index, valid = stack_indices(logical_s, step_s, self._num_stacked)
-      frames = self._frames[stream[:, None], index % cap]  # [B, S, H, W]
-      frames[~valid] = 0  # Padding of stacks near an episode start.
-      if stacks_last:
-        frames = np.ascontiguousarray(np.moveaxis(frames, 1, -1))
-      stacks.append(frames)
-    return Transitions(
-        s_tm1=stacks[0],
-        a_tm1=self._actions[stream, slot_tm1],
-        r_t=self._rewards[stream, slot_t],
-        discount_t=self._discounts[stream, slot_t],
-        s_t=stacks[1],
-    )
+    transitions = transitions_at(*self._arrays().values(), stream, logical,
+                                 self._num_stacked)
+    if stacks_last:
+      last = lambda stack: np.ascontiguousarray(np.moveaxis(stack, 1, -1))
+      transitions = transitions._replace(s_tm1=last(transitions.s_tm1),
+                                         s_t=last(transitions.s_t))
+    return transitions
 
   @property
   def num_steps(self) -> int:
@@ -221,8 +210,7 @@ class FrameReplay:
     n = arrays['frames'].shape[1]
     for name, array in self._arrays().items():
       shape = arrays[name].shape
-      if (shape[0] != array.shape[0] or shape[1] != n or
-          shape[2:] != array.shape[2:]):
+      if shape != array.shape[:1] + (n,) + array.shape[2:]:
         raise ValueError(f'Replay steps {name} have shape {shape}, '
                          f'incompatible with {array.shape}.')
     skip = max(n - self._stream_capacity, 0)

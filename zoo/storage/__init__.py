@@ -1,1 +1,1 @@
-"""What a run writes: atomic files, the results CSV, run.json, verified checkpoints, the run directory."""
+"""What a run writes: its files, results CSV, run.json, checkpoints, lock."""

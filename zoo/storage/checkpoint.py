@@ -9,7 +9,10 @@ Written under temporary names, renamed when complete; each save writes only
 the new steps and keeps the previous checkpoint (docs/data-safety.md).
 """
 
+import contextlib
 import hashlib
+import io
+import itertools
 import json
 import os
 import re
@@ -27,7 +30,6 @@ _CHUNK = re.compile(r'^steps_(\d+)_(\d+)$')
 META_FILE = 'meta.json'
 TREE_FILE = 'tree.npz'
 REPLAY_DIR = 'replay'
-_BLOCK = 1 << 22
 # The layout of a checkpoint (meta keys, tree, replay chunks, what a loop
 # keeps in its meta); raise it whenever a change makes older ones unreadable.
 FORMAT = 3
@@ -75,12 +77,9 @@ def iterations(directory: str) -> List[Tuple[int, str]]:
   """Return (iteration, path) of every checkpoint directory, newest first."""
   if not directory or not os.path.isdir(directory):
     return []
-  found = []
-  for name in os.listdir(directory):
-    match = _NAME.match(name)
-    if match:
-      found.append((int(match.group(1)), os.path.join(directory, name)))
-  return sorted(found, reverse=True)
+  return sorted(((int(match.group(1)), os.path.join(directory, name))
+                 for name in os.listdir(directory)
+                 if (match := _NAME.match(name))), reverse=True)
 
 
 def latest(directory: str) -> Optional[str]:
@@ -96,42 +95,21 @@ def iteration_of(path: str) -> int:
   return int(_NAME.match(os.path.basename(path)).group(1))
 
 
-class _Hashing:
-  """A binary file that records the size and SHA-256 of what is written."""
-
-  def __init__(self, f):
-    self._file, self._hash, self.size = f, hashlib.sha256(), 0
-
-  def write(self, data) -> int:
-    data = memoryview(data).cast('B')
-    self._hash.update(data)
-    self.size += len(data)
-    return self._file.write(data)
-
-  def digest(self) -> List[Any]:
-    return [self.size, self._hash.hexdigest()]
+def chunk_range(name: str) -> Tuple[int, int]:
+  begin, end = _CHUNK.match(name).groups()
+  return int(begin), int(end)
 
 
 def file_digest(path: str) -> List[Any]:
   """Return [size, SHA-256 hex] of a file."""
-  digest, size = hashlib.sha256(), 0
   with open(path, 'rb') as f:
-    while True:
-      block = f.read(_BLOCK)
-      if not block:
-        return [size, digest.hexdigest()]
-      digest.update(block)
-      size += len(block)
+    digest = hashlib.file_digest(f, 'sha256').hexdigest()
+    return [f.tell(), digest]
 
 
 def meta_digest(meta: Dict[str, Any]) -> str:
   body = {k: v for k, v in meta.items() if k != 'meta_sha256'}
   return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
-def chunk_range(name: str) -> Tuple[int, int]:
-  begin, end = _CHUNK.match(name).groups()
-  return int(begin), int(end)
 
 
 def _path_entry(key) -> Any:
@@ -161,21 +139,26 @@ def _write_file(path: str, write: Callable[[Any], Any]) -> Any:
   return result
 
 
-def _write_npy(raw, pieces: Sequence[np.ndarray]) -> List[Any]:
+def _write_npy(f, pieces: Sequence[np.ndarray]) -> List[Any]:
   """Write [K, n_i, ...] pieces joined on axis 1 as .npy; return its digest.
 
   Piece by piece, as contiguous views: nothing is copied into one array.
   """
   first = pieces[0]
   shape = (first.shape[0], sum(p.shape[1] for p in pieces)) + first.shape[2:]
-  f = _Hashing(raw)
-  np.lib.format.write_array_header_2_0(f, {
+  header = io.BytesIO()
+  np.lib.format.write_array_header_2_0(header, {
       'descr': np.lib.format.dtype_to_descr(first.dtype),
       'fortran_order': False, 'shape': shape})
-  for k in range(shape[0]):
-    for piece in pieces:
-      f.write(np.ascontiguousarray(piece[k]))
-  return f.digest()
+  digest, size = hashlib.sha256(), 0
+  for data in itertools.chain([header.getvalue()], (
+      np.ascontiguousarray(piece[k]) for k in range(shape[0])
+      for piece in pieces)):
+    data = memoryview(data).cast('B')
+    digest.update(data)
+    size += len(data)
+    f.write(data)
+  return [size, digest.hexdigest()]
 
 
 def _remove(path: str) -> None:
@@ -188,7 +171,14 @@ def _remove(path: str) -> None:
   shutil.rmtree(doomed, ignore_errors=True)
 
 
-def _write_chunk(directory: str, new_steps: Sequence[Steps]
+def _remove_temporaries(directory: str) -> None:
+  """Delete the '.tmp-' entries killed or failed writers left."""
+  for name in os.listdir(directory) if os.path.isdir(directory) else ():
+    if name.startswith('.tmp-'):
+      shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+
+
+def _write_chunk(replay_dir: str, new_steps: Sequence[Steps]
                  ) -> Tuple[str, Dict[str, List[Any]]]:
   """Write consecutive step pieces as one chunk; return its name, digests."""
   begin = end = new_steps[0][0]
@@ -198,10 +188,7 @@ def _write_chunk(directory: str, new_steps: Sequence[Steps]
                        f'{end}.')
     end += next(iter(arrays.values())).shape[1]
   name = f'steps_{begin:012d}_{end:012d}'
-  replay_dir = os.path.join(directory, REPLAY_DIR)
-  os.makedirs(replay_dir, exist_ok=True)
   temp = os.path.join(replay_dir, f'.tmp-{name}-{os.getpid()}')
-  shutil.rmtree(temp, ignore_errors=True)
   os.makedirs(temp)
   digests = {}
   for array_name in new_steps[0][1]:
@@ -219,36 +206,27 @@ def _write_chunk(directory: str, new_steps: Sequence[Steps]
   return name, digests
 
 
-def _previous(directory: str, iteration: int
-              ) -> Tuple[Optional[str], Dict[str, Any]]:
-  """Return the newest checkpoint before `iteration` whose meta loads."""
-  for number, path in iterations(directory):
-    if number < iteration:
-      try:
-        return path, load_meta(path)
-      except (OSError, ValueError):
-        continue
-  return None, {}
+def _keep_previous(directory: str, iteration: int
+                   ) -> Tuple[Optional[str], Dict[str, Any]]:
+  """Return the newest checkpoint before `iteration` whose meta loads, and it.
 
-
-def _keep_only(directory: str, previous: Optional[str],
-               previous_chunks: Sequence[str]) -> None:
-  """Delete every checkpoint but `previous`, and every chunk it does not use.
-
-  Before writing: the disk then holds at most those and the new chunk (what
-  zoo.loops.runner's disk check counts).
+  Deletes every other checkpoint and every chunk it does not use: the disk
+  then holds at most those and the new chunk (what zoo.loops.runner's disk
+  check counts).
   """
-  for _, path in iterations(directory):
+  previous, meta = None, {}
+  for number, path in iterations(directory):
+    if number < iteration and previous is None:
+      with contextlib.suppress(OSError, ValueError):
+        previous, meta = path, load_meta(path)
     if path != previous:
       _remove(path)
-  for name in os.listdir(directory):  # Left by killed processes.
-    if name.startswith('.tmp-'):
-      shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+  _remove_temporaries(directory)
   replay_dir = os.path.join(directory, REPLAY_DIR)
-  if os.path.isdir(replay_dir):
-    for name in os.listdir(replay_dir):
-      if name not in previous_chunks:
-        _remove(os.path.join(replay_dir, name))
+  for name in os.listdir(replay_dir) if os.path.isdir(replay_dir) else ():
+    if name not in meta.get('replay_chunks', []):
+      _remove(os.path.join(replay_dir, name))
+  return previous, meta
 
 
 def _write_state(temp: str, meta: Dict[str, Any], tree: Any) -> None:
@@ -268,40 +246,32 @@ def _write_state(temp: str, meta: Dict[str, Any], tree: Any) -> None:
 
 def _write_error(directory: str, iteration: int, previous: Optional[str],
                  error: OSError) -> WriteError:
-  kept = (f'the previous checkpoint, {previous}, is intact: free some disk '
-          'space (or fix the cause) and rerun the same command to resume '
-          'from it' if previous else
-          'there is no earlier checkpoint: free some disk space (or fix the '
-          'cause) and rerun the same command to start again')
+  kept, then = ((f'the previous checkpoint, {previous}, is intact',
+                 'resume from it') if previous else
+                ('there is no earlier checkpoint', 'start again'))
   return WriteError(
       f'Cannot write the checkpoint of iteration {iteration} in {directory} '
-      f'({error}); what it wrote was removed, and {kept}.', error.errno)
+      f'({error}); what it wrote was removed, and {kept}: free some disk '
+      f'space (or fix the cause) and rerun the same command to {then}.',
+      error.errno)
 
 
 def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
          new_steps: Sequence[Steps] = (), keep_steps_from: int = 0) -> str:
   """Write a checkpoint for `iteration` atomically; return its path.
 
-  The newest earlier checkpoint is kept (the fallback); the others go, and
-  so do the chunks neither uses.
-
-  Args:
-    directory: the run's checkpoint directory.
-    iteration: names the checkpoint.
-    meta: JSON-able state (counters, config, rows, RNG states).
-    tree: pytree of arrays (agent state).
-    new_steps: replay steps since the previous checkpoint (FrameReplay.steps).
-    keep_steps_from: the oldest replay step still needed.
+  Keeps the newest earlier checkpoint (the fallback) and deletes the others
+  and the chunks neither uses. `meta`: JSON-able state; `tree`: a pytree of
+  arrays; `new_steps`: the replay steps since the previous checkpoint
+  (FrameReplay.steps); `keep_steps_from`: the oldest replay step still needed.
 
   Raises:
     ValueError: the new steps do not continue the previous checkpoint's.
     WriteError: an OSError (a full disk); what this save wrote is removed.
   """
   os.makedirs(directory, exist_ok=True)
-  previous, previous_meta = _previous(directory, iteration)
-  previous_chunks = previous_meta.get('replay_chunks', [])
-  _keep_only(directory, previous, previous_chunks)
-  chunks = [name for name in previous_chunks
+  previous, previous_meta = _keep_previous(directory, iteration)
+  chunks = [name for name in previous_meta.get('replay_chunks', [])
             if chunk_range(name)[1] > keep_steps_from]
   if new_steps and chunks and chunk_range(chunks[-1])[1] != new_steps[0][0]:
     raise ValueError(f'New replay steps start at {new_steps[0][0]}, the '
@@ -319,21 +289,19 @@ def save(directory: str, iteration: int, meta: Dict[str, Any], tree: Any,
         for name in chunks
         for file_name in sorted(os.listdir(os.path.join(replay_dir, name)))}
     if new_steps:
-      new_chunk, digests = _write_chunk(directory, new_steps)
+      os.makedirs(replay_dir, exist_ok=True)
+      new_chunk, digests = _write_chunk(replay_dir, new_steps)
       chunks.append(new_chunk)
       replay_files.update(digests)
-    shutil.rmtree(temp, ignore_errors=True)
     _write_state(temp, dict(meta, format=FORMAT, replay_chunks=chunks,
                             replay_files=replay_files), tree)
     os.rename(temp, final)
     files.fsync_path(directory)
   except OSError as e:
-    shutil.rmtree(temp, ignore_errors=True)
     if new_chunk is not None:  # No checkpoint uses it.
       shutil.rmtree(os.path.join(replay_dir, new_chunk), ignore_errors=True)
-    for name in os.listdir(replay_dir) if os.path.isdir(replay_dir) else ():
-      if name.startswith('.tmp-'):
-        shutil.rmtree(os.path.join(replay_dir, name), ignore_errors=True)
+    _remove_temporaries(directory)
+    _remove_temporaries(replay_dir)
     raise _write_error(directory, iteration, previous, e) from e
   return final
 

@@ -1,4 +1,4 @@
-"""Run checkpoints read back (zoo.storage.checkpoint): verified, chosen, loaded.
+"""Run checkpoints read back: verified, chosen, loaded.
 
 A checkpoint is trusted only once `verify` found every file its meta lists
 with its recorded size and hash.
@@ -19,89 +19,66 @@ from zoo.storage import checkpoint
 _VERIFIED: Dict[str, Any] = {}
 
 
-def _check_file(path: str, file: str, size: int, digest: str
-                ) -> Optional[checkpoint.Damage]:
+def _fault(file: str, size: int, digest: str) -> Optional[str]:
+  """Return how `file` differs from what was written, or None."""
   try:
     actual = os.path.getsize(file)
   except OSError:
-    return checkpoint.Damage(path, file, 'missing')
-  if actual == 0 < size:
-    return checkpoint.Damage(path, file, f'empty (0 bytes, {size:,} written)')
-  if actual < size:
-    return checkpoint.Damage(
-        path, file, f'truncated ({actual:,} bytes, {size:,} '
-        'written)')
-  if actual > size:
-    return checkpoint.Damage(
-        path, file, f'longer than written ({actual:,} bytes, '
-        f'{size:,} written)')
+    return 'missing'
+  if actual != size:
+    how = ('empty' if actual == 0 else 'truncated' if actual < size
+           else 'longer than written')
+    return f'{how} ({actual:,} bytes, {size:,} written)'
   if checkpoint.file_digest(file)[1] != digest:
-    return checkpoint.Damage(
-        path, file, 'corrupted (its content does not match the '
-        'SHA-256 recorded when it was written)')
+    return ('corrupted (its content does not match the SHA-256 recorded '
+            'when it was written)')
   return None
-
-
-def _listed_files(path: str, meta: Dict[str, Any]) -> Dict[str, List[Any]]:
-  """Return {file path: [size, SHA-256]} of what a checkpoint needs."""
-  replay_dir = os.path.join(os.path.dirname(path), checkpoint.REPLAY_DIR)
-  listed = {os.path.join(path, name): value
-            for name, value in meta.get('files', {}).items()}
-  listed.update({os.path.join(replay_dir, name): value
-                 for name, value in meta.get('replay_files', {}).items()})
-  return listed
-
-
-def _stats(files) -> Tuple[Any, ...]:
-  out = []
-  for file in files:
-    try:
-      stat = os.stat(file)
-    except OSError:
-      return ()
-    out.append((file, stat.st_size, stat.st_mtime_ns, stat.st_ino))
-  return tuple(out)
 
 
 def verify(path: str) -> Optional[checkpoint.Damage]:
   """Return the first damage found in the checkpoint at `path`, or None.
 
-  Checks meta.json against its own SHA-256, and every file it lists against
-  its recorded size and SHA-256. Another format is not damage (load_meta
-  refuses it).
+  Another format is not damage (load_meta refuses it).
   """
   meta_file = os.path.join(path, checkpoint.META_FILE)
+  text = b''
   try:
     with open(meta_file, 'rb') as f:
       text = f.read()
+    meta = json.loads(text)
+    if not isinstance(meta, dict):
+      raise ValueError('not an object')
   except FileNotFoundError:
     return checkpoint.Damage(path, meta_file, 'missing')
   except OSError as e:
     return checkpoint.Damage(path, meta_file, f'unreadable ({e.strerror})')
-  if not text:
-    return checkpoint.Damage(path, meta_file, 'empty (0 bytes)')
-  try:
-    meta = json.loads(text)
-    if not isinstance(meta, dict):
-      raise ValueError('not an object')
   except ValueError:  # UnicodeDecodeError and JSONDecodeError too.
-    return checkpoint.Damage(
-        path, meta_file, f'truncated or corrupted ({len(text):,} '
-        'bytes that are not a complete JSON object)')
+    return checkpoint.Damage(path, meta_file, (
+        f'truncated or corrupted ({len(text):,} bytes that are not a '
+        'complete JSON object)') if text else 'empty (0 bytes)')
   if meta.get('format') != checkpoint.FORMAT:
     return None
   if meta.get('meta_sha256') != checkpoint.meta_digest(meta):
     return checkpoint.Damage(
         path, meta_file, 'corrupted (its content does not match '
         'the SHA-256 recorded in it)')
-  listed = _listed_files(path, meta)
-  stats = _stats([meta_file] + sorted(listed))
+  replay_dir = os.path.join(os.path.dirname(path), checkpoint.REPLAY_DIR)
+  listed = {os.path.join(path, name): value
+            for name, value in meta.get('files', {}).items()}
+  listed.update({os.path.join(replay_dir, name): value
+                 for name, value in meta.get('replay_files', {}).items()})
+  try:  # Unchanged files (size, time, inode) are not hashed again.
+    stats = tuple((file, s.st_size, s.st_mtime_ns, s.st_ino)
+                  for file in [meta_file] + sorted(listed)
+                  for s in [os.stat(file)])
+  except OSError:
+    stats = ()
   if stats and _VERIFIED.get(path) == stats:
     return None
   for file in sorted(listed, key=lambda f: (not f.startswith(path), f)):
-    damage = _check_file(path, file, *listed[file])
-    if damage:
-      return damage
+    fault = _fault(file, *listed[file])
+    if fault:
+      return checkpoint.Damage(path, file, fault)
   _VERIFIED[path] = stats
   return None
 
@@ -118,30 +95,24 @@ def newest_intact(directory: str
   return None, damages
 
 
-def describe(damages: Sequence[checkpoint.Damage]) -> str:
-  """Return 'FILE is REASON; ...' for damaged checkpoints."""
-  return '; '.join(str(d) for d in damages)
-
-
 def fallback_warning(path: str, damages: Sequence[checkpoint.Damage]) -> str:
   """Return the warning printed when newer checkpoints were skipped."""
-  return (f'Warning: the newest checkpoint is damaged: {describe(damages)}. '
-          f'Using the previous one, {path}.')
+  return (f'Warning: the newest checkpoint is damaged: '
+          f'{"; ".join(map(str, damages))}. Using the previous one, {path}.')
 
 
 def no_intact_message(directory: str,
                       damages: Sequence[checkpoint.Damage]) -> str:
   """Return why `directory` has no usable checkpoint (callers add choices)."""
-  return (f'No intact checkpoint in {directory}: {describe(damages)}.')
+  damaged = '; '.join(map(str, damages))
+  return f'No intact checkpoint in {directory}: {damaged}.'
 
 
 def choose(checkpoint_dir: str, iteration: Optional[int] = None
            ) -> Tuple[str, List[checkpoint.Damage]]:
   """Return (verified checkpoint path, damaged newer ones skipped).
 
-  Args:
-    checkpoint_dir: a run's checkpoint directory.
-    iteration: a kept checkpoint's iteration; None: the newest intact one.
+  `iteration`: a kept checkpoint's iteration; None: the newest intact one.
 
   Raises:
     DamagedError: none intact (or the one asked for is damaged).
@@ -215,12 +186,9 @@ def load(path: str, template: Any) -> checkpoint.Checkpoint:
   _check_intact(path)
   try:
     meta = checkpoint.load_meta(path)
-  except (OSError, ValueError) as e:
-    if isinstance(e, checkpoint.FormatError):
-      raise
-    raise _unreadable(path, e) from e
-  try:
     arrays, chunks = _read(path, meta, None)
+  except checkpoint.FormatError:
+    raise
   except _READ_ERRORS as e:
     raise _unreadable(path, e) from e
   leaves, treedef = jax.tree.flatten(template)
@@ -236,8 +204,8 @@ def load(path: str, template: Any) -> checkpoint.Checkpoint:
     if np.shape(want) != got.shape:
       raise ValueError(f'Checkpoint {path}: leaf {name} has shape '
                        f'{got.shape}, expected {np.shape(want)}.')
-  tree = jax.tree.unflatten(treedef, loaded)
-  return checkpoint.Checkpoint(meta, tree, chunks)
+  return checkpoint.Checkpoint(meta, jax.tree.unflatten(treedef, loaded),
+                               chunks)
 
 
 def load_params(checkpoint_dir: str, iteration: Optional[int] = None,
@@ -246,14 +214,11 @@ def load_params(checkpoint_dir: str, iteration: Optional[int] = None,
   """Return (online network parameters, settings) of a run's checkpoint.
 
   The newest intact checkpoint, or that of `iteration` (or at `path`, as
-  `choose` returned it). The parameters are read by name, as
-  `hk.transform(network_fn).init` returns them; the settings are
-  `Settings.checkpoint_config()`, enough to rebuild the network
-  (docs/running.md).
+  `choose` returned it). The parameters are keyed as `hk.transform(...).init`
+  returns them; the settings (`Settings.checkpoint_config()`) rebuild the
+  network (docs/running.md).
 
-  Raises:
-    ValueError: no checkpoint there (DamagedError: none intact;
-      FormatError: another format).
+  ValueError if there is none (DamagedError: none intact; FormatError).
   """
   if path is None:
     path, _ = choose(checkpoint_dir, iteration)

@@ -10,14 +10,9 @@ from typing import Any, Dict, Iterator, Sequence, Union
 
 
 def make_writable_directory(directory: str) -> None:
-  """Create `directory` if needed and check a file can be written (else OSError)."""
+  """Create `directory` if needed; OSError if no file can be written there."""
   os.makedirs(directory, exist_ok=True)
-  _probe(directory)
-
-
-def _probe(directory: str) -> None:
-  with tempfile.NamedTemporaryFile(dir=directory, prefix='.write-probe-'):
-    pass
+  check_writable_directory(directory)
 
 
 def check_writable_directory(directory: str) -> None:
@@ -27,14 +22,15 @@ def check_writable_directory(directory: str) -> None:
     path = os.path.dirname(path)
   if not os.path.isdir(path):
     raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
-  _probe(path)
+  with tempfile.NamedTemporaryFile(dir=path, prefix='.write-probe-'):
+    pass
 
 
 @contextlib.contextmanager
 def atomic_path(path: str) -> Iterator[str]:
   """Yield a temporary path beside `path`; move it onto `path` on success.
 
-  Its name ends in '.tmp': scans for '*.csv' never pick up a killed writer's file.
+  Its name ends in '.tmp': scans for '*.csv' never pick up a killed writer's.
   """
   directory = os.path.dirname(os.path.abspath(path))
   os.makedirs(directory, exist_ok=True)
@@ -62,11 +58,9 @@ def fsync_path(path: str) -> None:
 
 def write_atomically(path: str, data: Union[str, bytes]) -> None:
   """Write text or bytes to `path` atomically (temp file, fsync, rename)."""
-  binary = isinstance(data, bytes)
   with atomic_path(path) as tmp:
-    with open(tmp, 'wb' if binary else 'w',
-              newline=None if binary else '') as f:
-      f.write(data)
+    with open(tmp, 'wb') as f:
+      f.write(data.encode() if isinstance(data, str) else data)
       f.flush()
       os.fsync(f.fileno())
 

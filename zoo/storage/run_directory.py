@@ -1,8 +1,6 @@
-"""One run, one directory: where a run resumes, and what it may overwrite.
+"""One run, one directory: where it resumes, what it may overwrite, its lock.
 
-`resume_point` picks the checkpoint to resume and refuses, with the fix,
-what must not go on; `restart` moves a run's files aside; `lock` keeps one
-process per run directory (flock). docs/data-safety.md tells the rules.
+docs/data-safety.md tells the rules.
 """
 
 import contextlib
@@ -33,15 +31,6 @@ class Refused(ValueError):
   """The run must not start as asked; the message says why and the fix."""
 
 
-def _choices(checkpoint_dir: str, results_csv_path: str) -> str:
-  run_dir = os.path.dirname(results_csv_path) if results_csv_path else None
-  where = (f'move the run directory {run_dir or "."} aside' if run_dir
-           else f'move {checkpoint_dir} aside')
-  return (f'Either pass another --checkpoint_dir, or {where}, or add '
-          '--restart (moves the run\'s files aside to <name>.<time>.bak) to '
-          'start over.')
-
-
 def check_owner(meta: Dict[str, Any], checkpoint_dir: str,
                 results_csv_path: str) -> None:
   """Raise Refused if the checkpoint was written for another results CSV.
@@ -56,22 +45,13 @@ def check_owner(meta: Dict[str, Any], checkpoint_dir: str,
       os.path.relpath(recorded, meta['checkpoint_dir']) ==
       os.path.relpath(current, os.path.abspath(checkpoint_dir))):
     return  # The run directory was moved.
-  theirs = recorded or 'none (--results_csv_path=\'\')'
-  fix = (f'To continue that run, pass --results_csv_path={recorded}; '
-         if recorded else "To continue that run, pass --results_csv_path=''; ")
+  flag = '--results_csv_path=' + (recorded or "''")
   raise Refused(
       f'The checkpoint directory {checkpoint_dir} belongs to another run: '
-      f'its results CSV is {theirs}, not {current or "none"}. {fix}for a new '
+      f'its results CSV is {recorded or f"none ({flag})"}, not '
+      f'{current or "none"}. To continue that run, pass {flag}; for a new '
       'run, pass a new --checkpoint_dir (by default the checkpoints lie '
       'beside the results CSV, in its directory\'s checkpoints/).')
-
-
-def _csv_iterations(path: str) -> List[int]:
-  try:
-    return results_csv.iterations(path)
-  except (OSError, ValueError, KeyError, TypeError) as e:
-    raise Refused(f'Cannot read the results CSV {path} ({e}); move it aside, '
-                  'or add --restart (moves it aside for you).') from e
 
 
 def check_rows(results_csv_path: str, checkpoint_dir: str,
@@ -81,15 +61,15 @@ def check_rows(results_csv_path: str, checkpoint_dir: str,
   The CSV may hold one row more than the checkpoint (a stop between the two
   writes) and, after a fallback from damaged checkpoints, the rows those held.
   """
-  iterations = _csv_iterations(results_csv_path)
-  if not iterations:
-    return
-  last = max(iterations)
-  allowed = start_iteration
-  if damages:
-    newest = max(checkpoint.iteration_of(d.path) for d in damages)
-    allowed = max(allowed, newest + 1)
-  if last <= allowed:
+  try:
+    iterations = results_csv.iterations(results_csv_path)
+  except (OSError, ValueError, KeyError, TypeError) as e:
+    raise Refused(f'Cannot read the results CSV {results_csv_path} ({e}); '
+                  'move it aside, or add --restart (moves it aside for '
+                  'you).') from e
+  last = max(iterations, default=0)
+  if last <= max([start_iteration] + [
+      checkpoint.iteration_of(d.path) + 1 for d in damages]):
     return
   if not checkpoint_dir:
     why = 'this run has no --checkpoint_dir, so it starts at iteration 0'
@@ -117,11 +97,16 @@ def resume_point(checkpoint_dir: str, results_csv_path: str,
     Refused: another run's checkpoints, none intact, or finished rows that
       would be replaced; the message names the files and the fix.
   """
-  path, damages = (checkpoint_read.newest_intact(checkpoint_dir) if checkpoint_dir
-                   else (None, []))
+  path, damages = (checkpoint_read.newest_intact(checkpoint_dir)
+                   if checkpoint_dir else (None, []))
   if path is None and damages:
-    raise Refused(checkpoint_read.no_intact_message(checkpoint_dir, damages) + ' '
-                  + _choices(checkpoint_dir, results_csv_path))
+    run_dir = os.path.dirname(results_csv_path or '')
+    where = f'the run directory {run_dir}' if run_dir else checkpoint_dir
+    raise Refused(
+        checkpoint_read.no_intact_message(checkpoint_dir, damages) +
+        f' Either pass another --checkpoint_dir, or move {where} aside, or '
+        "add --restart (moves the run's files aside to <name>.<time>.bak) to "
+        'start over.')
   try:
     meta = checkpoint.load_meta(path) if path else None
   except checkpoint.FormatError as e:
@@ -136,16 +121,6 @@ def resume_point(checkpoint_dir: str, results_csv_path: str,
   return path, meta
 
 
-def _aside(path: str, stamp: str) -> str:
-  target = f'{path}.{stamp}.bak'
-  number = 1
-  while os.path.exists(target):
-    number += 1
-    target = f'{path}.{stamp}-{number}.bak'
-  os.rename(path, target)
-  return target
-
-
 def restart(results_csv_path: str, checkpoint_dir: str, tensorboard_dir: str,
             log: Callable[[str], None] = _stderr) -> List[Tuple[str, str]]:
   """Move a run's files aside to <name>.<time>.bak; return (from, to) pairs."""
@@ -157,8 +132,13 @@ def restart(results_csv_path: str, checkpoint_dir: str, tensorboard_dir: str,
   for path in paths:
     empty = os.path.isdir(path or '') and not os.listdir(path)
     if path and os.path.exists(path) and not empty:  # Empty: nothing to keep.
-      moved.append((path, _aside(path, stamp)))
-      log(f'--restart: moved {path} to {moved[-1][1]}')
+      target, number = f'{path}.{stamp}.bak', 1
+      while os.path.exists(target):
+        number += 1
+        target = f'{path}.{stamp}-{number}.bak'
+      os.rename(path, target)
+      moved.append((path, target))
+      log(f'--restart: moved {path} to {target}')
   return moved
 
 
@@ -179,11 +159,11 @@ def _recorded_holder(fd: int) -> Optional[str]:
     return 'a process whose record is unreadable'
 
 
-def _holder(fd: int, wait_seconds: float = 2.0) -> str:
+def _holder(fd: int) -> str:
   """Return who holds the lock, as its holder wrote it."""
   # The holder writes its record just after taking the lock: give it that
   # moment, so that two runs started together name each other.
-  deadline = time.monotonic() + wait_seconds
+  deadline = time.monotonic() + 2.0
   while (found := _recorded_holder(fd)) is None and time.monotonic() < deadline:
     time.sleep(0.02)
   return found or 'a process that is starting'
@@ -277,20 +257,14 @@ def directory_of(results_csv_path: str, checkpoint_dir: str,
   return os.path.dirname(os.path.abspath(path)) if path else None
 
 
-def _missing(path: str) -> List[str]:
-  """Return the directories, deepest first, that making `path` would create."""
-  out, path = [], os.path.abspath(path)
-  while not os.path.exists(path):
-    out.append(path)
-    path = os.path.dirname(path)
-  return out
-
-
 @contextlib.contextmanager
 def held(directories: List[str]) -> Iterator[None]:
   """Hold the locks of run directories; remove those left empty after."""
-  made = sorted({d for directory in directories for d in _missing(directory)},
-                key=len, reverse=True)
+  made = set()  # What locking makes, removed deepest first.
+  for path in map(os.path.abspath, directories):
+    while not os.path.exists(path):
+      made.add(path)
+      path = os.path.dirname(path)
   taken = []
   try:
     for directory in directories:
@@ -299,6 +273,6 @@ def held(directories: List[str]) -> Iterator[None]:
   finally:
     for fd, directory in taken:
       unlock(fd, directory)
-    for directory in made:
+    for directory in sorted(made, key=len, reverse=True):
       with contextlib.suppress(OSError):
         os.rmdir(directory)  # Only if empty.

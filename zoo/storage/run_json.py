@@ -2,7 +2,7 @@
 
   {"agent": "cr_dqn", "suite": "atari", "settings": {<every setting>}}
 
-Written (atomically) when a run starts; readers must work without it (older runs).
+Written atomically when a run starts; older runs have none.
 """
 
 import json
