@@ -1,8 +1,7 @@
 """One Atari game under the DQN Zoo protocol, and the reference batched mode.
 
-`AtariEnvironment` folds in what DQN Zoo spreads over gym_atari, its no-op
-wrapper, its processors and the run loop's episode cap; its pixels are DQN
-Zoo's, bit for bit (docs/environments.md).
+`AtariEnvironment` folds in DQN Zoo's gym_atari, no-op wrapper, processors
+and episode cap; its pixels are DQN Zoo's, bit for bit (docs/environments.md).
 """
 
 from typing import Callable, Optional, Sequence
@@ -37,7 +36,7 @@ def process_frame(pooled_rgb: np.ndarray, height: int = 84,
 
 
 def make_ale(game: str, seed: int):
-  """Return an ALEInterface with the game's ROM loaded, DQN Zoo settings."""
+  """Return an ALEInterface with the game's ROM loaded, DQN Zoo's settings."""
   import ale_py  # pylint: disable=g-import-not-at-top
   from ale_py import roms  # pylint: disable=g-import-not-at-top
   ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
@@ -66,15 +65,11 @@ class AtariEnvironment(dm_env.Environment):
       width: int = 84,
       ale=None,
   ):
-    """Create the environment.
+    """Create the environment; `seed` seeds ALE and the no-op draws.
 
-    Args:
-      seed: seeds ALE's random_seed and the no-op draws.
-      max_episode_frames: frame cap per episode (0: none), no-ops excluded.
-      num_pooled_frames: how many of the repeat's last frames are max-pooled.
-      max_noop_frames: inclusive.
-      ale: an ALEInterface-like object with the ROM loaded (tests pass a
-        fake); made from `game` and `seed` when None.
+    max_episode_frames: frame cap per episode, no-ops excluded (0: none);
+    num_pooled_frames: the repeat's last frames max-pooled; max_noop_frames:
+    inclusive; ale: a loaded ALEInterface-like object (tests); None: made.
     """
     atari_data.check_game(game)
     if not 1 <= num_pooled_frames <= num_action_repeats:
@@ -158,10 +153,9 @@ class AtariEnvironment(dm_env.Environment):
       game_over = self._ale.game_over()
       truncated = (self._max_episode_frames > 0 and
                    self._episode_frames >= self._max_episode_frames)
-      if game_over:
+      # A life lost bootstraps no further, though the episode goes on.
+      if game_over or (lives < self._lives and not truncated):
         discount = 0.0
-      elif lives < self._lives and not truncated:
-        discount = 0.0  # Life lost: bootstrap no further, episode goes on.
       self._lives = lives
       if repeat >= first_pooled:
         screen = self._ale.getScreenRGB()
@@ -171,12 +165,10 @@ class AtariEnvironment(dm_env.Environment):
         break
     # A repeat cut short pools its screens with DQN Zoo's zero padding:
     # max(screen, 0) = screen, and no screen at all gives a black frame.
-    observation = self._observation(pooled)
-    if last:
-      self._reset_next_step = True
-      return dm_env.TimeStep(dm_env.StepType.LAST, reward, discount,
-                             observation)
-    return dm_env.TimeStep(dm_env.StepType.MID, reward, discount, observation)
+    self._reset_next_step = last
+    step_type = dm_env.StepType.LAST if last else dm_env.StepType.MID
+    return dm_env.TimeStep(step_type, reward, discount,
+                           self._observation(pooled))
 
   def observation_spec(self) -> specs.Array:
     return specs.Array((self._height, self._width, self._num_stacked_frames),
@@ -245,13 +237,10 @@ def make_atari_environment(
 ) -> environment.BatchedEnvironment:
   """Return a batched Atari environment under the DQN Zoo protocol.
 
-  Args:
-    mode: 'reference' (K Python AtariEnvironments; K=1 is DQN Zoo) or
-      'vector' (zoo.environments.vector_env).
-    max_episode_frames: frame cap per episode (0: none).
-    num_threads: 'vector' only: emulator threads (0: min(K, CPU count)).
-    ale_factory: 'reference' only: fn(game, seed) -> ALE (tests).
-    **reference_options: 'reference' only: AtariEnvironment's preprocessing.
+  mode: 'reference' (K AtariEnvironments; K=1 is DQN Zoo) or 'vector'
+  (vector_env). 'vector' only: num_threads (0: min(K, CPU count)).
+  'reference' only: ale_factory, fn(game, seed) -> ALE (tests), and
+  **reference_options, AtariEnvironment's preprocessing.
   """
   atari_data.check_game(game)
   if mode == 'reference':

@@ -1,9 +1,7 @@
-"""Atari inside jitted code: vector_env's streams on ale-py's XLA interface.
+"""Atari in jitted code: vector_env's streams on ale-py's XLA interface.
 
-The outputs of `ale_py.AtariVectorEnv(...).xla()` are converted in JAX to
-the timesteps of `vector_env.VectorAtariEnvironment`, bit for bit. Its limits
-(no vmap, the handle threaded through every call, actions unchecked under
-jit): docs/environments.md.
+Gives `vector_env.VectorAtariEnvironment`'s timesteps bit for bit; its limits
+(no vmap, the handle threaded through, actions unchecked): docs/environments.md.
 """
 
 from typing import NamedTuple, Tuple
@@ -19,7 +17,7 @@ FIRST, MID, LAST = environment.FIRST, environment.MID, environment.LAST
 
 
 class TimeStep(NamedTuple):
-  """zoo.environments.environment.BatchedTimeStep's fields, then the newest frame."""
+  """environment.BatchedTimeStep's fields, then the newest frame."""
   step_type: jax.Array    # [K] int8: FIRST, MID or LAST.
   reward: jax.Array       # [K] float32, raw sum over the repeats; 0 on FIRST.
   discount: jax.Array     # [K] float32, 0 at game over and on a life loss.
@@ -37,43 +35,26 @@ class EnvState(NamedTuple):
 
 
 def to_dqn_zoo_stack(stacks: jax.Array, episode_step: jax.Array) -> jax.Array:
-  """Convert front-padded [K, S, H, W] stacks to end-padded [K, H, W, S].
-
-  vector_env.to_dqn_zoo_stack in JAX.
-  """
-  num_stacked = stacks.shape[1]
-  shift = jnp.maximum(num_stacked - 1 - episode_step, 0)
-  source = (jnp.arange(num_stacked)[None, :] + shift[:, None]) % num_stacked
-  rolled = jnp.take_along_axis(stacks, source[:, :, None, None], axis=1)
-  return jnp.moveaxis(rolled, 1, -1)
+  """vector_env.to_dqn_zoo_stack in JAX."""
+  return vector_env.to_dqn_zoo_stack(stacks, episode_step, jnp)
 
 
 def to_timestep(stacks, reward, terminated, truncated, lives, previous_lives,
                 first, episode_step) -> TimeStep:
   """Map one XLA step to a TimeStep: vector_env.to_batched_timestep in JAX."""
-  terminated = terminated & ~first
-  truncated = truncated & ~first
-  last = terminated | truncated
-  step_type = jnp.where(first, FIRST, jnp.where(last, LAST, MID))
-  life_lost = ~first & (lives < previous_lives)
-  discount = jnp.where(terminated | life_lost, 0.0, 1.0)
-  return TimeStep(
-      step_type=step_type.astype(jnp.int8),
-      reward=jnp.where(first, 0, reward).astype(jnp.float32),
-      discount=discount.astype(jnp.float32),
-      observation=to_dqn_zoo_stack(stacks, episode_step),
-      frame=stacks[:, -1],  # The vector environment's newest is always last.
-  )
+  timestep = vector_env.to_batched_timestep(
+      stacks, reward, terminated, truncated, lives, previous_lives, first,
+      episode_step, jnp)
+  # The vector environment's newest frame is always last.
+  return TimeStep(*timestep, frame=stacks[:, -1])
 
 
 class AtariJaxEnvironment:
   """K Atari streams as pure jittable functions of an `EnvState`.
 
   Owns the emulators; `reset` and `step` are pure in their arguments (the
-  handle they take and return names the emulators' state). The jitted loop's
-  K-stream environment (ARCHITECTURE.md). Environments of one game, K and
-  frame cap are equal: one compiled program runs any of them, each on its
-  own emulators (the handle in the state is data).
+  handle names the emulators' state). Environments of one game, K and frame
+  cap are equal: one compiled program runs any of them on its own emulators.
   """
 
   # The FFI calls cannot be vmapped: one seed per compiled program.
@@ -85,13 +66,7 @@ class AtariJaxEnvironment:
                max_episode_frames: int = 108_000, num_threads: int = 0):
     """Create the emulators (vector_env.VectorAtariEnvironment's arguments).
 
-    Args:
-      game: one of zoo.environments.atari_data.GAMES.
-      seed: gives `self.seeds`, the stream seeds of a VectorAtariEnvironment
-        of this seed (reset takes them).
-      num_envs: K.
-      max_episode_frames: frame cap per episode, no-ops excluded (0: none).
-      num_threads: emulator threads; 0: min(K, CPU count).
+    `seed` gives `self.seeds`, the stream seeds that reset takes.
     """
     vector_env.check_arguments(game, num_envs, max_episode_frames)
     self.seeds = environment.stream_seeds(seed, num_envs).astype(np.int32)
@@ -120,7 +95,7 @@ class AtariJaxEnvironment:
             f'max_episode_frames={self.max_episode_frames})')
 
   def initial_state(self) -> EnvState:
-    """Return the state `reset` takes first: the emulators' handle, no episode."""
+    """Return the state `reset` takes first: the emulators' handle."""
     zeros = np.zeros(self.num_envs, np.int32)
     return EnvState(handle=np.asarray(self.handle), lives=zeros,
                     last=np.zeros(self.num_envs, bool), episode_step=zeros,
@@ -130,13 +105,9 @@ class AtariJaxEnvironment:
             ) -> Tuple[EnvState, TimeStep]:
     """Start a new episode in every stream; every step type is FIRST.
 
-    Args:
-      state: `initial_state()` or the latest state (its handle orders the
-        calls).
-      seeds: [K] int32 (data): reseed the emulators (reloads the ROMs), as a
-        fresh VectorAtariEnvironment of these stream seeds; None: go on with
-        their generators, as its later resets.
-      keys: unused (the emulators draw their own numbers).
+    `state`: `initial_state()` or the latest (its handle orders the calls);
+    `seeds` [K] int32: reseed the emulators (reloads the ROMs) as a fresh
+    VectorAtariEnvironment's; None: go on as its later resets. `keys`: unused.
     """
     del keys
     if seeds is None:
@@ -155,11 +126,7 @@ class AtariJaxEnvironment:
 
   def step(self, state: EnvState, actions: jax.Array, keys=None
            ) -> Tuple[EnvState, TimeStep]:
-    """Step every stream with its action ([K] ints in [0, num_actions)).
-
-    A stream whose previous step was LAST starts a new episode (FIRST) and
-    ignores its action. `keys`: unused.
-    """
+    """Step every stream ([K] actions); after a LAST: FIRST, action ignored."""
     del keys
     handle, (stacks, reward, terminated, truncated, info) = self._step(
         state.handle, jnp.asarray(actions, jnp.int32))

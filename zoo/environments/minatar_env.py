@@ -1,9 +1,8 @@
 """K MinAtar games (Young & Tian, 2019) as one BatchedEnvironment.
 
-Each stream is a `minatar.Environment` with MinAtar's defaults, acting in the
-minimal action set; one step is one frame; observations are the 10x10xC
-channels as uint8 [10, 10, C, 1]. The discount is 0 at game over, 1 on a step
-cut at `max_episode_frames` (docs/environments.md).
+Streams are `minatar.Environment`s in the minimal action set; a step is one
+frame, an observation uint8 [10, 10, C, 1]; the discount is 0 at game over,
+1 at the frame cap (docs/environments.md).
 """
 
 import difflib
@@ -32,15 +31,13 @@ class NotInstalledError(ImportError):
   """MinAtar, an optional part of the zoo, is not installed."""
 
 
-NOT_INSTALLED = ("MinAtar is not installed (it is GPL-3.0, an optional part of "
-                 "this Apache-2.0 project): pip install -e '.[minatar]'")
-
-
 def _import_minatar():
   try:
     import minatar  # pylint: disable=g-import-not-at-top
   except ImportError:
-    raise NotInstalledError(NOT_INSTALLED) from None
+    raise NotInstalledError(
+        "MinAtar is not installed (it is GPL-3.0, an optional part of this "
+        "Apache-2.0 project): pip install -e '.[minatar]'") from None
   return minatar
 
 
@@ -128,10 +125,9 @@ class MinAtarEnvironment(environment.BatchedEnvironment):
                                        self._observation())
 
   def rgb_frames(self, scale: int = 1) -> np.ndarray:
-    """Return the streams' grids as RGB images [K, 10s, 10s, 3] uint8.
+    """Return the grids as RGB [K, 10s, 10s, 3] uint8 (s: `scale`).
 
-    A cell takes its first set channel's colour (black if none), as a
-    `scale` x `scale` block.
+    A cell takes its first set channel's colour (black if none).
     """
     states = np.stack([env.state() for env in self._envs])
     palette = _palette(states.shape[-1])

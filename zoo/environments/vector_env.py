@@ -1,8 +1,7 @@
-"""The vectorized mode: K Atari streams stepped by `ale_py.AtariVectorEnv`.
+"""The vectorized mode: K Atari streams on `ale_py.AtariVectorEnv`.
 
-The C++ vector environment, configured to the DQN Zoo protocol with
-NEXT_STEP auto-reset; its front-padded stacks are moved to DQN Zoo's layout.
-Where it differs from the reference mode: docs/environments.md.
+Configured to the DQN Zoo protocol; its front-padded stacks are moved to DQN
+Zoo's layout. Where it differs from the reference mode: docs/environments.md.
 """
 
 import os
@@ -14,54 +13,40 @@ from zoo.environments import atari_data
 from zoo.environments import environment
 
 
-def to_dqn_zoo_stack(stacks: np.ndarray, episode_step: np.ndarray) -> np.ndarray:
+def to_dqn_zoo_stack(stacks, episode_step, xp=np):
   """Convert [K, S, H, W] front-padded stacks to [K, H, W, S] end-padded ones.
 
-  `episode_step` [K]: agent steps since each stream's FIRST (0 on FIRST).
+  `episode_step` [K]: agent steps since each stream's FIRST (0 on FIRST);
+  `xp`: numpy, or jax.numpy under jit.
   """
   num_stacked = stacks.shape[1]
-  observation = np.ascontiguousarray(np.moveaxis(stacks, 1, -1))
-  for k in np.flatnonzero(episode_step < num_stacked - 1):
-    observation[k] = np.roll(observation[k],
-                             -(num_stacked - 1 - int(episode_step[k])), axis=-1)
-  return observation
+  shift = xp.maximum(num_stacked - 1 - xp.asarray(episode_step), 0)
+  source = (xp.arange(num_stacked)[None, :] + shift[:, None]) % num_stacked
+  return xp.take_along_axis(xp.moveaxis(stacks, 1, -1),
+                            source[:, None, None, :], axis=-1)
 
 
-def to_batched_timestep(
-    stacks: np.ndarray,
-    reward: np.ndarray,
-    terminated: np.ndarray,
-    truncated: np.ndarray,
-    lives: np.ndarray,
-    previous_lives: np.ndarray,
-    first: np.ndarray,
-    episode_step: np.ndarray,
-) -> environment.BatchedTimeStep:
+def to_batched_timestep(stacks, reward, terminated, truncated, lives,
+                        previous_lives, first, episode_step, xp=np
+                        ) -> environment.BatchedTimeStep:
   """Map one AtariVectorEnv step (NEXT_STEP auto-reset) to a BatchedTimeStep.
 
-  Args:
-    stacks: [K, S, H, W] uint8 observations.
-    reward: [K] raw rewards summed over the repeats.
-    terminated: [K] game over.
-    truncated: [K] cut at the frame cap.
-    lives: [K] lives after this step.
-    previous_lives: [K] lives after the previous step.
-    first: [K] whether this step starts an episode (the previous was LAST).
-    episode_step: [K] agent steps since FIRST, 0 where `first`.
+  All [K]: `lives` after this step, `previous_lives` after the previous one,
+  `first`: the previous step was LAST; `episode_step`: 0 where `first`.
   """
-  first = np.asarray(first, bool)
-  terminated = np.asarray(terminated, bool) & ~first
-  truncated = np.asarray(truncated, bool) & ~first
+  first = xp.asarray(first, bool)
+  terminated = xp.asarray(terminated, bool) & ~first
+  truncated = xp.asarray(truncated, bool) & ~first
   last = terminated | truncated
-  step_type = np.where(first, environment.FIRST,
-                       np.where(last, environment.LAST, environment.MID))
-  life_lost = ~first & (np.asarray(lives) < np.asarray(previous_lives))
-  discount = np.where(terminated | life_lost, 0.0, 1.0)
+  step_type = xp.where(first, environment.FIRST,
+                       xp.where(last, environment.LAST, environment.MID))
+  life_lost = ~first & (xp.asarray(lives) < xp.asarray(previous_lives))
+  discount = xp.where(terminated | life_lost, 0.0, 1.0)
   return environment.BatchedTimeStep(
       step_type=step_type.astype(np.int8),
-      reward=np.where(first, 0.0, reward).astype(np.float32),
+      reward=xp.where(first, 0, reward).astype(np.float32),
       discount=discount.astype(np.float32),
-      observation=to_dqn_zoo_stack(stacks, np.asarray(episode_step)),
+      observation=to_dqn_zoo_stack(stacks, episode_step, xp),
   )
 
 
@@ -77,10 +62,7 @@ def check_arguments(game: str, num_envs: int, max_episode_frames: int) -> None:
 
 def make_vector_env(game: str, num_envs: int, max_episode_frames: int,
                     num_threads: int):
-  """Return an ale_py.AtariVectorEnv configured to the DQN Zoo protocol.
-
-  num_threads: emulator threads; 0: min(K, CPU count).
-  """
+  """Return an AtariVectorEnv on DQN Zoo's protocol (0 threads: K or CPUs)."""
   import ale_py  # pylint: disable=g-import-not-at-top
   if num_threads <= 0:
     num_threads = min(num_envs, os.cpu_count() or 1)
@@ -112,12 +94,10 @@ class VectorAtariEnvironment(environment.BatchedEnvironment):
   def __init__(self, game: str, seed: int, num_envs: int = 1,
                max_episode_frames: int = 108_000, num_threads: int = 0,
                vector_env=None):
-    """Create the environment (`vector_env`: a fake, for tests).
+    """Create K streams; `seed` seeds them at the first reset.
 
-    Args:
-      seed: seeds the K emulators (once, at the first reset).
-      max_episode_frames: frame cap per episode, no-ops excluded (0: none).
-      num_threads: emulator threads; 0: min(K, CPU count).
+    max_episode_frames: frame cap per episode, no-ops excluded (0: none);
+    num_threads: 0: min(K, CPU count); vector_env: a fake, for tests.
     """
     check_arguments(game, num_envs, max_episode_frames)
     if vector_env is None:
