@@ -51,20 +51,11 @@ def make_ale(game: str, seed: int):
 class AtariEnvironment(dm_env.Environment):
   """One Atari game with DQN Zoo's preprocessing; auto-resets after LAST."""
 
-  def __init__(
-      self,
-      game: str,
-      seed: int,
-      max_episode_frames: int = 108_000,
-      num_action_repeats: int = 4,
-      num_pooled_frames: int = 2,
-      num_stacked_frames: int = 4,
-      min_noop_frames: int = 1,
-      max_noop_frames: int = 30,
-      height: int = 84,
-      width: int = 84,
-      ale=None,
-  ):
+  def __init__(self, game: str, seed: int, max_episode_frames: int = 108_000,
+               num_action_repeats: int = 4, num_pooled_frames: int = 2,
+               num_stacked_frames: int = 4, min_noop_frames: int = 1,
+               max_noop_frames: int = 30, height: int = 84, width: int = 84,
+               ale=None):
     """Create the environment; `seed` seeds ALE and the no-op draws.
 
     max_episode_frames: frame cap per episode, no-ops excluded (0: none);
@@ -226,15 +217,10 @@ class ReferenceBatchedEnvironment(environment.BatchedEnvironment):
 
 
 def make_atari_environment(
-    game: str,
-    seed: int,
-    num_envs: int = 1,
-    mode: str = 'reference',
-    max_episode_frames: int = 108_000,
-    num_threads: int = 0,
+    game: str, seed: int, num_envs: int = 1, mode: str = 'reference',
+    max_episode_frames: int = 108_000, num_threads: int = 0,
     ale_factory: Optional[Callable[[str, int], object]] = None,
-    **reference_options,
-) -> environment.BatchedEnvironment:
+    **reference_options) -> environment.BatchedEnvironment:
   """Return a batched Atari environment under the DQN Zoo protocol.
 
   mode: 'reference' (K AtariEnvironments; K=1 is DQN Zoo) or 'vector'

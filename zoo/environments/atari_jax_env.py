@@ -13,40 +13,22 @@ import numpy as np
 from zoo.environments import environment
 from zoo.environments import vector_env
 
-FIRST, MID, LAST = environment.FIRST, environment.MID, environment.LAST
-
-
 class TimeStep(NamedTuple):
   """environment.BatchedTimeStep's fields, then the newest frame."""
   step_type: jax.Array    # [K] int8: FIRST, MID or LAST.
   reward: jax.Array       # [K] float32, raw sum over the repeats; 0 on FIRST.
   discount: jax.Array     # [K] float32, 0 at game over and on a life loss.
   observation: jax.Array  # [K, 84, 84, 4] uint8, DQN Zoo's end-padded stacks.
-  frame: jax.Array        # [K, 84, 84] uint8, the step's newest frame.
+  frame: jax.Array        # [K, 84, 84] uint8, the newest: the stack's last.
 
 
 class EnvState(NamedTuple):
-  """What the conversion needs between steps (a pytree of [K] arrays)."""
+  """The handle, then vector_env.StreamState's [K] int32 (last: bool)."""
   handle: jax.Array        # [8] uint8, threads the emulators' calls in order.
-  lives: jax.Array         # [K] int32, lives after each stream's last step.
-  last: jax.Array          # [K] bool, the stream's last step was LAST.
-  episode_step: jax.Array  # [K] int32, agent steps since FIRST (0 on FIRST).
-  noop_frames: jax.Array   # [K] int32, no-op frames of the current episode.
-
-
-def to_dqn_zoo_stack(stacks: jax.Array, episode_step: jax.Array) -> jax.Array:
-  """vector_env.to_dqn_zoo_stack in JAX."""
-  return vector_env.to_dqn_zoo_stack(stacks, episode_step, jnp)
-
-
-def to_timestep(stacks, reward, terminated, truncated, lives, previous_lives,
-                first, episode_step) -> TimeStep:
-  """Map one XLA step to a TimeStep: vector_env.to_batched_timestep in JAX."""
-  timestep = vector_env.to_batched_timestep(
-      stacks, reward, terminated, truncated, lives, previous_lives, first,
-      episode_step, jnp)
-  # The vector environment's newest frame is always last.
-  return TimeStep(*timestep, frame=stacks[:, -1])
+  lives: jax.Array
+  last: jax.Array
+  episode_step: jax.Array
+  noop_frames: jax.Array
 
 
 class AtariJaxEnvironment:
@@ -114,33 +96,18 @@ class AtariJaxEnvironment:
       seeds = np.full(self.num_envs, -1, np.int32)
     handle, (stacks, info) = self._reset(state.handle,
                                          jnp.asarray(seeds, jnp.int32))
-    lives = info['lives']
-    first = jnp.ones(self.num_envs, bool)
-    zeros = jnp.zeros(self.num_envs, jnp.int32)
-    state = EnvState(handle=handle, lives=lives, last=~first,
-                     episode_step=zeros,
-                     noop_frames=info['episode_frame_number'])
-    timestep = to_timestep(stacks, zeros, ~first, ~first, lives, lives, first,
-                           zeros)
-    return state, timestep
+    state, timestep = vector_env.first_step(state._replace(handle=handle),
+                                            stacks, info, jnp)
+    return state, TimeStep(*timestep, frame=stacks[:, -1])
 
   def step(self, state: EnvState, actions: jax.Array, keys=None
            ) -> Tuple[EnvState, TimeStep]:
     """Step every stream ([K] actions); after a LAST: FIRST, action ignored."""
     del keys
-    handle, (stacks, reward, terminated, truncated, info) = self._step(
-        state.handle, jnp.asarray(actions, jnp.int32))
-    first = state.last
-    episode_step = jnp.where(first, 0, state.episode_step + 1)
-    lives = info['lives']
-    timestep = to_timestep(stacks, reward, terminated, truncated, lives,
-                           state.lives, first, episode_step)
-    state = EnvState(
-        handle=handle, lives=lives, last=timestep.step_type == LAST,
-        episode_step=episode_step,
-        noop_frames=jnp.where(first, info['episode_frame_number'],
-                              state.noop_frames))
-    return state, timestep
+    handle, outputs = self._step(state.handle, jnp.asarray(actions, jnp.int32))
+    state, timestep = vector_env.next_step(state._replace(handle=handle),
+                                           *outputs, jnp)
+    return state, TimeStep(*timestep, frame=outputs[0][:, -1])
 
   def close(self) -> None:
     """Release the emulators; no handle of them may be used after this."""
@@ -155,7 +122,4 @@ class AtariJaxEnvironment:
     self.close()
 
 
-def make(game: str, seed: int, num_envs: int = 1, **kwargs
-         ) -> AtariJaxEnvironment:
-  """Return K streams of `game` (ValueError if unknown); see the class."""
-  return AtariJaxEnvironment(game, seed, num_envs, **kwargs)
+make = AtariJaxEnvironment  # make(game, seed, num_envs=1, ...).

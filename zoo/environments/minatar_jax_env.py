@@ -137,9 +137,7 @@ class JaxMinAtar:
     return jax.lax.cond(state.last, new_episode, same_episode)
 
 
-def make(game: str, **kwargs) -> JaxMinAtar:
-  """Return the JAX environment of a MinAtar game (minatar_env's keywords)."""
-  return JaxMinAtar(game, **kwargs)
+make = JaxMinAtar  # make(game, max_episode_frames=..., sticky_action_prob=...).
 
 
 class Streams(NamedTuple):

@@ -5,7 +5,7 @@ Zoo's layout. Where it differs from the reference mode: docs/environments.md.
 """
 
 import os
-from typing import Any, Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -48,6 +48,42 @@ def to_batched_timestep(stacks, reward, terminated, truncated, lives,
       discount=discount.astype(np.float32),
       observation=to_dqn_zoo_stack(stacks, episode_step, xp),
   )
+
+
+class StreamState(NamedTuple):
+  """The [K] arrays that the mapping carries from step to step."""
+  lives: Any = None         # Lives after each stream's last step.
+  last: Any = None          # Bool: the stream's last step was LAST.
+  episode_step: Any = None  # Agent steps since FIRST (0 on FIRST).
+  noop_frames: Any = None   # No-op frames of the current episode.
+
+
+def first_step(state, stacks, info, xp=np):
+  """Return (state, BatchedTimeStep) of a reset: every stream FIRST.
+
+  `state`: a NamedTuple with StreamState's fields (others are kept).
+  """
+  lives = xp.array(info['lives'])
+  first = xp.ones(lives.shape, bool)
+  zeros = xp.zeros(lives.shape, np.int32)
+  state = state._replace(lives=lives, last=~first, episode_step=zeros,
+                         noop_frames=xp.array(info['episode_frame_number']))
+  return state, to_batched_timestep(stacks, zeros, ~first, ~first, lives,
+                                    lives, first, zeros, xp)
+
+
+def next_step(state, stacks, reward, terminated, truncated, info, xp=np):
+  """Return (state, BatchedTimeStep) after one step from `state`."""
+  first = state.last
+  episode_step = xp.where(first, 0, state.episode_step + 1)
+  lives = xp.array(info['lives'])
+  timestep = to_batched_timestep(stacks, reward, terminated, truncated, lives,
+                                 state.lives, first, episode_step, xp)
+  noop_frames = xp.where(first, info['episode_frame_number'],
+                         state.noop_frames)
+  return state._replace(
+      lives=lives, last=timestep.step_type == environment.LAST,
+      episode_step=episode_step, noop_frames=noop_frames), timestep
 
 
 def check_arguments(game: str, num_envs: int, max_episode_frames: int) -> None:
@@ -108,49 +144,26 @@ class VectorAtariEnvironment(environment.BatchedEnvironment):
     self.num_actions = int(self._env.single_action_space.n)
     self._seeds = environment.stream_seeds(seed, num_envs)
     self._seeded = False
-    self._lives = None
-    self._last = None
-    self._episode_step = None
-    self._noop_frames = None
+    self._state = None
 
   @property
   def noop_frames(self) -> np.ndarray:
     """[K] no-op frames played at the start of each stream's episode."""
-    return self._noop_frames.copy()
-
-  def _start(self, info: Mapping[str, Any]) -> None:
-    self._lives = np.asarray(info['lives']).copy()
-    self._last = np.zeros(self.num_envs, bool)
-    self._episode_step = np.zeros(self.num_envs, np.int64)
-    self._noop_frames = np.asarray(info['episode_frame_number']).copy()
+    return self._state.noop_frames.copy()
 
   def reset(self) -> environment.BatchedTimeStep:
-    seed = None if self._seeded else self._seeds
-    stacks, info = self._env.reset(seed=seed)
+    stacks, info = self._env.reset(seed=None if self._seeded else self._seeds)
     self._seeded = True
-    self._start(info)
-    zeros = np.zeros(self.num_envs)
-    return to_batched_timestep(
-        stacks, zeros, zeros, zeros, self._lives, self._lives,
-        first=np.ones(self.num_envs, bool), episode_step=self._episode_step)
+    self._state, timestep = first_step(StreamState(), stacks, info)
+    return timestep
 
   def step(self, actions) -> environment.BatchedTimeStep:
-    if self._last is None:
+    if self._state is None:
       raise RuntimeError('Call reset() before step().')
     actions = environment.check_actions(actions, self.num_envs,
                                         self.num_actions)
-    stacks, reward, terminated, truncated, info = self._env.step(
-        actions.astype(np.int32))
-    first = self._last
-    self._episode_step = np.where(first, 0, self._episode_step + 1)
-    lives = np.asarray(info['lives'])
-    timestep = to_batched_timestep(stacks, reward, terminated, truncated,
-                                   lives, self._lives, first,
-                                   self._episode_step)
-    self._lives = lives.copy()
-    self._last = timestep.step_type == environment.LAST
-    self._noop_frames = np.where(first, info['episode_frame_number'],
-                                 self._noop_frames)
+    self._state, timestep = next_step(
+        self._state, *self._env.step(actions.astype(np.int32)))
     return timestep
 
   def close(self) -> None:
