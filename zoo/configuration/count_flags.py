@@ -22,10 +22,6 @@ class CountParser(flags.IntegerParser):
     if not isinstance(argument, str):
       return super().convert(argument)
     try:
-      return int(argument, 10)
-    except ValueError:
-      pass
-    try:
       value = decimal.Decimal(argument.replace('_', ''))
     except decimal.InvalidOperation:
       value = decimal.Decimal('NaN')
@@ -33,9 +29,6 @@ class CountParser(flags.IntegerParser):
       raise ValueError(f'{argument!r} is not an integer count (write it as '
                        '1000000, 1_000_000 or 1e6)')
     return int(value)
-
-  def flag_type(self) -> str:
-    return 'int'
 
 
 def DEFINE_count(  # pylint: disable=invalid-name,redefined-builtin

@@ -216,10 +216,8 @@ def num_atoms(values: Mapping[str, Any]) -> int:
 
 def default_settings(suite) -> Dict[str, Any]:
   """Return the suite's defaults of every flag (as its entry point has)."""
-  values = {name: f.default for name, f in
-            Settings.__dataclass_fields__.items() if f.metadata}
-  values.update(suite.flag_defaults)
-  return values
+  return {**{f.name: f.default for f in dataclasses.fields(Settings)
+             if f.metadata}, **suite.flag_defaults}
 
 
 def resolve_settings(suite, preset, values: Mapping[str, Any]) -> Settings:
@@ -257,10 +255,16 @@ _POSITIVE = (
     'tau_samples_s_tm1', 'tau_samples_s_t', 'tau_latent_dim',
     'num_hidden_layers', 'hidden_size', 'num_envs', 'num_fused_updates',
     'learning_rate', 'optimizer_epsilon', 'max_abs_reward')
-_UNIT_INTERVAL = ('exploration_epsilon_begin_value',
-                  'exploration_epsilon_end_value', 'eval_exploration_epsilon',
-                  'additional_discount')
-_NON_NEGATIVE = ('num_iterations', 'exploration_epsilon_decay_frame_fraction')
+# The ranges checked first, in order: (settings, out of range, the error).
+_RANGES = (
+    (_POSITIVE, lambda v: v <= 0, 'must be positive'),
+    (('num_iterations', 'exploration_epsilon_decay_frame_fraction'),
+     lambda v: v < 0, 'must be >= 0'),
+    (('min_replay_capacity_fraction',), lambda v: not 0 < v <= 1,
+     'must lie in (0, 1]'),
+    (('exploration_epsilon_begin_value', 'exploration_epsilon_end_value',
+      'eval_exploration_epsilon', 'additional_discount'),
+     lambda v: not 0 <= v <= 1, 'must lie in [0, 1]'))
 
 
 def validate_settings(suite, s: Settings) -> None:
@@ -269,19 +273,10 @@ def validate_settings(suite, s: Settings) -> None:
     suite.check_game(s.environment_name)
   except ValueError as e:
     raise ConfigError(str(e)) from e
-  for name in _POSITIVE:
-    if getattr(s, name) <= 0:
-      raise ConfigError(f'--{name} must be positive, got {getattr(s, name)}.')
-  for name in _NON_NEGATIVE:
-    if getattr(s, name) < 0:
-      raise ConfigError(f'--{name} must be >= 0, got {getattr(s, name)}.')
-  if not 0 < s.min_replay_capacity_fraction <= 1:
-    raise ConfigError('--min_replay_capacity_fraction must lie in (0, 1], '
-                      f'got {s.min_replay_capacity_fraction}.')
-  for name in _UNIT_INTERVAL:
-    if not 0 <= getattr(s, name) <= 1:
-      raise ConfigError(f'--{name} must lie in [0, 1], got '
-                        f'{getattr(s, name)}.')
+  for names, out_of_range, must in _RANGES:
+    for name in names:
+      if out_of_range(getattr(s, name)):
+        raise ConfigError(f'--{name} {must}, got {getattr(s, name)}.')
   problem = (catalog.head_loss_problem(s.head, s.loss)
              or catalog.hyperparameter_problem(s.loss, catalog.values(s)))
   if problem:

@@ -136,7 +136,6 @@ class AtariEnvironment(dm_env.Environment):
     pooled = None
     reward = 0.0
     discount = 1.0
-    last = False
     for repeat in range(self._num_action_repeats):
       reward += self._ale.act(ale_action)
       self._episode_frames += 1
@@ -151,8 +150,8 @@ class AtariEnvironment(dm_env.Environment):
       if repeat >= first_pooled:
         screen = self._ale.getScreenRGB()
         pooled = screen if pooled is None else np.maximum(pooled, screen)
-      if game_over or truncated:
-        last = True
+      last = game_over or truncated
+      if last:
         break
     # A repeat cut short pools its screens with DQN Zoo's zero padding:
     # max(screen, 0) = screen, and no screen at all gives a black frame.

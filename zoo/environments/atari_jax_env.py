@@ -13,6 +13,7 @@ import numpy as np
 from zoo.environments import environment
 from zoo.environments import vector_env
 
+
 class TimeStep(NamedTuple):
   """environment.BatchedTimeStep's fields, then the newest frame."""
   step_type: jax.Array    # [K] int8: FIRST, MID or LAST.
@@ -46,10 +47,7 @@ class AtariJaxEnvironment:
 
   def __init__(self, game: str, seed: int, num_envs: int = 1,
                max_episode_frames: int = 108_000, num_threads: int = 0):
-    """Create the emulators (vector_env.VectorAtariEnvironment's arguments).
-
-    `seed` gives `self.seeds`, the stream seeds that reset takes.
-    """
+    """Create the emulators; `self.seeds`: the stream seeds of `seed`."""
     vector_env.check_arguments(game, num_envs, max_episode_frames)
     self.seeds = environment.stream_seeds(seed, num_envs).astype(np.int32)
     self._env = vector_env.make_vector_env(game, num_envs, max_episode_frames,
@@ -59,8 +57,7 @@ class AtariJaxEnvironment:
     self.num_envs = num_envs
     self.num_actions = int(self._env.single_action_space.n)
     self.max_episode_frames = max_episode_frames
-    self.frame_shape: Tuple[int, int] = (84, 84)
-    self.observation_shape = self.frame_shape + (4,)
+    self.observation_shape = (84, 84, 4)
 
   def _key(self):
     return (self.game, self.num_envs, self.max_episode_frames)

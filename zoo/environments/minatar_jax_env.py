@@ -1,7 +1,6 @@
-"""MinAtar in JAX: pgx-minatar's games as minatar_env's environment.
+"""MinAtar in JAX: pgx-minatar's games as pure, jit- and vmap-able functions.
 
-One stream as pure (jit- and vmap-able) functions that behave as
-`minatar_env.MinAtarEnvironment` without its stack axis (measured agreement:
+They behave as minatar_env's streams, without the stack axis (agreement:
 docs/minatar-jax-environment.md). Nothing checks the actions under jit.
 """
 
@@ -15,14 +14,11 @@ import numpy as np
 from zoo.environments import environment
 from zoo.environments import minatar_env
 
-GAMES: Tuple[str, ...] = minatar_env.GAMES
-
 FIRST, MID, LAST = environment.FIRST, environment.MID, environment.LAST
 
 # Games whose pgx-minatar port is not `minatar`'s game, with the reason; make()
 # refuses them. Empty: every game agrees (docs/minatar-jax-environment.md).
 REFUSED = {}
-
 
 
 class TimeStep(NamedTuple):
@@ -77,9 +73,7 @@ class JaxMinAtar:
     self.max_episode_frames = int(max_episode_frames)
     self.sticky_action_prob = float(sticky_action_prob)
     self._env = _pgx_env(game, self.sticky_action_prob)
-    self.action_set: Tuple[int, ...] = tuple(
-        int(a) for a in self._env.minimal_action_set)
-    self.num_actions = len(self.action_set)
+    self.num_actions = len(self._env.minimal_action_set)
     self.observation_shape: Tuple[int, int, int] = tuple(
         self._env.observation_shape)
 
@@ -188,9 +182,9 @@ def make_streams(game: str, num_envs: int, **kwargs) -> Streams:
 
 @functools.partial(jax.jit, static_argnums=(0, 2))
 def random_policy_steps(env: JaxMinAtar, rng_key, num_steps: int):
-  """Return (rng_key, step_type, reward) of `num_steps` random-policy steps.
+  """Return (rng_key, step_type, reward) of one stream's random policy.
 
-  One stream; the reset's FIRST is the first timestep.
+  The reset's FIRST is the first of the `num_steps` timesteps.
   """
   rng_key, reset_key = jax.random.split(rng_key)
   state, first = env.reset(reset_key)
@@ -211,10 +205,7 @@ def random_policy_steps(env: JaxMinAtar, rng_key, num_steps: int):
 
 @functools.partial(jax.jit, static_argnums=(0, 2))
 def random_policy_episodes(env: JaxMinAtar, rng_key, num_episodes: int):
-  """Play `num_episodes` random-policy episodes (vmapped).
-
-  Returns (rng_key, returns [n] float32, lengths [n] int32 in frames).
-  """
+  """Return (rng_key, returns, lengths in frames) of vmapped random episodes."""
   rng_key, reset_key = jax.random.split(rng_key)
   states, _ = jax.vmap(env.reset)(jax.random.split(reset_key, num_episodes))
   zeros = jnp.zeros(num_episodes)

@@ -16,8 +16,7 @@ from zoo.environments import environment
 def to_dqn_zoo_stack(stacks, episode_step, xp=np):
   """Convert [K, S, H, W] front-padded stacks to [K, H, W, S] end-padded ones.
 
-  `episode_step` [K]: agent steps since each stream's FIRST (0 on FIRST);
-  `xp`: numpy, or jax.numpy under jit.
+  `episode_step` [K]: 0 on FIRST; `xp`: numpy, or jax.numpy under jit.
   """
   num_stacked = stacks.shape[1]
   shift = xp.maximum(num_stacked - 1 - xp.asarray(episode_step), 0)
@@ -59,10 +58,7 @@ class StreamState(NamedTuple):
 
 
 def first_step(state, stacks, info, xp=np):
-  """Return (state, BatchedTimeStep) of a reset: every stream FIRST.
-
-  `state`: a NamedTuple with StreamState's fields (others are kept).
-  """
+  """Return (state, BatchedTimeStep) of a reset; `state` has StreamState's."""
   lives = xp.array(info['lives'])
   first = xp.ones(lives.shape, bool)
   zeros = xp.zeros(lives.shape, np.int32)
@@ -103,25 +99,13 @@ def make_vector_env(game: str, num_envs: int, max_episode_frames: int,
   if num_threads <= 0:
     num_threads = min(num_envs, os.cpu_count() or 1)
   return ale_py.AtariVectorEnv(
-      atari_data.rom_id(game),
-      num_envs,
-      num_threads=num_threads,
+      atari_data.rom_id(game), num_envs, num_threads=num_threads,
       max_num_frames_per_episode=max_episode_frames,
-      repeat_action_probability=0.0,
-      full_action_space=False,
-      autoreset_mode='NextStep',
-      img_height=84,
-      img_width=84,
-      grayscale=True,
-      stack_num=4,
-      frameskip=4,
-      maxpool=True,
-      noop_max=30,
-      episodic_life=False,
-      life_loss_info=False,
-      reward_clipping=False,
-      use_fire_reset=False,
-  )
+      repeat_action_probability=0.0, full_action_space=False,
+      autoreset_mode='NextStep', img_height=84, img_width=84, grayscale=True,
+      stack_num=4, frameskip=4, maxpool=True, noop_max=30,
+      episodic_life=False, life_loss_info=False, reward_clipping=False,
+      use_fire_reset=False)
 
 
 class VectorAtariEnvironment(environment.BatchedEnvironment):
