@@ -13,6 +13,7 @@ from PIL import Image
 
 from zoo.environments import atari_data
 from zoo.environments import environment
+from zoo.environments import vector_env
 
 _LUMA = np.array([0.299, 0.587, 1 - (0.299 + 0.587)])
 
@@ -172,7 +173,7 @@ class AtariEnvironment(dm_env.Environment):
 
 
 class ReferenceBatchedEnvironment(environment.BatchedEnvironment):
-  """K `AtariEnvironment`s stepped one after another in Python (K=1: DQN Zoo)."""
+  """K `AtariEnvironment`s stepped one by one in Python (K=1: DQN Zoo)."""
 
   def __init__(self, environments: Sequence[AtariEnvironment]):
     if not environments:
@@ -236,7 +237,6 @@ def make_atari_environment(
                                    ale=ale, **reference_options))
     return ReferenceBatchedEnvironment(envs)
   if mode == 'vector':
-    from zoo.environments import vector_env  # pylint: disable=g-import-not-at-top
     return vector_env.VectorAtariEnvironment(
         game, seed, num_envs=num_envs, max_episode_frames=max_episode_frames,
         num_threads=num_threads)

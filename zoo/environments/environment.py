@@ -10,9 +10,7 @@ from typing import NamedTuple, Sequence
 import dm_env
 import numpy as np
 
-FIRST = np.int8(dm_env.StepType.FIRST)
-MID = np.int8(dm_env.StepType.MID)
-LAST = np.int8(dm_env.StepType.LAST)
+FIRST, MID, LAST = (np.int8(t) for t in dm_env.StepType)
 
 
 class BatchedTimeStep(NamedTuple):
@@ -54,7 +52,7 @@ def newest_frame_index(episode_step: np.ndarray,
 
 def stack_frames(frames: Sequence[np.ndarray],
                  num_stacked_frames: int = 4) -> np.ndarray:
-  """Stack an episode's last [H, W] frames (oldest first) end-padded: [H, W, S]."""
+  """Stack the last [H, W] frames, oldest first, as [H, W, S] end-padded."""
   if not frames:
     raise ValueError('stack_frames needs at least one frame.')
   frames = list(frames[-num_stacked_frames:])

@@ -14,6 +14,8 @@ import numpy as np
 from zoo.environments import environment
 from zoo.environments import minatar_env
 
+GAMES: Tuple[str, ...] = minatar_env.GAMES
+
 FIRST, MID, LAST = environment.FIRST, environment.MID, environment.LAST
 
 # Games whose pgx-minatar port is not `minatar`'s game, with the reason; make()
@@ -73,7 +75,9 @@ class JaxMinAtar:
     self.max_episode_frames = int(max_episode_frames)
     self.sticky_action_prob = float(sticky_action_prob)
     self._env = _pgx_env(game, self.sticky_action_prob)
-    self.num_actions = len(self._env.minimal_action_set)
+    self.action_set: Tuple[int, ...] = tuple(
+        int(a) for a in self._env.minimal_action_set)
+    self.num_actions = len(self.action_set)
     self.observation_shape: Tuple[int, int, int] = tuple(
         self._env.observation_shape)
 
@@ -123,10 +127,9 @@ class JaxMinAtar:
       frames = state.episode_frames + 1
       over = game.terminated
       last = over | (frames >= self.max_episode_frames)
-      step_type = jnp.where(last, LAST, MID)
-      discount = jnp.where(over, 0.0, 1.0)
       return (EnvState(game, frames, last),
-              self._timestep(step_type, game.rewards[0], discount, game))
+              self._timestep(jnp.where(last, LAST, MID), game.rewards[0],
+                             jnp.where(over, 0.0, 1.0), game))
 
     return jax.lax.cond(state.last, new_episode, same_episode)
 

@@ -36,9 +36,8 @@ def to_batched_timestep(stacks, reward, terminated, truncated, lives,
   first = xp.asarray(first, bool)
   terminated = xp.asarray(terminated, bool) & ~first
   truncated = xp.asarray(truncated, bool) & ~first
-  last = terminated | truncated
-  step_type = xp.where(first, environment.FIRST,
-                       xp.where(last, environment.LAST, environment.MID))
+  step_type = xp.where(first, environment.FIRST, xp.where(
+      terminated | truncated, environment.LAST, environment.MID))
   life_lost = ~first & (xp.asarray(lives) < xp.asarray(previous_lives))
   discount = xp.where(terminated | life_lost, 0.0, 1.0)
   return environment.BatchedTimeStep(
@@ -120,10 +119,8 @@ class VectorAtariEnvironment(environment.BatchedEnvironment):
     num_threads: 0: min(K, CPU count); vector_env: a fake, for tests.
     """
     check_arguments(game, num_envs, max_episode_frames)
-    if vector_env is None:
-      vector_env = make_vector_env(game, num_envs, max_episode_frames,
-                                   num_threads)
-    self._env = vector_env
+    self._env = vector_env if vector_env is not None else make_vector_env(
+        game, num_envs, max_episode_frames, num_threads)
     self.num_envs = num_envs
     self.num_actions = int(self._env.single_action_space.n)
     self._seeds = environment.stream_seeds(seed, num_envs)
