@@ -1,1 +1,1 @@
-"""What a run is: its settings and flags, the agent presets' registry, the suite record."""
+"""What a run is: settings and flags, the agent presets, the suite record."""

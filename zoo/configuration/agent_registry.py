@@ -1,8 +1,7 @@
-"""The agents: named presets that each agent package declares in its agent.py.
+"""The agents: named presets (head, loss, hyperparameters, 2/N scale).
 
-A preset fixes the head, the loss and its hyperparameters and the 2/N
-gradient scale; a top-level package whose `agent.py` defines `PRESETS` and
-`DEFAULT_PRESET` is an agent package. What needs every agent calls `presets()`.
+An agent package is a top-level package whose agent.py defines `PRESETS` and
+`DEFAULT_PRESET`; what needs every agent calls `presets()`.
 """
 
 import dataclasses
@@ -14,7 +13,6 @@ from typing import Dict, Iterable, Optional, Sequence, Tuple
 from zoo.agent import catalog
 
 BASE_OPTIMIZER_EPSILON = 0.01 / 32
-AGENT_MODULE = 'agent'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +43,7 @@ def default_optimizer_epsilon(loss: str, num_quantiles: int,
                               scale_grad: bool) -> float:
   """Return Adam's ε: 0.01/32, × 2/N with scale_grad or a 2/N-gradient loss.
 
-  num_quantiles: N, the source atoms that the loss trains (Settings.num_atoms).
+  num_quantiles: N, the source atoms that the loss trains.
   """
   if scale_grad or catalog.loss(loss).gradient_2_over_n:
     return BASE_OPTIMIZER_EPSILON * 2 / num_quantiles
@@ -82,28 +80,18 @@ def pick(package_presets: Sequence[AgentPreset], default: str,
   return by_name[name]
 
 
-def _project_root() -> str:
-  return os.path.dirname(os.path.dirname(os.path.dirname(
-      os.path.abspath(__file__))))
-
-
 def agent_packages(paths: Optional[Iterable[str]] = None) -> Tuple[str, ...]:
-  """Return the top-level packages with an agent.py, sorted.
-
-  `paths`: directories to look in (default: the project's root).
-  """
+  """Return the packages with an agent.py in `paths` (None: the project's)."""
   if paths is None:
-    paths = [_project_root()]
-  found = set()
-  for module in pkgutil.iter_modules([p for p in paths if os.path.isdir(p)]):
-    if module.ispkg and os.path.isfile(os.path.join(
-        module.module_finder.path, module.name, AGENT_MODULE + '.py')):
-      found.add(module.name)
-  return tuple(sorted(found))
+    paths = [os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))]
+  modules = pkgutil.iter_modules([p for p in paths if os.path.isdir(p)])
+  return tuple(sorted({m.name for m in modules if m.ispkg and os.path.isfile(
+      os.path.join(m.module_finder.path, m.name, 'agent.py'))}))
 
 
 def _load(package: str) -> Tuple[Tuple[AgentPreset, ...], str]:
-  module = importlib.import_module(f'{package}.{AGENT_MODULE}')
+  module = importlib.import_module(f'{package}.agent')
   try:
     package_presets, default = module.PRESETS, module.DEFAULT_PRESET
   except AttributeError as e:
@@ -119,8 +107,7 @@ def package_presets(package: str) -> Tuple[AgentPreset, ...]:
 
 def default_preset(package: str) -> AgentPreset:
   """Return the preset a package runs without --preset."""
-  package_presets_, default = _load(package)
-  return pick(package_presets_, default, None)
+  return pick(*_load(package), None)
 
 
 def presets(packages: Optional[Iterable[str]] = None

@@ -1,8 +1,7 @@
 """Start a command-line tool: every entry point ends with `cli.run(main)`.
 
-Unlike absl.app.run: --help exits with status 0; a flag absl cannot parse
-and an `app.UsageError` end with one `Error:` line and status 1; JAX's INFO
-note that libtpu is absent is dropped (NoLibtpuNote).
+Unlike absl.app.run: --help exits with 0; a bad flag or an `app.UsageError`
+ends with one `Error:` line and status 1; JAX's absent-libtpu note is dropped.
 """
 
 import logging
@@ -12,16 +11,11 @@ from typing import Callable, List, Optional
 from absl import app
 from absl import flags
 
-# The logger of JAX's backend probe.
 JAX_BACKEND_LOGGER = 'jax._src.xla_bridge'
 
 
 class NoLibtpuNote(logging.Filter):
-  """Drop JAX's INFO note that libtpu is absent, logged by every non-TPU run.
-
-  Only that note: other libtpu failures, JAX's warnings and the backend choice
-  are unchanged.
-  """
+  """Drop JAX's INFO note that libtpu is absent (only that note)."""
 
   def filter(self, record: logging.LogRecord) -> bool:
     message = record.getMessage()
@@ -31,7 +25,7 @@ class NoLibtpuNote(logging.Filter):
 
 
 def install_log_filter() -> None:
-  """Drop JAX's absent-libtpu note from now on (once, however often called)."""
+  """Drop JAX's absent-libtpu note from now on (idempotent)."""
   logger = logging.getLogger(JAX_BACKEND_LOGGER)
   if not any(isinstance(f, NoLibtpuNote) for f in logger.filters):
     logger.addFilter(NoLibtpuNote())

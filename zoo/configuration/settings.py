@@ -1,9 +1,7 @@
-"""A run's settings: one frozen, typed record, resolved and validated once.
+"""A run's settings: one frozen record whose fields declare the flags.
 
-`Settings`' fields declare the flags (zoo.configuration.settings_flags);
-`resolve_settings` fills what the flags leave to the preset and the suite;
-`validate_settings` checks them before any long work. No flags are defined
-here, so that tools with their own flags can import it.
+No flags are defined here (settings_flags does), so that tools with their own
+flags can import it.
 """
 
 import dataclasses
@@ -20,8 +18,7 @@ RUN_DIR = '{agent}/{environment_name}/seed_{seed}'
 RESULTS_FILE = 'results.csv'
 CHECKPOINT_DIR = 'checkpoints'
 TENSORBOARD_DIR = 'tensorboard'
-# The iteration loops, declared once: --loop=NAME runs zoo.loops.NAME_loop,
-# where the suite lists NAME (Suite.loops).
+# --loop=NAME runs zoo.loops.NAME_loop, where the suite lists NAME.
 LOOPS = ('python', 'jitted')
 
 
@@ -41,8 +38,13 @@ class ConfigError(ValueError):
   """A bad setting, reported before any long work."""
 
 
-def _flag(default, help_text: str, kind: str, **options):
-  """A field that is also a flag: kind is zoo.configuration.settings_flags' DEFINE_<kind>."""
+_KINDS = {bool: 'bool', int: 'integer', float: 'float', str: 'string'}
+
+
+def _flag(default, help_text: str, kind: Optional[str] = None, **options):
+  """Return a field that is a flag too (settings_flags' DEFINE_<kind>)."""
+  if kind is None:
+    kind = 'enum' if 'enum_values' in options else _KINDS[type(default)]
   return dataclasses.field(default=default, metadata=dict(
       help=help_text, kind=kind, options=options))
 
@@ -55,124 +57,111 @@ _PATHS = default_paths(RUNS_ROOT)
     None, f"{h.help}; unset: the preset's.", 'float')), after='loss')
 class Settings:
   """Every setting of a run. None: unset (only before resolve_settings)."""
-  environment_name: str = _flag('pong', 'Game of the suite.', 'string')
-  environment_height: int = _flag(84, 'Processed frame height.', 'integer')
-  environment_width: int = _flag(84, 'Processed frame width.', 'integer')
-  replay_capacity: int = _flag(int(1e6), 'Transitions (all streams).',
-                               'count')
+  environment_name: str = _flag('pong', 'Game of the suite.')
+  environment_height: int = _flag(84, 'Processed frame height.')
+  environment_width: int = _flag(84, 'Processed frame width.')
+  replay_capacity: int = _flag(int(1e6), 'Transitions (all streams).', 'count')
   min_replay_capacity_fraction: float = _flag(
-      0.05, 'Learning starts once the replay holds this fraction.', 'float')
-  batch_size: int = _flag(32, 'Transitions per update.', 'integer')
+      0.05, 'Learning starts once the replay holds this fraction.')
+  batch_size: int = _flag(32, 'Transitions per update.')
   max_frames_per_episode: int = _flag(108000, 'Episode frame cap.', 'count')
-  num_action_repeats: int = _flag(4, 'Frames per agent step.', 'integer')
-  num_stacked_frames: int = _flag(4, 'Frames per observation.', 'integer')
-  exploration_epsilon_begin_value: float = _flag(1.0, 'Initial ε.', 'float')
-  exploration_epsilon_end_value: float = _flag(0.01, 'Final ε.', 'float')
+  num_action_repeats: int = _flag(4, 'Frames per agent step.')
+  num_stacked_frames: int = _flag(4, 'Frames per observation.')
+  exploration_epsilon_begin_value: float = _flag(1.0, 'Initial ε.')
+  exploration_epsilon_end_value: float = _flag(0.01, 'Final ε.')
   exploration_epsilon_decay_frame_fraction: float = _flag(
-      0.02, 'ε decays over this fraction of all training frames.', 'float')
-  eval_exploration_epsilon: float = _flag(0.001, 'ε when evaluating.',
-                                          'float')
+      0.02, 'ε decays over this fraction of all training frames.')
+  eval_exploration_epsilon: float = _flag(0.001, 'ε when evaluating.')
   target_network_update_period: int = _flag(
       int(4e4), 'Frames between target network copies.', 'count')
-  learning_rate: float = _flag(5e-5, 'Adam learning rate.', 'float')
+  learning_rate: float = _flag(5e-5, 'Adam learning rate.')
   optimizer_epsilon: Optional[float] = _flag(
       None, "Adam's ε; unset: 0.01/32, times 2/N for the Cramér losses or "
       'with --scale_grad (N: --num_quantiles, or --tau_samples_s_tm1 with '
       'the IQN head).', 'float')
-  additional_discount: float = _flag(0.99, 'γ applied to env discounts.',
-                                     'float')
-  max_abs_reward: float = _flag(1.0, 'Rewards clipped to ± this.', 'float')
+  additional_discount: float = _flag(0.99, 'γ applied to env discounts.')
+  max_abs_reward: float = _flag(1.0, 'Rewards clipped to ± this.')
   max_global_grad_norm: float = _flag(
-      10.0, 'Gradient clipping norm (<= 0: no clipping).', 'float')
-  num_iterations: int = _flag(200, 'Training iterations.', 'integer')
+      10.0, 'Gradient clipping norm (<= 0: no clipping).')
+  num_iterations: int = _flag(200, 'Training iterations.')
   num_train_frames: int = _flag(int(1e6), 'Frames per iteration.', 'count')
-  num_eval_frames: int = _flag(int(5e5), 'Eval frames per iteration.',
-                               'count')
+  num_eval_frames: int = _flag(int(5e5), 'Eval frames per iteration.', 'count')
   learn_period: int = _flag(16, 'Frames between updates.', 'count')
-  num_quantiles: int = _flag(201, 'Atoms N per action (fixed-level heads).',
-                             'integer')
+  num_quantiles: int = _flag(201, 'Atoms N per action (fixed-level heads).')
   # The IQN head's levels, sampled uniformly per state and per use (DQN
   # Zoo's names and defaults).
   tau_samples_policy: int = _flag(
       64, 'IQN head: levels sampled per state to act and to pick the TD '
-      "target's greedy action.", 'integer')
+      "target's greedy action.")
   tau_samples_s_tm1: int = _flag(
       64, 'IQN head: levels sampled per state for the online atoms that the '
-      'loss trains (N).', 'integer')
+      'loss trains (N).')
   tau_samples_s_t: int = _flag(
-      64, "IQN head: levels sampled per next state for the TD target's "
-      'atoms.', 'integer')
-  tau_latent_dim: int = _flag(64, 'IQN head: cosine features per level.',
-                              'integer')
-  seed: int = _flag(1, 'Run seed (environments, network, replay).',
-                    'integer')
+      64, "IQN head: levels sampled per next state for the TD target's atoms.")
+  tau_latent_dim: int = _flag(64, 'IQN head: cosine features per level.')
+  seed: int = _flag(1, 'Run seed (environments, network, replay).')
   results_csv_path: str = _flag(
       _PATHS['results_csv_path'], 'Run CSV (one row per iteration); '
-      '{agent}, {environment_name} and {seed} are filled in; empty: none.',
-      'string')
+      '{agent}, {environment_name} and {seed} are filled in; empty: none.')
   checkpoint_dir: str = _flag(
       _PATHS['checkpoint_dir'], 'Checkpoint directory, resumed from when it '
       "holds one; {results_dir} is the results CSV's directory (and the "
-      'placeholders of --results_csv_path); empty: none.', 'string')
+      'placeholders of --results_csv_path); empty: none.')
   head: Optional[str] = _flag(None, "Network head; unset: the preset's.",
-                              'enum', enum_values=list(catalog.HEADS))
-  loss: Optional[str] = _flag(None, "Loss; unset: the preset's.", 'enum',
+                              enum_values=list(catalog.HEADS))
+  loss: Optional[str] = _flag(None, "Loss; unset: the preset's.",
                               enum_values=list(catalog.LOSSES))
   # Here, one float flag per loss hyperparameter (catalog.add_fields).
   scale_grad: Optional[bool] = _flag(
       None, "Multiply the gradient by 2/N; unset: the preset's.", 'bool')
   nc_scale_activation: str = _flag(
-      'relu', 'NC head: activation of the scale α.', 'enum',
+      'relu', 'NC head: activation of the scale α.',
       enum_values=['relu', 'softplus'])
-  num_hidden_layers: int = _flag(1, 'Head hidden layers λ.', 'integer')
-  hidden_size: int = _flag(512, 'Head hidden units η.', 'integer')
+  num_hidden_layers: int = _flag(1, 'Head hidden layers λ.')
+  hidden_size: int = _flag(512, 'Head hidden units η.')
   num_envs: int = _flag(
       1, 'Environment streams K acting in lockstep (one batched action '
       'selection per step). Counts are frames summed over the streams and '
       'the replay capacity is in transitions over all streams, so one update '
-      'per --learn_period frames holds for any K. 1: DQN Zoo exactly.',
-      'integer')
+      'per --learn_period frames holds for any K. 1: DQN Zoo exactly.')
   environment_mode: str = _flag(
       'auto', "Atari: streams as Python envs ('reference') or ale_py's "
       "AtariVectorEnv ('vector'); auto: vector when num_envs > 1 or "
-      "--loop=jitted. MinAtar: reference only.", 'enum',
+      "--loop=jitted. MinAtar: reference only.",
       enum_values=['auto', 'reference', 'vector'])
   tensorboard_dir: str = _flag(
       '{results_dir}/' + TENSORBOARD_DIR, 'TensorBoard event files: '
       'per-iteration scalars and the training loss; {results_dir} is the '
       "results CSV's directory (and the placeholders of --results_csv_path); "
-      'empty: none.', 'string')
+      'empty: none.')
   tensorboard_loss_period: int = _flag(
       8000, 'Frames between training-loss scalars.', 'count')
   progress_interval_seconds: float = _flag(
-      30.0, 'Seconds between progress lines within a phase (<= 0: none).',
-      'float')
+      30.0, 'Seconds between progress lines within a phase (<= 0: none).')
   num_fused_updates: int = _flag(
       1, 'U: updates that fall due are held until U are, then run as one '
       'jitted dispatch. Same updates and target copies per frame; acting '
-      'lags the learner by at most U - 1 updates. 1: DQN Zoo.', 'integer')
+      'lags the learner by at most U - 1 updates. 1: DQN Zoo.')
   replay_on_device: bool = _flag(
       False, 'Mirror the replay on the JAX device, where the update samples '
       "its batches. Doubles the replay's memory (the host copy is kept for "
-      'checkpoints).', 'bool')
+      'checkpoints).')
   overlap_learning: bool = _flag(
       False, 'Python loop: act on a snapshot of the parameters taken before '
       "each block's updates (one agent step of the K streams), so that the "
       'emulators step the next block while the updates run. Acting lags the '
       'learner by one block; same updates and target copies per frame. Runs '
       'at once only on two devices (on a CPU host, ask XLA for two host '
-      'platform devices: docs/performance.md). Off: DQN Zoo.',
-      'bool')
+      'platform devices: docs/performance.md). Off: DQN Zoo.')
   loop: str = _flag(
       'python', 'The iteration loop (zoo.loops.<loop>_loop). python: one seed '
       'per process, any suite; jitted: acting, stepping and learning compiled '
       'in JAX, where the suite has a JAX environment (MinAtar: the --seeds '
       'vmapped in one process; Atari: one seed, ale-py\'s XLA emulators; '
-      'docs/jitted-loop.md).',
-      'enum', enum_values=list(LOOPS))
+      'docs/jitted-loop.md).', enum_values=list(LOOPS))
   # Not flags: set by the entry point.
   agent: str = ''        # The agent package ('cr_dqn'): CSV and run.json.
-  suite: str = 'atari'   # The suite's name (zoo.configuration.suites.suite_by_name).
+  suite: str = 'atari'   # The suite's name (suites.suite_by_name).
 
   def as_dict(self) -> Dict[str, Any]:
     """Return the settings as run.json stores them."""
@@ -199,12 +188,12 @@ class Settings:
     return int(self.min_replay_capacity_fraction * self.replay_capacity)
 
   def epsilon_begin_frame(self) -> int:
-    """Return the frame where ε starts to decay (the replay holds its minimum)."""
+    """Return the frame where ε starts to decay (the replay at its minimum)."""
     return int(self.min_replay_capacity_fraction * self.replay_capacity *
                self.num_action_repeats)
 
   def epsilon_decay_frames(self) -> int:
-    """Return the frames over which ε decays (DQN Zoo: a fraction of the run)."""
+    """Return the frames over which ε decays (a fraction of the run)."""
     return max(int(self.exploration_epsilon_decay_frame_fraction *
                    self.num_iterations * self.num_train_frames), 1)
 
@@ -219,10 +208,7 @@ DISPLAY_FLAGS = ('tensorboard_loss_period', 'progress_interval_seconds')
 
 
 def num_atoms(values: Mapping[str, Any]) -> int:
-  """Return N of settings `values` (by name, head resolved): what 2/N divides by.
-
-  --tau_samples_s_tm1 at sampled levels, else --num_quantiles.
-  """
+  """Return N of resolved settings `values` (by name), as 2/N divides by."""
   if catalog.HEADS[values['head']].sampled_levels:
     return values['tau_samples_s_tm1']
   return values['num_quantiles']
@@ -230,20 +216,14 @@ def num_atoms(values: Mapping[str, Any]) -> int:
 
 def default_settings(suite) -> Dict[str, Any]:
   """Return the suite's defaults of every flag (as its entry point has)."""
-  values = {name: f.default for name, f in
-            Settings.__dataclass_fields__.items() if f.metadata}
-  values.update(suite.flag_defaults)
-  return values
+  return {**{f.name: f.default for f in dataclasses.fields(Settings)
+             if f.metadata}, **suite.flag_defaults}
 
 
 def resolve_settings(suite, preset, values: Mapping[str, Any]) -> Settings:
   """Return the settings of a run of `preset` on `suite`.
 
-  Args:
-    suite: a zoo.configuration.suites.Suite.
-    preset: a zoo.configuration.agent_registry.AgentPreset, for what
-      `values` leaves unset (None).
-    values: flag values; absent ones take the suite's defaults.
+  values: flag values (absent: the suite's defaults; None: the preset's).
   """
   s = dict(default_settings(suite), **values)
   fields = dict(agent=preset.package, environment_name=s['environment_name'],
@@ -273,13 +253,18 @@ _POSITIVE = (
     'num_stacked_frames', 'target_network_update_period', 'num_train_frames',
     'num_eval_frames', 'learn_period', 'num_quantiles', 'tau_samples_policy',
     'tau_samples_s_tm1', 'tau_samples_s_t', 'tau_latent_dim',
-    'num_hidden_layers',
-    'hidden_size', 'num_envs', 'num_fused_updates', 'learning_rate',
-    'optimizer_epsilon', 'max_abs_reward')
-_UNIT_INTERVAL = ('exploration_epsilon_begin_value',
-                  'exploration_epsilon_end_value', 'eval_exploration_epsilon',
-                  'additional_discount')
-_NON_NEGATIVE = ('num_iterations', 'exploration_epsilon_decay_frame_fraction')
+    'num_hidden_layers', 'hidden_size', 'num_envs', 'num_fused_updates',
+    'learning_rate', 'optimizer_epsilon', 'max_abs_reward')
+# The ranges checked first, in order: (settings, out of range, the error).
+_RANGES = (
+    (_POSITIVE, lambda v: v <= 0, 'must be positive'),
+    (('num_iterations', 'exploration_epsilon_decay_frame_fraction'),
+     lambda v: v < 0, 'must be >= 0'),
+    (('min_replay_capacity_fraction',), lambda v: not 0 < v <= 1,
+     'must lie in (0, 1]'),
+    (('exploration_epsilon_begin_value', 'exploration_epsilon_end_value',
+      'eval_exploration_epsilon', 'additional_discount'),
+     lambda v: not 0 <= v <= 1, 'must lie in [0, 1]'))
 
 
 def validate_settings(suite, s: Settings) -> None:
@@ -288,19 +273,10 @@ def validate_settings(suite, s: Settings) -> None:
     suite.check_game(s.environment_name)
   except ValueError as e:
     raise ConfigError(str(e)) from e
-  for name in _POSITIVE:
-    if getattr(s, name) <= 0:
-      raise ConfigError(f'--{name} must be positive, got {getattr(s, name)}.')
-  for name in _NON_NEGATIVE:
-    if getattr(s, name) < 0:
-      raise ConfigError(f'--{name} must be >= 0, got {getattr(s, name)}.')
-  if not 0 < s.min_replay_capacity_fraction <= 1:
-    raise ConfigError('--min_replay_capacity_fraction must lie in (0, 1], '
-                      f'got {s.min_replay_capacity_fraction}.')
-  for name in _UNIT_INTERVAL:
-    if not 0 <= getattr(s, name) <= 1:
-      raise ConfigError(f'--{name} must lie in [0, 1], got '
-                        f'{getattr(s, name)}.')
+  for names, out_of_range, must in _RANGES:
+    for name in names:
+      if out_of_range(getattr(s, name)):
+        raise ConfigError(f'--{name} {must}, got {getattr(s, name)}.')
   problem = (catalog.head_loss_problem(s.head, s.loss)
              or catalog.hyperparameter_problem(s.loss, catalog.values(s)))
   if problem:

@@ -1,7 +1,6 @@
-"""The run flags: one per field of zoo.configuration.settings.Settings, plus --preset.
+"""The run flags: one per field of settings.Settings, plus --preset.
 
-Entry points adopt them (`flags.adopt_module_key_flags`) so that --help
-lists them; `values_from_flags()` reads them.
+Entry points adopt them (`flags.adopt_module_key_flags`) for --help.
 """
 
 import dataclasses
@@ -19,7 +18,8 @@ _DEFINE = {
     'integer': flags.DEFINE_integer,
     'float': flags.DEFINE_float,
     'bool': flags.DEFINE_bool,
-    'enum': flags.DEFINE_enum,
+    'enum': lambda name, default, help_text, enum_values: flags.DEFINE_enum(
+        name, default, enum_values, help_text),
     'count': count_flags.DEFINE_count,
 }
 
@@ -27,13 +27,9 @@ _DEFINE = {
 def _define_all() -> None:
   for field in dataclasses.fields(settings_lib.Settings):
     if field.metadata:
-      define = _DEFINE[field.metadata['kind']]
-      options = dict(field.metadata['options'])
-      if 'enum_values' in options:
-        define(field.name, field.default, options.pop('enum_values'),
-               field.metadata['help'], **options)
-      else:
-        define(field.name, field.default, field.metadata['help'], **options)
+      _DEFINE[field.metadata['kind']](field.name, field.default,
+                                      field.metadata['help'],
+                                      **field.metadata['options'])
 
 
 _define_all()
@@ -76,6 +72,6 @@ def seeds_from_flags():
 
 
 def set_flag_defaults(suite) -> None:
-  """Make the suite's defaults the flags' (before parsing: --help shows them)."""
+  """Make the suite's defaults the flags' (before parsing, for --help)."""
   for name, value in suite.flag_defaults.items():
     FLAGS.set_default(name, value)

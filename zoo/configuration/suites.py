@@ -14,51 +14,39 @@ from zoo.agent import catalog
 from zoo.configuration import settings as settings_lib
 from zoo.environments import environment
 
+_Settings = settings_lib.Settings
+
 
 class Suite(NamedTuple):
-  """What differs between families of games; everything else is shared.
-
-  Attributes:
-    name: 'atari' or 'minatar' (log lines, saved settings, default paths).
-    csv_prefix: before the game in the CSV's environment_name ('minatar-').
-    check_game: fn(name) -> name; ValueError listing the games.
-    flag_defaults: flag values that differ from the Atari defaults.
-    resolve: fn(values dict) -> values, filling suite-specific 'auto' values.
-    validate: fn(settings); ConfigError for suite-specific limits.
-    observation_shape: fn(settings) -> (*frame_shape, num_stacked_frames).
-    make_environment: fn(settings, seed) -> a fresh BatchedEnvironment.
-    network_fn: fn(settings, num_actions) -> Haiku fn(observations).
-    normalize: fn(game, score) -> normalised score (NaN: no reference).
-    render: fn(reference-mode environment) -> [K, H, W, 3] uint8 screens;
-      None: cannot render.
-    jax_environment: fn(settings) -> a fresh K-stream JAX environment for
-      the jitted loop (ConfigError for a game it cannot run); None: none.
-    jax_replay: fn(JAX environment) -> the zoo.replay.device_replay.JaxReplay
-      of its observations.
-    jax_vmaps_seeds: whether the jitted loop vmaps a group's seeds (the
-      environment's `vmaps`); False: one seed per group.
-    loops: the --loop names that run the suite.
-  """
-  name: str
-  csv_prefix: str
-  check_game: Callable[[str], str]
-  flag_defaults: Mapping[str, Any]
+  """What differs between families of games; everything else is shared."""
+  name: str  # 'atari' or 'minatar': log lines, saved settings, default paths.
+  csv_prefix: str  # Before the game in the CSV's environment_name.
+  check_game: Callable[[str], str]  # ValueError listing the games.
+  flag_defaults: Mapping[str, Any]  # Flag values other than Atari's.
+  # fn(values dict) -> values, with the suite's 'auto' values filled in.
   resolve: Callable[[Dict[str, Any]], Dict[str, Any]]
-  validate: Callable[[settings_lib.Settings], None]
-  observation_shape: Callable[[settings_lib.Settings], Tuple[int, ...]]
-  make_environment: Callable[[settings_lib.Settings, int],
-                             environment.BatchedEnvironment]
-  network_fn: Callable[[settings_lib.Settings, int], Callable]
-  normalize: Callable[[str, float], float]
+  validate: Callable[[_Settings], None]  # ConfigError for the suite's limits.
+  # fn(settings) -> (*frame_shape, num_stacked_frames).
+  observation_shape: Callable[[_Settings], Tuple[int, ...]]
+  # fn(settings, seed) -> a fresh BatchedEnvironment.
+  make_environment: Callable[[_Settings, int], environment.BatchedEnvironment]
+  # fn(settings, num_actions) -> Haiku fn(observations).
+  network_fn: Callable[[_Settings, int], Callable]
+  normalize: Callable[[str, float], float]  # (game, score); NaN: no reference.
+  # fn(reference-mode environment) -> [K, H, W, 3] uint8; None: cannot render.
   render: Optional[Callable[[environment.BatchedEnvironment],
                             np.ndarray]] = None
-  jax_environment: Optional[Callable[[settings_lib.Settings], Any]] = None
+  # fn(settings) -> a fresh K-stream JAX environment for the jitted loop
+  # (ConfigError for a game it cannot run); None: none.
+  jax_environment: Optional[Callable[[_Settings], Any]] = None
+  # fn(JAX environment) -> the device_replay.JaxReplay of its observations.
   jax_replay: Optional[Callable[[Any], Any]] = None
+  # Whether the jitted loop vmaps a group's seeds (the environment's `vmaps`).
   jax_vmaps_seeds: bool = True
-  loops: Tuple[str, ...] = ('python',)
+  loops: Tuple[str, ...] = ('python',)  # The --loop names that run it.
 
 
-def quantile_network_fn(s: settings_lib.Settings, num_actions: int, *,
+def quantile_network_fn(s: _Settings, num_actions: int, *,
                         torso: Callable, quantile_network: Callable):
   """Return the suite's Haiku network fn for settings `s` (IQN or quantile)."""
   if catalog.HEADS[s.head].sampled_levels:  # fn(observations, levels).
@@ -72,7 +60,7 @@ def quantile_network_fn(s: settings_lib.Settings, num_actions: int, *,
 
 
 def suite_by_name(name: str) -> Suite:
-  """Return the suite called `name` ('atari': zoo.suites.atari_suite.ATARI, ...)."""
+  """Return the suite called `name` ('atari': zoo.suites.atari_suite.ATARI)."""
   try:
     module = importlib.import_module(f'zoo.suites.{name}_suite')
   except ImportError as e:

@@ -1,1 +1,1 @@
-"""Environment families behind one batched contract: Atari (reference and vectorized), MinAtar (numpy and JAX)."""
+"""Atari (reference, vectorized, XLA) and MinAtar (numpy, JAX) environments."""

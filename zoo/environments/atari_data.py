@@ -23,15 +23,9 @@ def _random_and_human_scores() -> Mapping[str, Tuple[float, float]]:
 # DQN Zoo's snake_case names (dqn_zoo/atari_data.py ATARI_GAMES), sorted.
 GAMES: Tuple[str, ...] = tuple(sorted(_random_and_human_scores()))
 
-# ale-py ROM ids. They coincide with DQN Zoo's names for all 57 games in
-# ale-py 0.12 (tests check that each resolves with ale_py.roms.get_rom_path);
-# the mapping exists so that a renamed ROM needs a one-line fix here.
-ROM_IDS: Mapping[str, str] = {game: game for game in GAMES}
-
-
 def check_game(name: str) -> str:
   """Return `name` if it is one of the 57 games, else raise a ValueError."""
-  if name in ROM_IDS:
+  if name in GAMES:
     return name
   close = difflib.get_close_matches(str(name), GAMES, n=3, cutoff=0.6)
   hint = f' Did you mean {" or ".join(repr(c) for c in close)}?' if close else ''
@@ -42,7 +36,8 @@ def check_game(name: str) -> str:
 
 def rom_id(game: str) -> str:
   """Return the ale-py ROM id of a game (checked)."""
-  return ROM_IDS[check_game(game)]
+  # DQN Zoo's names are ale-py 0.12's ROM ids (tests resolve all 57).
+  return check_game(game)
 
 
 def random_and_human_score(game: str) -> Tuple[float, float]:

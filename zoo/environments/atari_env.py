@@ -1,8 +1,7 @@
 """One Atari game under the DQN Zoo protocol, and the reference batched mode.
 
-`AtariEnvironment` folds in what DQN Zoo spreads over gym_atari, its no-op
-wrapper, its processors and the run loop's episode cap; its pixels are DQN
-Zoo's, bit for bit (docs/environments.md).
+`AtariEnvironment` folds in DQN Zoo's gym_atari, no-op wrapper, processors
+and episode cap; its pixels are DQN Zoo's, bit for bit (docs/environments.md).
 """
 
 from typing import Callable, Optional, Sequence
@@ -14,6 +13,7 @@ from PIL import Image
 
 from zoo.environments import atari_data
 from zoo.environments import environment
+from zoo.environments import vector_env
 
 _LUMA = np.array([0.299, 0.587, 1 - (0.299 + 0.587)])
 
@@ -37,7 +37,7 @@ def process_frame(pooled_rgb: np.ndarray, height: int = 84,
 
 
 def make_ale(game: str, seed: int):
-  """Return an ALEInterface with the game's ROM loaded, DQN Zoo settings."""
+  """Return an ALEInterface with the game's ROM loaded, DQN Zoo's settings."""
   import ale_py  # pylint: disable=g-import-not-at-top
   from ale_py import roms  # pylint: disable=g-import-not-at-top
   ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
@@ -52,29 +52,16 @@ def make_ale(game: str, seed: int):
 class AtariEnvironment(dm_env.Environment):
   """One Atari game with DQN Zoo's preprocessing; auto-resets after LAST."""
 
-  def __init__(
-      self,
-      game: str,
-      seed: int,
-      max_episode_frames: int = 108_000,
-      num_action_repeats: int = 4,
-      num_pooled_frames: int = 2,
-      num_stacked_frames: int = 4,
-      min_noop_frames: int = 1,
-      max_noop_frames: int = 30,
-      height: int = 84,
-      width: int = 84,
-      ale=None,
-  ):
-    """Create the environment.
+  def __init__(self, game: str, seed: int, max_episode_frames: int = 108_000,
+               num_action_repeats: int = 4, num_pooled_frames: int = 2,
+               num_stacked_frames: int = 4, min_noop_frames: int = 1,
+               max_noop_frames: int = 30, height: int = 84, width: int = 84,
+               ale=None):
+    """Create the environment; `seed` seeds ALE and the no-op draws.
 
-    Args:
-      seed: seeds ALE's random_seed and the no-op draws.
-      max_episode_frames: frame cap per episode (0: none), no-ops excluded.
-      num_pooled_frames: how many of the repeat's last frames are max-pooled.
-      max_noop_frames: inclusive.
-      ale: an ALEInterface-like object with the ROM loaded (tests pass a
-        fake); made from `game` and `seed` when None.
+    max_episode_frames: frame cap per episode, no-ops excluded (0: none);
+    num_pooled_frames: the repeat's last frames max-pooled; max_noop_frames:
+    inclusive; ale: a loaded ALEInterface-like object (tests); None: made.
     """
     atari_data.check_game(game)
     if not 1 <= num_pooled_frames <= num_action_repeats:
@@ -150,7 +137,6 @@ class AtariEnvironment(dm_env.Environment):
     pooled = None
     reward = 0.0
     discount = 1.0
-    last = False
     for repeat in range(self._num_action_repeats):
       reward += self._ale.act(ale_action)
       self._episode_frames += 1
@@ -158,25 +144,22 @@ class AtariEnvironment(dm_env.Environment):
       game_over = self._ale.game_over()
       truncated = (self._max_episode_frames > 0 and
                    self._episode_frames >= self._max_episode_frames)
-      if game_over:
+      # A life lost bootstraps no further, though the episode goes on.
+      if game_over or (lives < self._lives and not truncated):
         discount = 0.0
-      elif lives < self._lives and not truncated:
-        discount = 0.0  # Life lost: bootstrap no further, episode goes on.
       self._lives = lives
       if repeat >= first_pooled:
         screen = self._ale.getScreenRGB()
         pooled = screen if pooled is None else np.maximum(pooled, screen)
-      if game_over or truncated:
-        last = True
+      last = game_over or truncated
+      if last:
         break
     # A repeat cut short pools its screens with DQN Zoo's zero padding:
     # max(screen, 0) = screen, and no screen at all gives a black frame.
-    observation = self._observation(pooled)
-    if last:
-      self._reset_next_step = True
-      return dm_env.TimeStep(dm_env.StepType.LAST, reward, discount,
-                             observation)
-    return dm_env.TimeStep(dm_env.StepType.MID, reward, discount, observation)
+    self._reset_next_step = last
+    step_type = dm_env.StepType.LAST if last else dm_env.StepType.MID
+    return dm_env.TimeStep(step_type, reward, discount,
+                           self._observation(pooled))
 
   def observation_spec(self) -> specs.Array:
     return specs.Array((self._height, self._width, self._num_stacked_frames),
@@ -190,7 +173,7 @@ class AtariEnvironment(dm_env.Environment):
 
 
 class ReferenceBatchedEnvironment(environment.BatchedEnvironment):
-  """K `AtariEnvironment`s stepped one after another in Python (K=1: DQN Zoo)."""
+  """K `AtariEnvironment`s stepped one by one in Python (K=1: DQN Zoo)."""
 
   def __init__(self, environments: Sequence[AtariEnvironment]):
     if not environments:
@@ -234,24 +217,16 @@ class ReferenceBatchedEnvironment(environment.BatchedEnvironment):
 
 
 def make_atari_environment(
-    game: str,
-    seed: int,
-    num_envs: int = 1,
-    mode: str = 'reference',
-    max_episode_frames: int = 108_000,
-    num_threads: int = 0,
+    game: str, seed: int, num_envs: int = 1, mode: str = 'reference',
+    max_episode_frames: int = 108_000, num_threads: int = 0,
     ale_factory: Optional[Callable[[str, int], object]] = None,
-    **reference_options,
-) -> environment.BatchedEnvironment:
+    **reference_options) -> environment.BatchedEnvironment:
   """Return a batched Atari environment under the DQN Zoo protocol.
 
-  Args:
-    mode: 'reference' (K Python AtariEnvironments; K=1 is DQN Zoo) or
-      'vector' (zoo.environments.vector_env).
-    max_episode_frames: frame cap per episode (0: none).
-    num_threads: 'vector' only: emulator threads (0: min(K, CPU count)).
-    ale_factory: 'reference' only: fn(game, seed) -> ALE (tests).
-    **reference_options: 'reference' only: AtariEnvironment's preprocessing.
+  mode: 'reference' (K AtariEnvironments; K=1 is DQN Zoo) or 'vector'
+  (vector_env). 'vector' only: num_threads (0: min(K, CPU count)).
+  'reference' only: ale_factory, fn(game, seed) -> ALE (tests), and
+  **reference_options, AtariEnvironment's preprocessing.
   """
   atari_data.check_game(game)
   if mode == 'reference':
@@ -262,7 +237,6 @@ def make_atari_environment(
                                    ale=ale, **reference_options))
     return ReferenceBatchedEnvironment(envs)
   if mode == 'vector':
-    from zoo.environments import vector_env  # pylint: disable=g-import-not-at-top
     return vector_env.VectorAtariEnvironment(
         game, seed, num_envs=num_envs, max_episode_frames=max_episode_frames,
         num_threads=num_threads)

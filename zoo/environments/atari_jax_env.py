@@ -1,9 +1,7 @@
-"""Atari inside jitted code: vector_env's streams on ale-py's XLA interface.
+"""Atari in jitted code: vector_env's streams on ale-py's XLA interface.
 
-The outputs of `ale_py.AtariVectorEnv(...).xla()` are converted in JAX to
-the timesteps of `vector_env.VectorAtariEnvironment`, bit for bit. Its limits
-(no vmap, the handle threaded through every call, actions unchecked under
-jit): docs/environments.md.
+Gives `vector_env.VectorAtariEnvironment`'s timesteps bit for bit; its limits
+(no vmap, the handle threaded through, actions unchecked): docs/environments.md.
 """
 
 from typing import NamedTuple, Tuple
@@ -15,65 +13,31 @@ import numpy as np
 from zoo.environments import environment
 from zoo.environments import vector_env
 
-FIRST, MID, LAST = environment.FIRST, environment.MID, environment.LAST
-
 
 class TimeStep(NamedTuple):
-  """zoo.environments.environment.BatchedTimeStep's fields, then the newest frame."""
+  """environment.BatchedTimeStep's fields, then the newest frame."""
   step_type: jax.Array    # [K] int8: FIRST, MID or LAST.
   reward: jax.Array       # [K] float32, raw sum over the repeats; 0 on FIRST.
   discount: jax.Array     # [K] float32, 0 at game over and on a life loss.
   observation: jax.Array  # [K, 84, 84, 4] uint8, DQN Zoo's end-padded stacks.
-  frame: jax.Array        # [K, 84, 84] uint8, the step's newest frame.
+  frame: jax.Array        # [K, 84, 84] uint8, the newest: the stack's last.
 
 
 class EnvState(NamedTuple):
-  """What the conversion needs between steps (a pytree of [K] arrays)."""
+  """The handle, then vector_env.StreamState's [K] int32 (last: bool)."""
   handle: jax.Array        # [8] uint8, threads the emulators' calls in order.
-  lives: jax.Array         # [K] int32, lives after each stream's last step.
-  last: jax.Array          # [K] bool, the stream's last step was LAST.
-  episode_step: jax.Array  # [K] int32, agent steps since FIRST (0 on FIRST).
-  noop_frames: jax.Array   # [K] int32, no-op frames of the current episode.
-
-
-def to_dqn_zoo_stack(stacks: jax.Array, episode_step: jax.Array) -> jax.Array:
-  """Convert front-padded [K, S, H, W] stacks to end-padded [K, H, W, S].
-
-  vector_env.to_dqn_zoo_stack in JAX.
-  """
-  num_stacked = stacks.shape[1]
-  shift = jnp.maximum(num_stacked - 1 - episode_step, 0)
-  source = (jnp.arange(num_stacked)[None, :] + shift[:, None]) % num_stacked
-  rolled = jnp.take_along_axis(stacks, source[:, :, None, None], axis=1)
-  return jnp.moveaxis(rolled, 1, -1)
-
-
-def to_timestep(stacks, reward, terminated, truncated, lives, previous_lives,
-                first, episode_step) -> TimeStep:
-  """Map one XLA step to a TimeStep: vector_env.to_batched_timestep in JAX."""
-  terminated = terminated & ~first
-  truncated = truncated & ~first
-  last = terminated | truncated
-  step_type = jnp.where(first, FIRST, jnp.where(last, LAST, MID))
-  life_lost = ~first & (lives < previous_lives)
-  discount = jnp.where(terminated | life_lost, 0.0, 1.0)
-  return TimeStep(
-      step_type=step_type.astype(jnp.int8),
-      reward=jnp.where(first, 0, reward).astype(jnp.float32),
-      discount=discount.astype(jnp.float32),
-      observation=to_dqn_zoo_stack(stacks, episode_step),
-      frame=stacks[:, -1],  # The vector environment's newest is always last.
-  )
+  lives: jax.Array
+  last: jax.Array
+  episode_step: jax.Array
+  noop_frames: jax.Array
 
 
 class AtariJaxEnvironment:
   """K Atari streams as pure jittable functions of an `EnvState`.
 
   Owns the emulators; `reset` and `step` are pure in their arguments (the
-  handle they take and return names the emulators' state). The jitted loop's
-  K-stream environment (ARCHITECTURE.md). Environments of one game, K and
-  frame cap are equal: one compiled program runs any of them, each on its
-  own emulators (the handle in the state is data).
+  handle names the emulators' state). Environments of one game, K and frame
+  cap are equal: one compiled program runs any of them on its own emulators.
   """
 
   # The FFI calls cannot be vmapped: one seed per compiled program.
@@ -83,16 +47,7 @@ class AtariJaxEnvironment:
 
   def __init__(self, game: str, seed: int, num_envs: int = 1,
                max_episode_frames: int = 108_000, num_threads: int = 0):
-    """Create the emulators (vector_env.VectorAtariEnvironment's arguments).
-
-    Args:
-      game: one of zoo.environments.atari_data.GAMES.
-      seed: gives `self.seeds`, the stream seeds of a VectorAtariEnvironment
-        of this seed (reset takes them).
-      num_envs: K.
-      max_episode_frames: frame cap per episode, no-ops excluded (0: none).
-      num_threads: emulator threads; 0: min(K, CPU count).
-    """
+    """Create the emulators; `self.seeds`: the stream seeds of `seed`."""
     vector_env.check_arguments(game, num_envs, max_episode_frames)
     self.seeds = environment.stream_seeds(seed, num_envs).astype(np.int32)
     self._env = vector_env.make_vector_env(game, num_envs, max_episode_frames,
@@ -102,8 +57,7 @@ class AtariJaxEnvironment:
     self.num_envs = num_envs
     self.num_actions = int(self._env.single_action_space.n)
     self.max_episode_frames = max_episode_frames
-    self.frame_shape: Tuple[int, int] = (84, 84)
-    self.observation_shape = self.frame_shape + (4,)
+    self.observation_shape = (84, 84, 4)
 
   def _key(self):
     return (self.game, self.num_envs, self.max_episode_frames)
@@ -120,7 +74,7 @@ class AtariJaxEnvironment:
             f'max_episode_frames={self.max_episode_frames})')
 
   def initial_state(self) -> EnvState:
-    """Return the state `reset` takes first: the emulators' handle, no episode."""
+    """Return the state `reset` takes first: the emulators' handle."""
     zeros = np.zeros(self.num_envs, np.int32)
     return EnvState(handle=np.asarray(self.handle), lives=zeros,
                     last=np.zeros(self.num_envs, bool), episode_step=zeros,
@@ -130,50 +84,27 @@ class AtariJaxEnvironment:
             ) -> Tuple[EnvState, TimeStep]:
     """Start a new episode in every stream; every step type is FIRST.
 
-    Args:
-      state: `initial_state()` or the latest state (its handle orders the
-        calls).
-      seeds: [K] int32 (data): reseed the emulators (reloads the ROMs), as a
-        fresh VectorAtariEnvironment of these stream seeds; None: go on with
-        their generators, as its later resets.
-      keys: unused (the emulators draw their own numbers).
+    `state`: `initial_state()` or the latest (its handle orders the calls);
+    `seeds` [K] int32: reseed the emulators (reloads the ROMs) as a fresh
+    VectorAtariEnvironment's; None: go on as its later resets. `keys`: unused.
     """
     del keys
     if seeds is None:
       seeds = np.full(self.num_envs, -1, np.int32)
     handle, (stacks, info) = self._reset(state.handle,
                                          jnp.asarray(seeds, jnp.int32))
-    lives = info['lives']
-    first = jnp.ones(self.num_envs, bool)
-    zeros = jnp.zeros(self.num_envs, jnp.int32)
-    state = EnvState(handle=handle, lives=lives, last=~first,
-                     episode_step=zeros,
-                     noop_frames=info['episode_frame_number'])
-    timestep = to_timestep(stacks, zeros, ~first, ~first, lives, lives, first,
-                           zeros)
-    return state, timestep
+    state, timestep = vector_env.first_step(state._replace(handle=handle),
+                                            stacks, info, jnp)
+    return state, TimeStep(*timestep, frame=stacks[:, -1])
 
   def step(self, state: EnvState, actions: jax.Array, keys=None
            ) -> Tuple[EnvState, TimeStep]:
-    """Step every stream with its action ([K] ints in [0, num_actions)).
-
-    A stream whose previous step was LAST starts a new episode (FIRST) and
-    ignores its action. `keys`: unused.
-    """
+    """Step every stream ([K] actions); after a LAST: FIRST, action ignored."""
     del keys
-    handle, (stacks, reward, terminated, truncated, info) = self._step(
-        state.handle, jnp.asarray(actions, jnp.int32))
-    first = state.last
-    episode_step = jnp.where(first, 0, state.episode_step + 1)
-    lives = info['lives']
-    timestep = to_timestep(stacks, reward, terminated, truncated, lives,
-                           state.lives, first, episode_step)
-    state = EnvState(
-        handle=handle, lives=lives, last=timestep.step_type == LAST,
-        episode_step=episode_step,
-        noop_frames=jnp.where(first, info['episode_frame_number'],
-                              state.noop_frames))
-    return state, timestep
+    handle, outputs = self._step(state.handle, jnp.asarray(actions, jnp.int32))
+    state, timestep = vector_env.next_step(state._replace(handle=handle),
+                                           *outputs, jnp)
+    return state, TimeStep(*timestep, frame=outputs[0][:, -1])
 
   def close(self) -> None:
     """Release the emulators; no handle of them may be used after this."""
@@ -188,7 +119,4 @@ class AtariJaxEnvironment:
     self.close()
 
 
-def make(game: str, seed: int, num_envs: int = 1, **kwargs
-         ) -> AtariJaxEnvironment:
-  """Return K streams of `game` (ValueError if unknown); see the class."""
-  return AtariJaxEnvironment(game, seed, num_envs, **kwargs)
+make = AtariJaxEnvironment  # make(game, seed, num_envs=1, ...).

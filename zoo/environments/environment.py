@@ -1,8 +1,7 @@
-"""The batched environment contract the run loop sees (ARCHITECTURE.md).
+"""The batched environment contract: K >= 1 dm_env streams.
 
-K >= 1 streams with dm_env semantics each; the step after a stream's LAST
-starts a new episode (FIRST, action ignored). Stacks are padded as DQN Zoo's,
-zeros at the END: [A, 0, 0, 0], [A, B, 0, 0], ..., [B, C, D, E].
+The step after a stream's LAST starts a new episode (FIRST, action ignored).
+Stacks are zero-padded at the END as DQN Zoo's: [A, 0, 0, 0], ..., [B, C, D, E].
 """
 
 import abc
@@ -11,9 +10,7 @@ from typing import NamedTuple, Sequence
 import dm_env
 import numpy as np
 
-FIRST = np.int8(dm_env.StepType.FIRST)
-MID = np.int8(dm_env.StepType.MID)
-LAST = np.int8(dm_env.StepType.LAST)
+FIRST, MID, LAST = (np.int8(t) for t in dm_env.StepType)
 
 
 class BatchedTimeStep(NamedTuple):
@@ -55,10 +52,7 @@ def newest_frame_index(episode_step: np.ndarray,
 
 def stack_frames(frames: Sequence[np.ndarray],
                  num_stacked_frames: int = 4) -> np.ndarray:
-  """Stack an episode's last frames (oldest first, [H, W] each) as DQN Zoo does.
-
-  Returns [H, W, num_stacked_frames], zero-padded at the end.
-  """
+  """Stack the last [H, W] frames, oldest first, as [H, W, S] end-padded."""
   if not frames:
     raise ValueError('stack_frames needs at least one frame.')
   frames = list(frames[-num_stacked_frames:])

@@ -1,9 +1,7 @@
 """K MinAtar games (Young & Tian, 2019) as one BatchedEnvironment.
 
-Each stream is a `minatar.Environment` with MinAtar's defaults, acting in the
-minimal action set; one step is one frame; observations are the 10x10xC
-channels as uint8 [10, 10, C, 1]. The discount is 0 at game over, 1 on a step
-cut at `max_episode_frames` (docs/environments.md).
+A step is one frame in the minimal action set; the discount is 0 at game over,
+1 at the frame cap (docs/environments.md).
 """
 
 import difflib
@@ -16,6 +14,11 @@ from zoo.environments import environment
 
 GAMES: Tuple[str, ...] = ('asterix', 'breakout', 'freeway', 'seaquest',
                           'space_invaders')
+# A cell's colour by its first set channel (0: none): Okabe-Ito-like hues.
+_PALETTE = np.asarray(
+    [(0, 0, 0), (230, 159, 0), (86, 180, 233), (0, 158, 115), (240, 228, 66),
+     (0, 114, 178), (213, 94, 0), (204, 121, 167), (255, 255, 255),
+     (153, 153, 153), (120, 60, 20), (60, 120, 20)], np.uint8)
 
 
 def check_game(name: str) -> str:
@@ -32,28 +35,21 @@ class NotInstalledError(ImportError):
   """MinAtar, an optional part of the zoo, is not installed."""
 
 
-NOT_INSTALLED = ("MinAtar is not installed (it is GPL-3.0, an optional part of "
-                 "this Apache-2.0 project): pip install -e '.[minatar]'")
-
-
-def _import_minatar():
+def check_installed():
+  """Return `minatar`; without it, NotInstalledError naming the install."""
   try:
     import minatar  # pylint: disable=g-import-not-at-top
   except ImportError:
-    raise NotInstalledError(NOT_INSTALLED) from None
+    raise NotInstalledError(
+        "MinAtar is not installed (it is GPL-3.0, an optional part of this "
+        "Apache-2.0 project): pip install -e '.[minatar]'") from None
   return minatar
-
-
-def check_installed() -> None:
-  """Raise NotInstalledError, naming the install command, without MinAtar."""
-  _import_minatar()
 
 
 @functools.lru_cache(maxsize=None)
 def game_spec(game: str) -> Tuple[int, Tuple[int, ...]]:
   """Return (channels C, minimal action set) of a MinAtar game."""
-  minatar = _import_minatar()
-  env = minatar.Environment(check_game(game))
+  env = check_installed().Environment(check_game(game))
   return int(env.state_shape()[2]), tuple(int(a)
                                           for a in env.minimal_action_set())
 
@@ -66,7 +62,7 @@ class MinAtarEnvironment(environment.BatchedEnvironment):
                sticky_action_prob: float = 0.1,
                difficulty_ramping: bool = True):
     """Create K streams; stream k is seeded with stream_seeds(seed, K)[k]."""
-    minatar = _import_minatar()
+    minatar = check_installed()
     num_channels, action_set = game_spec(game)
     if num_envs < 1:
       raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
@@ -92,14 +88,8 @@ class MinAtarEnvironment(environment.BatchedEnvironment):
         np.uint8)[..., None]
 
   def reset(self) -> environment.BatchedTimeStep:
-    for env in self._envs:
-      env.reset()
-    self._last = np.zeros(self.num_envs, bool)
-    self._episode_frames[:] = 0
-    k = self.num_envs
-    return environment.BatchedTimeStep(
-        np.full(k, environment.FIRST), np.zeros(k, np.float32),
-        np.ones(k, np.float32), self._observation())
+    self._last = np.ones(self.num_envs, bool)  # Every stream starts over.
+    return self.step(np.zeros(self.num_envs, int))
 
   def step(self, actions) -> environment.BatchedTimeStep:
     if self._last is None:
@@ -116,37 +106,23 @@ class MinAtarEnvironment(environment.BatchedEnvironment):
         self._episode_frames[i] = 0
         step_type[i] = environment.FIRST
         continue
-      r, terminal = env.act(int(self._action_set[actions[i]]))
+      reward[i], terminal = env.act(int(self._action_set[actions[i]]))
       self._episode_frames[i] += 1
-      reward[i] = r
-      if terminal:
-        step_type[i], discount[i] = environment.LAST, 0.0
-      elif self._episode_frames[i] >= self._max_episode_frames:
+      discount[i] = 0.0 if terminal else 1.0
+      if terminal or self._episode_frames[i] >= self._max_episode_frames:
         step_type[i] = environment.LAST
     self._last = step_type == environment.LAST
     return environment.BatchedTimeStep(step_type, reward, discount,
                                        self._observation())
 
   def rgb_frames(self, scale: int = 1) -> np.ndarray:
-    """Return the streams' grids as RGB images [K, 10s, 10s, 3] uint8.
+    """Return the grids as RGB [K, 10s, 10s, 3] uint8 (s: `scale`).
 
-    A cell takes its first set channel's colour (black if none), as a
-    `scale` x `scale` block.
+    A cell takes its first set channel's colour (black if none).
     """
     states = np.stack([env.state() for env in self._envs])
-    palette = _palette(states.shape[-1])
     index = np.where(states.any(-1), np.argmax(states, -1) + 1, 0)
-    frames = palette[index]
-    return frames.repeat(scale, axis=1).repeat(scale, axis=2)
+    return _PALETTE[index].repeat(scale, axis=1).repeat(scale, axis=2)
 
   def close(self) -> None:
     self._envs = []
-
-
-@functools.lru_cache(maxsize=None)
-def _palette(num_channels: int) -> np.ndarray:
-  """Return [C + 1, 3] uint8 colours: black, then Okabe-Ito-like hues."""
-  colours = [(0, 0, 0), (230, 159, 0), (86, 180, 233), (0, 158, 115),
-             (240, 228, 66), (0, 114, 178), (213, 94, 0), (204, 121, 167),
-             (255, 255, 255), (153, 153, 153), (120, 60, 20), (60, 120, 20)]
-  return np.asarray(colours[:num_channels + 1], np.uint8)

@@ -1,9 +1,7 @@
-"""MinAtar in JAX: pgx-minatar's games as minatar_env's environment.
+"""MinAtar in JAX: pgx-minatar's games as pure, jit- and vmap-able functions.
 
-One stream as pure functions (jit- and vmap-able) that behave as
-`minatar_env.MinAtarEnvironment` without its stack axis; the measured
-agreement: docs/minatar-jax-environment.md. Under jit nothing checks the
-actions: keep them in [0, num_actions).
+They behave as minatar_env's streams, without the stack axis (agreement:
+docs/minatar-jax-environment.md). Nothing checks the actions under jit.
 """
 
 import functools
@@ -24,15 +22,6 @@ FIRST, MID, LAST = environment.FIRST, environment.MID, environment.LAST
 # refuses them. Empty: every game agrees (docs/minatar-jax-environment.md).
 REFUSED = {}
 
-# pgx-minatar's module, class and observation channels of each game.
-_CLASSES = {
-    'asterix': ('asterix', 'MinAtarAsterix', 4),
-    'breakout': ('breakout', 'MinAtarBreakout', 4),
-    'freeway': ('freeway', 'MinAtarFreeway', 7),
-    'seaquest': ('seaquest', 'MinAtarSeaquest', 10),
-    'space_invaders': ('space_invaders', 'MinAtarSpaceInvaders', 6),
-}
-
 
 class TimeStep(NamedTuple):
   """One stream's timestep; vmap for many."""
@@ -52,10 +41,11 @@ class EnvState(NamedTuple):
 def _pgx_env(game: str, sticky_action_prob: float):
   """Return pgx-minatar's environment of `game` (minimal action set)."""
   import importlib  # pylint: disable=g-import-not-at-top
-  module_name, class_name, _ = _CLASSES[game]
+  # pgx_minatar.space_invaders.MinAtarSpaceInvaders, ...
+  class_name = 'MinAtar' + game.title().replace('_', '')
   try:
     importlib.import_module('pgx')
-    module = importlib.import_module(f'pgx_minatar.{module_name}')
+    module = importlib.import_module(f'pgx_minatar.{game}')
   except ImportError as e:
     raise ImportError(
         f'MinAtar in JAX needs pgx and pgx-minatar ({e}): '
@@ -73,8 +63,8 @@ class JaxMinAtar:
     """Create the environment of `game` (see make)."""
     game = minatar_env.check_game(game)
     if game in REFUSED:
-      raise ValueError(f'MinAtar in JAX refuses {game!r}: {REFUSED[game]} '
-                       'Use the Python loop (zoo.environments.minatar_env) for it.')
+      raise ValueError(f'MinAtar in JAX refuses {game!r}: {REFUSED[game]} Use '
+                       'the Python loop (zoo.environments.minatar_env) for it.')
     if max_episode_frames < 1:
       raise ValueError('max_episode_frames must be >= 1 (MinAtar episodes can '
                        f'last forever), got {max_episode_frames}.')
@@ -88,7 +78,8 @@ class JaxMinAtar:
     self.action_set: Tuple[int, ...] = tuple(
         int(a) for a in self._env.minimal_action_set)
     self.num_actions = len(self.action_set)
-    self.observation_shape: Tuple[int, int, int] = (10, 10, _CLASSES[game][2])
+    self.observation_shape: Tuple[int, int, int] = tuple(
+        self._env.observation_shape)
 
   def _key(self):
     return (self.game, self.max_episode_frames, self.sticky_action_prob)
@@ -121,7 +112,7 @@ class JaxMinAtar:
 
   def step(self, state: EnvState, action,
            rng_key) -> Tuple[EnvState, TimeStep]:
-    """Step one stream with `action`; after a LAST, start a new episode instead."""
+    """Step one stream with `action`; after a LAST, start an episode instead."""
 
     def new_episode():
       # minatar.Environment keeps its previous action across reset(): the new
@@ -136,24 +127,18 @@ class JaxMinAtar:
       frames = state.episode_frames + 1
       over = game.terminated
       last = over | (frames >= self.max_episode_frames)
-      step_type = jnp.where(last, LAST, MID)
-      discount = jnp.where(over, 0.0, 1.0)
       return (EnvState(game, frames, last),
-              self._timestep(step_type, game.rewards[0], discount, game))
+              self._timestep(jnp.where(last, LAST, MID), game.rewards[0],
+                             jnp.where(over, 0.0, 1.0), game))
 
     return jax.lax.cond(state.last, new_episode, same_episode)
 
 
-def make(game: str, **kwargs) -> JaxMinAtar:
-  """Return the JAX environment of a MinAtar game (minatar_env's keywords)."""
-  return JaxMinAtar(game, **kwargs)
+make = JaxMinAtar  # make(game, max_episode_frames=..., sticky_action_prob=...).
 
 
 class Streams(NamedTuple):
-  """K streams of one JaxMinAtar: the jitted loop's K-stream environment.
-
-  Each stream draws from its own key; the state is data (ARCHITECTURE.md).
-  """
+  """K streams of one JaxMinAtar, each drawing from its own key."""
   env: JaxMinAtar
   num_envs: int
 
@@ -195,16 +180,14 @@ def make_streams(game: str, num_envs: int, **kwargs) -> Streams:
   return Streams(make(game, **kwargs), num_envs)
 
 
-# The random policy (scripts.experiments.minatar_random, scripts.experiments.minatar_jax_agreement):
-# pure functions, jitted here with the environment static.
+# The random policy of scripts.experiments: jitted, the environment static.
 
 
 @functools.partial(jax.jit, static_argnums=(0, 2))
 def random_policy_steps(env: JaxMinAtar, rng_key, num_steps: int):
-  """Run a uniformly random policy on one stream for `num_steps` timesteps.
+  """Return (rng_key, step_type, reward) of one stream's random policy.
 
-  The reset's FIRST is the first timestep. Returns (rng_key, step_type
-  [num_steps] int8, reward [num_steps] float32).
+  The reset's FIRST is the first of the `num_steps` timesteps.
   """
   rng_key, reset_key = jax.random.split(rng_key)
   state, first = env.reset(reset_key)
@@ -225,10 +208,7 @@ def random_policy_steps(env: JaxMinAtar, rng_key, num_steps: int):
 
 @functools.partial(jax.jit, static_argnums=(0, 2))
 def random_policy_episodes(env: JaxMinAtar, rng_key, num_episodes: int):
-  """Play `num_episodes` random-policy episodes (vmapped).
-
-  Returns (rng_key, returns [n] float32, lengths [n] int32 in frames).
-  """
+  """Return (rng_key, returns, lengths in frames) of vmapped random episodes."""
   rng_key, reset_key = jax.random.split(rng_key)
   states, _ = jax.vmap(env.reset)(jax.random.split(reset_key, num_episodes))
   zeros = jnp.zeros(num_episodes)

@@ -40,10 +40,6 @@ def _validate(s: settings_lib.Settings) -> None:
             f'(only {value}); use --environment_mode=reference.')
 
 
-def _observation_shape(s: settings_lib.Settings):
-  return (s.environment_height, s.environment_width, s.num_stacked_frames)
-
-
 def _make_environment(s: settings_lib.Settings, seed: int
                       ) -> environment.BatchedEnvironment:
   reference = s.environment_mode == 'reference'
@@ -63,16 +59,6 @@ def _jax_environment(s: settings_lib.Settings
                             max_episode_frames=s.max_frames_per_episode)
 
 
-def _jax_replay(env: atari_jax_env.AtariJaxEnvironment):
-  del env
-  return atari_device_replay.jax_replay()
-
-
-def _render(env: atari_env.ReferenceBatchedEnvironment):
-  """Return the streams' current RGB screens [K, 210, 160, 3]."""
-  return np.stack([e.ale.getScreenRGB() for e in env.environments])
-
-
 ATARI = suites.Suite(
     name='atari',
     csv_prefix='',
@@ -80,15 +66,18 @@ ATARI = suites.Suite(
     flag_defaults={},
     resolve=_resolve,
     validate=_validate,
-    observation_shape=_observation_shape,
+    observation_shape=lambda s: (s.environment_height, s.environment_width,
+                                 s.num_stacked_frames),
     make_environment=_make_environment,
-    network_fn=functools.partial(suites.quantile_network_fn,
-                                 torso=networks.dqn_torso,
-                                 quantile_network=networks.atari_quantile_network),
+    network_fn=functools.partial(
+        suites.quantile_network_fn, torso=networks.dqn_torso,
+        quantile_network=networks.atari_quantile_network),
     normalize=atari_data.human_normalized_score,
-    render=_render,
+    # The streams' current RGB screens [K, 210, 160, 3].
+    render=lambda env: np.stack([e.ale.getScreenRGB()
+                                 for e in env.environments]),
     jax_environment=_jax_environment,
-    jax_replay=_jax_replay,
+    jax_replay=lambda env: atari_device_replay.jax_replay(),
     jax_vmaps_seeds=atari_jax_env.AtariJaxEnvironment.vmaps,
     loops=('python', 'jitted'),
 )

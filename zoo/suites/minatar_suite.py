@@ -90,19 +90,6 @@ def _jax_environment(s: settings_lib.Settings) -> minatar_jax_env.Streams:
   return env
 
 
-def _jax_replay(env: minatar_jax_env.Streams):
-  return packed_replay.jax_replay(env.observation_shape[:-1])
-
-
-def _render(env: minatar_env.MinAtarEnvironment):
-  return env.rgb_frames(scale=16)  # 160x160: a 10x10 grid is unwatchable.
-
-
-def _no_reference_scores(game: str, score: float) -> float:
-  del game, score
-  return math.nan
-
-
 MINATAR = suites.Suite(
     name='minatar',
     csv_prefix='minatar-',
@@ -112,13 +99,14 @@ MINATAR = suites.Suite(
     validate=_validate,
     observation_shape=_observation_shape,
     make_environment=_make_environment,
-    network_fn=functools.partial(suites.quantile_network_fn,
-                                 torso=networks.minatar_torso,
-                                 quantile_network=networks.minatar_quantile_network),
-    normalize=_no_reference_scores,
-    render=_render,
+    network_fn=functools.partial(
+        suites.quantile_network_fn, torso=networks.minatar_torso,
+        quantile_network=networks.minatar_quantile_network),
+    normalize=lambda game, score: math.nan,  # No reference scores.
+    render=lambda env: env.rgb_frames(scale=16),  # A 10x10 grid is too small.
     jax_environment=_jax_environment,
-    jax_replay=_jax_replay,
+    jax_replay=lambda env: packed_replay.jax_replay(
+        env.observation_shape[:-1]),
     jax_vmaps_seeds=minatar_jax_env.Streams.vmaps,
     loops=('python', 'jitted'),
 )
