@@ -5,13 +5,14 @@ from typing import Any, Dict
 
 import numpy as np
 
+import networks
+from zoo.configuration import settings as settings_lib
+from zoo.configuration import suites
 from zoo.environments import atari_data
 from zoo.environments import atari_env
 from zoo.environments import atari_jax_env
 from zoo.environments import environment
-import networks
-from zoo.configuration import settings as settings_lib
-from zoo.configuration import suites
+from zoo.loops import phase_accounting
 from zoo.replay import atari_device_replay
 
 _VECTOR_ONLY = dict(num_action_repeats=4, num_stacked_frames=4,
@@ -19,9 +20,10 @@ _VECTOR_ONLY = dict(num_action_repeats=4, num_stacked_frames=4,
 
 
 def _resolve(s: Dict[str, Any]) -> Dict[str, Any]:
-  """Resolve --environment_mode=auto: vector when num_envs > 1 or jitted."""
+  """Resolve --environment_mode=auto: reference under DQN Zoo's protocol."""
   if s['environment_mode'] == 'auto':
-    vector = s['num_envs'] > 1 or s['loop'] == 'jitted'
+    vector = (not phase_accounting.is_dqn_zoo(s['num_envs']) or
+              s['loop'] == 'jitted')
     s = dict(s, environment_mode='vector' if vector else 'reference')
   return s
 
