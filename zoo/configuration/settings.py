@@ -18,7 +18,7 @@ RUN_DIR = '{agent}/{environment_name}/seed_{seed}'
 RESULTS_FILE = 'results.csv'
 CHECKPOINT_DIR = 'checkpoints'
 TENSORBOARD_DIR = 'tensorboard'
-# --loop=NAME runs zoo.loops.NAME_loop, where the suite lists NAME.
+# --loop=NAME runs zoo.loops.<NAME>_loop, where the suite lists NAME.
 LOOPS = ('python', 'jitted')
 
 
