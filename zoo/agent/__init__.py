@@ -1,1 +1,1 @@
-"""The quantile agent: its pure learning functions and the agent that acts, stores and learns."""
+"""The quantile agent: its pure functions, its counts, the acting agent."""

@@ -1,7 +1,8 @@
 """The losses and heads an agent is made of, each declared once.
 
 Everything that names a loss or a head reads it here (ARCHITECTURE.md, "A
-loss"). A loss's function is named, not imported: checking settings needs no JAX.
+loss"). A loss's function is named, not imported: checking settings needs
+no JAX.
 """
 
 import dataclasses
@@ -10,7 +11,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 @dataclasses.dataclass(frozen=True)
 class Hyperparameter:
-  """A loss's setting (>= 0): a flag and a field of presets, settings and run.json."""
+  """A loss's setting (>= 0): a flag, and a field of presets and settings."""
   name: str          # The flag and the field: 'smoothing_width'.
   help: str          # The flag's help, before "; unset: the preset's."
   default: float     # A preset's value when it names none.

@@ -93,7 +93,7 @@ def relative_multiquadric_cramer_loss(source, target, smoothing_width):
 
 
 def sampled_cramer_loss(source, target, levels):
-  """Return the unbiased sampled Cramér loss, target term kept; levels unread."""
+  """Return the unbiased sampled Cramér loss (target term kept)."""
   del levels  # The atoms are samples: their ranks stand for the levels.
   return losses.sampled_cramer_loss(source, target, target_term=True)
 
@@ -114,7 +114,7 @@ def make_loss_fn(loss: str, huber_param=1.0, **hyperparameters) -> LossFn:
 
 
 def loss_settings(s) -> Dict[str, float]:
-  """Return the loss hyperparameters of settings `s` but κ (make_loss_fn's own)."""
+  """Return the loss hyperparameters of settings `s` but κ."""
   return {name: value for name, value in catalog.values(s).items()
           if name != catalog.HUBER_PARAM.name}
 

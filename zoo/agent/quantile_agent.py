@@ -136,7 +136,7 @@ class QuantileAgent:
 
   @property
   def acting_params(self):
-    """Return the parameters training acts with (overlap_learning: the snapshot)."""
+    """Return the parameters training acts with (overlap: the snapshot)."""
     return self._acting_params if self._overlap else self._params
 
   @property
@@ -227,7 +227,7 @@ class QuantileAgent:
         num_updates)
 
   def learn_from(self, transitions: replay_lib.Transitions):
-    """Dispatch one update on [B, S, H, W] stacks; return the loss (a future)."""
+    """Dispatch one update on [B, S, H, W] stacks; return its loss (future)."""
     return self._run_update(self._update, transitions, 1)
 
   def _run_update(self, update, data, num_updates: int):

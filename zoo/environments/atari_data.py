@@ -28,7 +28,8 @@ def check_game(name: str) -> str:
   if name in GAMES:
     return name
   close = difflib.get_close_matches(str(name), GAMES, n=3, cutoff=0.6)
-  hint = f' Did you mean {" or ".join(repr(c) for c in close)}?' if close else ''
+  hint = (f' Did you mean {" or ".join(repr(c) for c in close)}?' if close
+          else '')
   raise ValueError(
       f'Unknown Atari game {name!r}.{hint} Use one of DQN Zoo\'s 57 snake_case '
       f'names: {", ".join(GAMES)}.')

@@ -1,1 +1,1 @@
-"""The loops and the one runner around them: the Python and jitted loops, resume, interrupts, progress."""
+"""The loops, their one driver and the runner around them."""

@@ -121,7 +121,8 @@ def counts(s: settings_lib.Settings, observation_shape
 
 def build_agent(suite, s: settings_lib.Settings, num_actions: int,
                 network_fn=None
-                ) -> Tuple[quantile_agent.QuantileAgent, replay_lib.FrameReplay]:
+                ) -> Tuple[quantile_agent.QuantileAgent,
+                           replay_lib.FrameReplay]:
   """Return (agent, replay) for resolved settings `s` (learner_parts')."""
   parts = learner_parts(suite, s, num_actions, network_fn)
   cfg = counts(s, suite.observation_shape(s))

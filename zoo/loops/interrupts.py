@@ -1,9 +1,9 @@
 """Clean stops on SIGINT (Ctrl-C) and SIGTERM: record the signal, stop later.
 
 Python's default SIGINT handler raises anywhere, JAX compilation included.
-`install()` records the signals instead; `pending()`, called at safe points, raises
-`Interrupted` there; a second signal exits at once. Standard library only:
-the entry points install the handlers before JAX loads.
+`install()` records the signals instead; `pending()`, called at safe points,
+raises `Interrupted` there; a second signal exits at once. Standard library
+only: the entry points install the handlers before JAX loads.
 """
 
 import os

@@ -344,7 +344,8 @@ def make(suite, preset, runs: Sequence[settings_lib.Settings], env=None,
   env = envs[0]
   if len(runs) > 1 and not env.vmaps:
     raise settings_lib.ConfigError(
-        f'--loop=jitted: {suite.name} runs one seed per group, got {len(runs)}.')
+        f'--loop=jitted: {suite.name} runs one seed per group, got '
+        f'{len(runs)}.')
   cfg = loop_config(s, env.observation_shape)
   replay = suite.jax_replay(env)
   parts = [build.learner_parts(suite, r, env.num_actions, network_fn)

@@ -51,12 +51,13 @@ class Phase(NamedTuple):
 
 
 class Functions(NamedTuple):
-  """The pure functions of a seed (make_train); JittedLoop maps and jits them."""
-  init: Callable           # (seed key, first train Phase, κ, env state) -> SeedState
+  """A seed's pure functions (make_train); JittedLoop maps and jits them."""
+  init: Callable           # (key, first train Phase, κ, env state) -> state
   start_train: Callable    # (state, Phase) -> the phase's SeedState
   restart: Callable        # (state, Phase, env state) -> fresh train streams
   train_chunk: Callable    # (states, frame_t, num_blocks) -> ...
-  eval_seed: Callable      # (params, eval key, Phase, env state) -> (key, streams)
+  eval_seed: Callable      # (params, eval key, Phase, env state) -> (key,
+                           # streams)
 
 
 def make_learn(cfg: counts_lib.Counts, replay: device_replay.JaxReplay,
@@ -126,7 +127,8 @@ def map_seeds(fn: Callable, vmaps: bool, in_axes=0) -> Callable:
 class _Program:
   """The pieces of a seed's program; make_train hands out five of them."""
 
-  def __init__(self, cfg: counts_lib.Counts, env, replay: device_replay.JaxReplay,
+  def __init__(self, cfg: counts_lib.Counts, env,
+               replay: device_replay.JaxReplay,
                network, optimizer, learn):
     self.cfg, self.env, self.replay, self.network = cfg, env, replay, network
     self.optimizer, self.learn = optimizer, learn
@@ -161,7 +163,7 @@ class _Program:
                    jnp.int32(0), jnp.int32(0))
 
   def start_train(self, state: SeedState, phase: Phase) -> SeedState:
-    """Return the state at a training phase's start (streams: is_dqn_zoo's rule)."""
+    """Return the state at a training phase's start (is_dqn_zoo's rule)."""
     streams = state.train_streams
     if phase_accounting.is_dqn_zoo(self.k):
       return self.restart(state, phase, streams.env_state)

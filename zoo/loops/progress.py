@@ -145,7 +145,8 @@ class Progress(run_hooks.RunHooks):
         row['train_episode_return'], normalized,
         row['train_exploration_epsilon'], row['train_frame_rate'],
         row['eval_frame_rate'],
-        learner.num_updates if learner is not None else '?', format_duration(eta))
+        learner.num_updates if learner is not None else '?',
+        format_duration(eta))
 
   def end_run(self) -> None:
     self._clear_bar()

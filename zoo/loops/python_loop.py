@@ -48,7 +48,8 @@ def run_phase(env: environment.BatchedEnvironment,
       raise to abandon the phase.
   """
   if num_frames <= 0:
-    raise ValueError(f'A phase needs a positive frame budget, got {num_frames}.')
+    raise ValueError(
+        f'A phase needs a positive frame budget, got {num_frames}.')
   start = time.perf_counter()
 
   def report(tally):
@@ -63,7 +64,7 @@ def run_phase(env: environment.BatchedEnvironment,
 
 
 class PythonLoop(driver.Loop):
-  """One seed: the agent (zoo.agent.quantile_agent) steps Python environments."""
+  """One seed: a zoo.agent.quantile_agent steps Python environments."""
 
   def __init__(self, s: settings_lib.Settings, agent, replay,
                make_environment: Callable[[int, str],

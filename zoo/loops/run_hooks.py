@@ -17,7 +17,7 @@ class RunHooks:
                 rows: Sequence[Dict[str, Any]]) -> None:
     """The run (re)starts at `start_iteration`.
 
-    `learner` gives frame_t, num_updates and last_loss; `rows`: those already run.
+    `learner` gives frame_t, num_updates and last_loss; `rows`: those run.
     """
 
   def begin_iteration(self, iteration: int) -> None:

@@ -62,7 +62,8 @@ def check_resources(suite: suites.Suite, s: settings_lib.Settings) -> None:
     if os.path.isdir(s.results_csv_path):
       raise settings_lib.ConfigError(
           f'--results_csv_path={s.results_csv_path} is a directory; pass a '
-          f'file path, e.g. {os.path.join(s.results_csv_path, settings_lib.RESULTS_FILE)}.')
+          'file path, e.g. '
+          f'{os.path.join(s.results_csv_path, settings_lib.RESULTS_FILE)}.')
     _check_writable(os.path.dirname(os.path.abspath(s.results_csv_path)),
                     'results CSV')
   for name, what in (('checkpoint_dir', 'checkpoints'),
@@ -70,8 +71,9 @@ def check_resources(suite: suites.Suite, s: settings_lib.Settings) -> None:
     path = getattr(s, name)
     if path:
       if os.path.isfile(path):
-        raise settings_lib.ConfigError(f'--{name}={path} is a file; pass a directory '
-                          f"(or --{name}='' for no {what}).")
+        raise settings_lib.ConfigError(
+            f'--{name}={path} is a file; pass a directory '
+            f"(or --{name}='' for no {what}).")
       _check_writable(path, what)
   if s.checkpoint_dir:
     check_checkpoint_disk(suite, s)
@@ -116,7 +118,7 @@ def check_checkpoint_disk(suite, s: settings_lib.Settings) -> None:
 
 
 def _check_replay_fits_on_device(suite, s: settings_lib.Settings) -> None:
-  """Raise ConfigError if the device reports too little memory for the replay."""
+  """Raise ConfigError if the device has too little memory for the replay."""
   stats = jax.devices()[0].memory_stats() or {}
   limit = stats.get('bytes_limit')
   if not limit:  # The CPU reports none.
@@ -194,7 +196,8 @@ def run_seeds(suite: suites.Suite, preset: agent_registry.AgentPreset,
   return rows
 
 
-def main(argv, suite: suites.Suite, presets: Sequence[agent_registry.AgentPreset],
+def main(argv, suite: suites.Suite,
+         presets: Sequence[agent_registry.AgentPreset],
          default_preset: str) -> None:
   """Entry point of `python -m <agent>.run_<suite>`: runs --preset's preset.
 

@@ -29,7 +29,7 @@ class TensorBoardWriter(run_hooks.RunHooks):
   """Write a run's scalars to event files in `logdir`."""
 
   def __init__(self, logdir: str, loss_period: int):
-    """Remember where to write (`logdir`) and the frames between losses; open later."""
+    """Remember the directory and the frames between losses; open later."""
     self._logdir = logdir
     self._loss_period = loss_period
     self._writer = None

@@ -24,7 +24,7 @@ class TrainStreams:
   def __init__(self,
                make_environment: Callable[[int],
                                           environment.BatchedEnvironment]):
-    """Create the streams; `make_environment(iteration)` makes a fresh environment."""
+    """Create the streams; `make_environment(iteration)` makes a fresh one."""
     self._make_environment = make_environment
     self._env = None
     self._made_at_iteration = None
@@ -54,7 +54,7 @@ class TrainStreams:
       if self._env is None:
         self._env = self._make_environment(iteration)
         self._made_at_iteration = iteration
-        # Timed from here, as zoo.loops.python_loop.run_phase (environment made).
+        # Timed from here, as zoo.loops.python_loop.run_phase.
         start = time.perf_counter()
         timestep = self._env.reset()
         self._returns = np.zeros(self._env.num_envs, np.float64)
