@@ -102,7 +102,7 @@ def test_jitted_scan_replays_the_python_vector_environment_bit_for_bit():
     def trace(state, actions, actions_2):
       state, first = env.reset(state, env.seeds)
       state, steps = jax.lax.scan(env.step, state, actions)
-      noops = state.noop_frames
+      noops = state.streams.noop_frames
       state, first_2 = env.reset(state)
       state, steps_2 = jax.lax.scan(env.step, state, actions_2)
       stack = lambda *x: jnp.concatenate(

@@ -24,12 +24,9 @@ class TimeStep(NamedTuple):
 
 
 class EnvState(NamedTuple):
-  """The handle, then vector_env.StreamState's [K] int32 (last: bool)."""
+  """The emulators' handle and what the step mapping carries."""
   handle: jax.Array        # [8] uint8, threads the emulators' calls in order.
-  lives: jax.Array
-  last: jax.Array
-  episode_step: jax.Array
-  noop_frames: jax.Array
+  streams: vector_env.StreamState  # [K] arrays.
 
 
 class AtariJaxEnvironment:
@@ -76,9 +73,9 @@ class AtariJaxEnvironment:
   def initial_state(self) -> EnvState:
     """Return the state `reset` takes first: the emulators' handle."""
     zeros = np.zeros(self.num_envs, np.int32)
-    return EnvState(handle=np.asarray(self.handle), lives=zeros,
-                    last=np.zeros(self.num_envs, bool), episode_step=zeros,
-                    noop_frames=zeros)
+    return EnvState(np.asarray(self.handle), vector_env.StreamState(
+        lives=zeros, last=np.zeros(self.num_envs, bool), episode_step=zeros,
+        noop_frames=zeros))
 
   def reset(self, state: EnvState, seeds=None, keys=None
             ) -> Tuple[EnvState, TimeStep]:
@@ -93,18 +90,18 @@ class AtariJaxEnvironment:
       seeds = np.full(self.num_envs, -1, np.int32)
     handle, (stacks, info) = self._reset(state.handle,
                                          jnp.asarray(seeds, jnp.int32))
-    state, timestep = vector_env.first_step(state._replace(handle=handle),
-                                            stacks, info, jnp)
-    return state, TimeStep(*timestep, frame=stacks[:, -1])
+    streams, timestep = vector_env.first_step(vector_env.StreamState(),
+                                              stacks, info, jnp)
+    return EnvState(handle, streams), TimeStep(*timestep, frame=stacks[:, -1])
 
   def step(self, state: EnvState, actions: jax.Array, keys=None
            ) -> Tuple[EnvState, TimeStep]:
     """Step every stream ([K] actions); after a LAST: FIRST, action ignored."""
     del keys
     handle, outputs = self._step(state.handle, jnp.asarray(actions, jnp.int32))
-    state, timestep = vector_env.next_step(state._replace(handle=handle),
-                                           *outputs, jnp)
-    return state, TimeStep(*timestep, frame=outputs[0][:, -1])
+    streams, timestep = vector_env.next_step(state.streams, *outputs, jnp)
+    return (EnvState(handle, streams),
+            TimeStep(*timestep, frame=outputs[0][:, -1]))
 
   def close(self) -> None:
     """Release the emulators; no handle of them may be used after this."""

@@ -56,8 +56,8 @@ class StreamState(NamedTuple):
   noop_frames: Any = None   # No-op frames of the current episode.
 
 
-def first_step(state, stacks, info, xp=np):
-  """Return (state, BatchedTimeStep) of a reset; `state` has StreamState's."""
+def first_step(state: StreamState, stacks, info, xp=np):
+  """Return (state, BatchedTimeStep) of a reset."""
   lives = xp.array(info['lives'])
   first = xp.ones(lives.shape, bool)
   zeros = xp.zeros(lives.shape, np.int32)
@@ -67,7 +67,8 @@ def first_step(state, stacks, info, xp=np):
                                     lives, first, zeros, xp)
 
 
-def next_step(state, stacks, reward, terminated, truncated, info, xp=np):
+def next_step(state: StreamState, stacks, reward, terminated, truncated, info,
+              xp=np):
   """Return (state, BatchedTimeStep) after one step from `state`."""
   first = state.last
   episode_step = xp.where(first, 0, state.episode_step + 1)
