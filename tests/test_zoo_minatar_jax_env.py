@@ -48,6 +48,21 @@ def test_missing_pgx_names_the_install(monkeypatch):
     minatar_jax_env.make('breakout')
 
 
+def test_check_available_refuses_without_importing(monkeypatch):
+  real_find_spec = minatar_jax_env.importlib.util.find_spec
+  monkeypatch.setattr(minatar_jax_env.importlib.util, 'find_spec',
+                      lambda name: None if name == 'pgx_minatar'
+                      else real_find_spec(name))
+  monkeypatch.setattr(minatar_jax_env.importlib, 'import_module', None)
+  with pytest.raises(ValueError, match=r"missing: pgx_minatar\): pip install "
+                     r"-e '\.\[minatar\]'"):
+    minatar_jax_env.check_available('breakout')
+  monkeypatch.setitem(minatar_jax_env.REFUSED, 'breakout', 'Not the game.')
+  with pytest.raises(ValueError, match="refuses 'breakout': Not the game. Use "
+                     'the Python loop'):
+    minatar_jax_env.check_available('breakout')
+
+
 def _coupled_episodes(game, num_episodes):
   """Play `minatar` and the adapter without sticky actions, same actions."""
   env = minatar_jax_env.make(game, sticky_action_prob=0.0)

@@ -11,6 +11,7 @@ from scripts.experiments import minatar_random
 from tests import compile_flags
 from tests import without_minatar
 from zoo.configuration import agent_registry
+from zoo.environments import minatar_jax_env
 from zoo.loops import runner
 from zoo.storage import results_csv
 from zoo.suites import atari_suite
@@ -67,6 +68,17 @@ def test_bad_settings_are_refused_before_any_work(overrides, message):
   with pytest.raises(settings_lib.ConfigError, match=message):
     runner.run(minatar_suite.MINATAR, _preset('cr_dqn'), _settings(**overrides),
                    make_environment=no_environment)
+
+
+def test_the_jitted_loop_refuses_a_game_it_cannot_step_before_any_work(
+    monkeypatch, tmp_path):
+  monkeypatch.setitem(minatar_jax_env.REFUSED, 'breakout', 'Not the game.')
+  with pytest.raises(settings_lib.ConfigError,
+                     match="--loop=jitted: MinAtar in JAX refuses 'breakout'"):
+    runner.run(minatar_suite.MINATAR, _preset('cr_dqn'),
+               _settings(loop='jitted',
+                         results_csv_path=str(tmp_path / 'r.csv')))
+  assert not os.listdir(tmp_path)  # Nothing written, no lock taken.
 
 
 @pytest.mark.parametrize('agent,extra', [

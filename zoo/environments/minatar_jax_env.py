@@ -5,6 +5,8 @@ docs/minatar-jax-environment.md). Nothing checks the actions under jit.
 """
 
 import functools
+import importlib
+import importlib.util
 from typing import Any, NamedTuple, Tuple
 
 import jax
@@ -21,6 +23,24 @@ FIRST, MID, LAST = environment.FIRST, environment.MID, environment.LAST
 # Games whose pgx-minatar port is not `minatar`'s game, with the reason; make()
 # refuses them. Empty: every game agrees (docs/minatar-jax-environment.md).
 REFUSED = {}
+_INSTALL = "pip install -e '.[minatar]' (pgx==2.6.0, pgx-minatar==0.5.1)."
+
+
+def check_available(game: str) -> str:
+  """Return `game`; ValueError if it cannot run here: refused, or no pgx.
+
+  Imports nothing: importing pgx's modules compiles small computations.
+  """
+  game = minatar_env.check_game(game)
+  if game in REFUSED:
+    raise ValueError(f'MinAtar in JAX refuses {game!r}: {REFUSED[game]} Use '
+                     'the Python loop (zoo.environments.minatar_env) for it.')
+  missing = [name for name in ('pgx', 'pgx_minatar')
+             if importlib.util.find_spec(name) is None]
+  if missing:
+    raise ValueError(f'MinAtar in JAX needs pgx and pgx-minatar (missing: '
+                     f'{", ".join(missing)}): {_INSTALL}')
+  return game
 
 
 class TimeStep(NamedTuple):
@@ -40,7 +60,6 @@ class EnvState(NamedTuple):
 
 def _pgx_env(game: str, sticky_action_prob: float):
   """Return pgx-minatar's environment of `game` (minimal action set)."""
-  import importlib  # pylint: disable=g-import-not-at-top
   # pgx_minatar.space_invaders.MinAtarSpaceInvaders, ...
   class_name = 'MinAtar' + game.title().replace('_', '')
   try:
@@ -48,8 +67,7 @@ def _pgx_env(game: str, sticky_action_prob: float):
     module = importlib.import_module(f'pgx_minatar.{game}')
   except ImportError as e:
     raise ImportError(
-        f'MinAtar in JAX needs pgx and pgx-minatar ({e}): '
-        "pip install -e '.[minatar]' (pgx==2.6.0, pgx-minatar==0.5.1)."
+        f'MinAtar in JAX needs pgx and pgx-minatar ({e}): {_INSTALL}'
     ) from None
   return getattr(module, class_name)(
       use_minimal_action_set=True, sticky_action_prob=sticky_action_prob)
@@ -61,10 +79,7 @@ class JaxMinAtar:
   def __init__(self, game: str, max_episode_frames: int = 108_000,
                sticky_action_prob: float = 0.1):
     """Create the environment of `game` (see make)."""
-    game = minatar_env.check_game(game)
-    if game in REFUSED:
-      raise ValueError(f'MinAtar in JAX refuses {game!r}: {REFUSED[game]} Use '
-                       'the Python loop (zoo.environments.minatar_env) for it.')
+    game = check_available(game)
     if max_episode_frames < 1:
       raise ValueError('max_episode_frames must be >= 1 (MinAtar episodes can '
                        f'last forever), got {max_episode_frames}.')

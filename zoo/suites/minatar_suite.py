@@ -60,6 +60,11 @@ def _validate(s: settings_lib.Settings) -> None:
     raise settings_lib.ConfigError(
         f'--environment_mode={s.environment_mode}: MinAtar streams are '
         'Python environments; use --environment_mode=reference (or auto).')
+  if s.loop == 'jitted':
+    try:  # Makes nothing: the jitted loop's environment compiles.
+      minatar_jax_env.check_available(s.environment_name)
+    except ValueError as e:
+      raise settings_lib.ConfigError(f'--loop=jitted: {e}') from None
 
 
 def _observation_shape(s: settings_lib.Settings):
