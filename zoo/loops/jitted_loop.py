@@ -143,11 +143,6 @@ class _SeedLearner:
     return self._loop.cfg.updates_done(self._loop.frame_t)
 
 
-def _stacked(tree, num_seeds: int):
-  return jax.tree.map(lambda x: jnp.stack([jnp.asarray(x)] * num_seeds),
-                      tree)
-
-
 class JittedLoop(driver.Loop):
   """The seeds of a group: one compiled program for all."""
 
@@ -172,8 +167,8 @@ class JittedLoop(driver.Loop):
     self._replay = replay
     train_env, eval_env = envs
     self._functions = functions
-    self._train_env_states = _stacked(train_env.initial_state(), len(runs))
-    self._eval_env_states = _stacked(eval_env.initial_state(), len(runs))
+    self._train_env_states = _stack([train_env.initial_state()] * len(runs))
+    self._eval_env_states = _stack([eval_env.initial_state()] * len(runs))
     states = functions.init(jnp.stack([p.agent_key for p in parts]),
                             self._phases(1, 'train'), huber_params(runs),
                             self._train_env_states)
