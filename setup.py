@@ -61,7 +61,8 @@ setuptools.setup(
         'losses*', 'networks*', 'zoo*', 'qr_dqn*', 'cr_dqn*', 'nc_cr_dqn*',
         'nc_qr_dqn*', 'iqn*', 'scripts*',
     ]),
-    package_data={'zoo': ['reference/*.csv', 'reference/*.csv.gz']},
+    package_data={'zoo': ['reference/*.csv', 'reference/*.csv.gz',
+                          'reference/atari100k/*']},
     install_requires=INSTALL_REQUIRES,
     extras_require={
         'bench': BENCH_REQUIRES,
