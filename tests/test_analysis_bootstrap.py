@@ -22,6 +22,30 @@ def test_aggregates_match_hand_computed_values():
   assert bootstrap.interquartile_mean(scores) == pytest.approx(4.5)
 
 
+def test_optimality_gap_is_the_mean_shortfall_below_the_threshold():
+  scores = np.array([[0.5, 2.0, -1.0],
+                     [1.0, 0.0, 0.75]])
+  # Shortfalls below 1: 0.5, 0, 2, 0, 1, 0.25 -> mean 3.75 / 6.
+  assert bootstrap.optimality_gap(scores) == pytest.approx(3.75 / 6)
+  # rliable's form: gamma - mean(min(scores, gamma)).
+  assert bootstrap.optimality_gap(scores, threshold=0.5) == pytest.approx(
+      0.5 - np.mean(np.minimum(scores, 0.5)))
+
+
+def test_profile_band_counts_runs_above_each_tau_and_covers_it():
+  scores = np.array([[0.0, 1.0, 2.0, 3.0],
+                     [0.5, 1.5, 2.5, 3.5]])
+  taus = np.array([-1.0, 0.25, 1.0, 3.25, 4.0])
+  point, lower, upper = bootstrap.profile_band(scores, taus, reps=500, seed=1)
+  np.testing.assert_allclose(point, [1.0, 7 / 8, 5 / 8, 1 / 8, 0.0])
+  assert np.all(lower <= point) and np.all(point <= upper)
+  # Every resample keeps each task's values: the ends cannot move.
+  assert lower[0] == upper[0] == 1.0 and lower[-1] == upper[-1] == 0.0
+  assert np.all(upper[1:4] > lower[1:4])
+  again = bootstrap.profile_band(scores, taus, reps=500, seed=1)
+  np.testing.assert_array_equal(again[1], lower)
+
+
 @pytest.mark.parametrize('shape', [(1, 1), (3, 4), (5, 57), (2, 7)])
 def test_iqm_matches_scipy_trim_mean(shape):
   scores = np.random.default_rng(0).normal(size=shape)

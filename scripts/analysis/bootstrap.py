@@ -8,7 +8,7 @@ Every aggregate here takes a batch of matrices [..., num_runs, num_tasks], so th
 all resamples are evaluated at once in numpy.
 """
 
-from typing import Callable, Dict, NamedTuple
+from typing import Callable, Dict, NamedTuple, Tuple
 
 import numpy as np
 
@@ -42,11 +42,30 @@ def interquartile_mean(scores: np.ndarray) -> np.ndarray:
   return np.mean(np.sort(flat, axis=-1)[..., cut:n - cut], axis=-1)
 
 
+def optimality_gap(scores: np.ndarray, threshold: float = 1.0) -> np.ndarray:
+  """Return the mean over runs and games of max(0, threshold - score).
+
+  rliable's aggregate_optimality_gap: how far the scores fall short of
+  `threshold` (1: human level), with scores above it counting as `threshold`.
+  """
+  return np.mean(np.maximum(0.0, threshold - scores), axis=(-2, -1))
+
+
+def score_distribution(scores: np.ndarray, taus: np.ndarray) -> np.ndarray:
+  """Return the fraction of all runs and games with score > tau, per tau.
+
+  rliable's run-score distribution (a performance profile): [..., len(taus)].
+  """
+  flat = scores.reshape(scores.shape[:-2] + (-1,))
+  return np.mean(flat[..., None] > np.asarray(taus), axis=-2)
+
+
 AGGREGATES: Dict[str, Aggregate] = {
     'best_agent_summary': best_agent_summary,
     'median': median_of_means,
     'iqm': interquartile_mean,
     'mean': mean_of_means,
+    'optimality_gap': optimality_gap,
 }
 
 
@@ -68,7 +87,8 @@ def stratified_bootstrap(scores: np.ndarray, aggregate: Aggregate,
   """Return the aggregate of `reps` stratified resamples of `scores` [runs, tasks].
 
   The resamples are drawn in chunks to bound memory; the stream of random
-  numbers, and so the result, depends on `seed` and `chunk_size` only.
+  numbers, and so the result, depends on `seed` and `chunk_size` only. An
+  aggregate may return a vector per resample ([reps, ...] comes back).
   """
   scores = np.asarray(scores, dtype=np.float64)
   if scores.ndim != 2 or scores.size == 0:
@@ -99,6 +119,28 @@ def confidence_interval(scores: np.ndarray, aggregate: Aggregate,
   alpha = 100.0 * (1.0 - confidence) / 2.0
   lower, upper = np.percentile(values, [alpha, 100.0 - alpha])
   return Interval(point, float(lower), float(upper))
+
+
+def profile_band(scores: np.ndarray, taus, reps: int = 2_000,
+                 confidence: float = 0.95, seed: int = 0
+                 ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """Return the score distribution at `taus` and its percentile bootstrap band.
+
+  (point, lower, upper), each [len(taus)]: pointwise stratified-bootstrap
+  intervals, as rliable's create_performance_profile (2,000 resamples).
+  """
+  if not 0.0 < confidence < 1.0:
+    raise ValueError(f'confidence must be in (0, 1), got {confidence}.')
+  taus = np.asarray(taus, dtype=np.float64)
+  point = score_distribution(np.asarray(scores, dtype=np.float64), taus)
+  # Each resample compares every run with every tau: keep chunks small.
+  chunk = max(1, 2_000_000 // max(1, np.size(scores) * taus.size))
+  values = stratified_bootstrap(
+      scores, lambda x: score_distribution(x, taus), reps=reps, seed=seed,
+      chunk_size=chunk)
+  alpha = 100.0 * (1.0 - confidence) / 2.0
+  lower, upper = np.percentile(values, [alpha, 100.0 - alpha], axis=0)
+  return point, lower, upper
 
 
 def difference_interval(a, b, reps: int = 50_000, confidence: float = 0.95,
