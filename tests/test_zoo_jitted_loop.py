@@ -204,8 +204,9 @@ def test_the_loop_samples_the_settings_n_step_returns(tmp_path):
   loop = jitted_loop.make(minatar_suite.MINATAR, cr_dqn_agent.PRESETS[0],
                           [s], env=jax_bandit.streams())
   replay, _ = _filled_replay(_config(), 40, episode_length=7)
-  _, batch = jax.jit(loop._replay.sample, static_argnums=2)(  # pylint: disable=protected-access
-      replay, jax.random.PRNGKey(0), 64)
+  sample = loop._replay.sample  # pylint: disable=protected-access
+  _, batch = jax.jit(sample, static_argnums=2)(replay, jax.random.PRNGKey(0),
+                                               64)
   # Whole 3-step returns bootstrap with γ^2 (the learner applies one more).
   assert 0.25 in np.asarray(batch.discount_t).tolist()
 
