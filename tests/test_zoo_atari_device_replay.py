@@ -3,16 +3,20 @@ lax.scan, it holds what zoo.replay.frame_replay.FrameReplay holds, gives the
 same transitions and stacks for the same indices, and samples uniformly over
 the valid ones."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
 
+from tests import test_zoo_frame_replay
 from tests.test_zoo_frame_replay import FakeStackingEnv, H, S, W
 from tests.test_zoo_frame_replay import valid_indices
 from zoo.environments import environment
 from zoo.replay import atari_device_replay as replay_lib
+from zoo.replay import device_replay
 from zoo.replay import frame_replay
 
 _CAPACITY = 40  # Per stream.
@@ -164,3 +168,44 @@ def test_a_stream_too_small_for_one_transition_is_refused():
     replay_lib.empty(4, 4)
   with pytest.raises(ValueError, match='num_streams'):
     replay_lib.empty(0, 10)
+
+
+@pytest.mark.parametrize('num_steps,hand', [
+    (12, test_zoo_frame_replay.HAND_AFTER_12_STEPS),
+    (13, test_zoo_frame_replay.HAND_AFTER_13_STEPS)])
+def test_n_step_transitions_are_the_host_replays_and_the_hand_computed(
+    num_steps, hand):
+  n_step = test_zoo_frame_replay.N_STEP
+  step_type, observation, actions, reward, discount = (
+      np.stack(x) for x in zip(*test_zoo_frame_replay.hand_steps(num_steps)))
+  device = replay_lib.empty(2, 7, (1, 1), 2, n_steps=n_step.n)
+  episode_step = jnp.zeros(2, jnp.int32)
+  store = jax.jit(replay_lib.store, static_argnums=4)
+  for t in range(num_steps):  # Rewards up to 32: none clipped.
+    device, episode_step = store(
+        device, episode_step, environment.BatchedTimeStep(
+            step_type[t], reward[t], discount[t], observation[t]),
+        actions[t], 100.0)
+  host = test_zoo_frame_replay.hand_replay(num_steps)
+  key, stream, logical = device_replay.sample_indices(
+      device, jax.random.PRNGKey(1), 256, 2, n_step.n)
+  assert set(zip(np.asarray(stream).tolist(),
+                 np.asarray(logical).tolist())) == set(hand)
+  key_b, got = jax.jit(functools.partial(
+      replay_lib.sample, batch_size=256, num_stacked=2, n_step=n_step))(
+          device, jax.random.PRNGKey(1))
+  np.testing.assert_array_equal(key, key_b)
+  want = host.gather(np.asarray(stream), np.asarray(logical))
+  for name, w, g in zip(frame_replay.Transitions._fields, want, got):
+    assert g.dtype == w.dtype and g.shape == w.shape, name
+    np.testing.assert_array_equal(g, w, err_msg=name)
+  drawn = test_zoo_frame_replay.as_hand_values(jax.device_get(got))
+  pairs = zip(np.asarray(stream).tolist(), np.asarray(logical).tolist())
+  assert [hand[pair] for pair in pairs] == drawn
+
+
+def test_the_jitted_loops_replay_holds_n_steps_per_stream():
+  replay = replay_lib.jax_replay(frame_replay.NStep(3, 0.5))
+  with pytest.raises(ValueError, match='over 3 step.* at least 7'):
+    replay.empty(2, 6)
+  assert replay.empty(2, 7).frames.shape == (2, 7, 84, 84)

@@ -1,12 +1,15 @@
 """Tests for zoo.replay.device_replay: the same valid transitions as the host replay,
 drawn uniformly, and bit-identical stacks for the same indices."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
 
+from tests import test_zoo_frame_replay
 from tests.test_zoo_frame_replay import FakeStackingEnv, H, S, W, _fill
 from tests.test_zoo_frame_replay import valid_indices
 from zoo.replay import device_replay
@@ -141,3 +144,57 @@ def test_nothing_to_sample_is_a_clear_error():
              np.zeros(1), np.zeros(1), np.ones(1))
   with pytest.raises(ValueError, match='no valid transition'):
     replay.check_sampleable()
+
+
+_n_step_gather = jax.jit(functools.partial(
+    device_replay.gather, num_stacked=2, n_step=test_zoo_frame_replay.N_STEP))
+
+
+@pytest.mark.parametrize('num_steps,hand', [
+    (12, test_zoo_frame_replay.HAND_AFTER_12_STEPS),
+    (13, test_zoo_frame_replay.HAND_AFTER_13_STEPS)])
+def test_n_step_transitions_are_the_host_replays_and_the_hand_computed(
+    num_steps, hand):
+  replay = test_zoo_frame_replay.hand_replay(
+      num_steps, device_replay.DeviceFrameReplay)
+  _assert_device_mirrors_host(replay)
+  stream, logical = (np.array(x) for x in zip(*hand))
+  device = _n_step_gather(replay.device_arrays,
+                          jnp.asarray(stream, jnp.int32),
+                          jnp.asarray(logical, jnp.int32))
+  host = replay.gather(stream, logical, stacks_last=False)
+  for name, want, got in zip(replay_lib.Transitions._fields, host, device):
+    assert got.dtype == want.dtype and got.shape == want.shape, name
+    np.testing.assert_array_equal(got, want, err_msg=name)
+  assert dict(zip(hand, test_zoo_frame_replay.as_hand_values(
+      jax.device_get(device)))) == hand
+  # The device sampler draws exactly the valid ones.
+  _, drawn_stream, drawn_logical = jax.jit(
+      device_replay.sample_indices, static_argnums=(2, 3, 4))(
+          replay.device_arrays, jax.random.PRNGKey(0), 256, 2, 3)
+  assert set(zip(np.asarray(drawn_stream).tolist(),
+                 np.asarray(drawn_logical).tolist())) == set(hand)
+
+
+def test_n_step_sampler_agrees_with_the_host_replay_bit_for_bit():
+  n_step = replay_lib.NStep(n=4, discount=0.99)  # Rounded powers of γ.
+  replay = device_replay.DeviceFrameReplay(120, 3, (H, W), S, seed=2,
+                                           n_step=n_step)
+  _fill(replay, FakeStackingEnv(3, 'trailing', seed=3), 2 * 40 + 17)
+  stream, logical = test_zoo_frame_replay.n_step_valid_indices(replay)
+  key, draws_stream, draws_logical = jax.jit(
+      device_replay.sample_indices, static_argnums=(2, 3, 4))(
+          replay.device_arrays, jax.random.PRNGKey(5), 2000, S, n_step.n)
+  assert set(zip(np.asarray(draws_stream).tolist(),
+                 np.asarray(draws_logical).tolist())) == set(
+                     zip(stream.tolist(), logical.tolist()))
+  key_b, transitions = jax.jit(replay.sampler, static_argnums=2)(
+      replay.device_arrays, jax.random.PRNGKey(5), 2000)
+  np.testing.assert_array_equal(key, key_b)
+  expected = replay.gather(np.asarray(draws_stream),
+                           np.asarray(draws_logical), stacks_last=False)
+  for name, got, want in zip(replay_lib.Transitions._fields, transitions,
+                             expected):
+    np.testing.assert_array_equal(got, want, err_msg=name)
+  # Returns of several steps were drawn, not only one-step ones.
+  assert np.isclose(np.asarray(transitions.discount_t), 0.99**3).any()

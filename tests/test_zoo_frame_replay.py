@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from zoo.environments import environment
 from zoo.replay import frame_replay as replay_lib
 
 H, W, S = 2, 3, 4
@@ -285,3 +286,138 @@ def test_valid_indices_gather_exactly_the_emitted_valid_transitions():
   keys = _keys(replay.gather(stream, logical))
   assert len(keys) == len(set(keys))  # Each transition once.
   assert set(keys) == set(_valid_transitions(history, 40, S))
+
+
+# n-step returns, against a trace computed by hand: n = 3, γ = 1/2 (exact in
+# float32), K = 2 streams of 7 slots, stacks of S = 2 frames [1, 1]. Per
+# stream, (step type, reward, discount) of steps 0..12.
+N_STEP = replay_lib.NStep(n=3, discount=0.5)
+_F, _M, _L = 0, 1, 2
+_TRACE = (
+    # A life loss (discount 0 inside the episode) at step 8, game over at 10.
+    ((_F, 0, 1),) + ((_M, 9, 1),) * 4 + (
+        (_M, 1, 1), (_M, 2, 1), (_M, 4, 1), (_M, 8, 0), (_M, 16, 1),
+        (_L, 32, 0), (_F, 0, 1), (_M, 1, 1)),
+    # A time limit (last step, discount 1) at 9; a life loss at step 12.
+    ((_F, 0, 1),) + ((_M, 9, 1),) * 4 + (
+        (_M, 1, 1), (_M, -1, 1), (_M, 2, 1), (_M, 4, 1), (_L, 8, 1),
+        (_F, 0, 1), (_M, 1, 1), (_M, 4, 0)),
+)
+# (stream, logical index): (s_tm1, a_tm1, r_t, discount_t, s_t), the stacks
+# as their frames (step t of stream k shows frame 1 + t + 100 k and takes
+# action t + 50 k). After steps 0..11 the slots hold steps 5..11 (the ring
+# wrapped: logical 7 is slot 0); step 12 then overwrites step 5.
+HAND_AFTER_12_STEPS = {
+    (0, 7): ((6, 7), 6, 8.0, 0.0, (8, 9)),       # 4 + 8/2; life loss at 8.
+    (0, 8): ((7, 8), 7, 8.0, 0.0, (8, 9)),       # The life loss itself.
+    (0, 9): ((8, 9), 8, 32.0, 0.0, (10, 11)),    # 16 + 32/2; game over.
+    (0, 10): ((9, 10), 9, 32.0, 0.0, (10, 11)),
+    (1, 7): ((106, 107), 56, 6.0, 0.25, (109, 110)),  # 2 + 4/2 + 8/4.
+    (1, 8): ((107, 108), 57, 8.0, 0.5, (109, 110)),   # 4 + 8/2; time limit.
+    (1, 9): ((108, 109), 58, 8.0, 1.0, (109, 110)),
+}
+# Not valid: steps 5, 6 (their stacks need overwritten frames), 11 of stream
+# 0 (FIRST), 10 of stream 1 (FIRST) and 11 of stream 1 (steps 12, 13 of its
+# return not stored yet).
+HAND_AFTER_13_STEPS = {
+    (0, 8): ((7, 8), 7, 8.0, 0.0, (8, 9)),
+    (0, 9): ((8, 9), 8, 32.0, 0.0, (10, 11)),
+    (0, 10): ((9, 10), 9, 32.0, 0.0, (10, 11)),
+    (1, 8): ((107, 108), 57, 8.0, 0.5, (109, 110)),
+    (1, 9): ((108, 109), 58, 8.0, 1.0, (109, 110)),
+    # The stop (life loss at step 12) is stored: valid at the write head.
+    (1, 11): ((111, 0), 60, 3.0, 0.0, (112, 113)),    # 1 + 4/2; padded.
+    (1, 12): ((111, 112), 61, 4.0, 0.0, (112, 113)),
+}
+# Step 12 of stream 0 waits for steps 13 and 14.
+
+
+def hand_steps(num_steps):
+  """Return the first steps of _TRACE: [(step_type, observation [K, 1, 1, 2],
+  action, reward, discount)], each [K]."""
+  steps = []
+  frames = [[], []]
+  for t in range(num_steps):
+    step_type, reward, discount = np.array(
+        [_TRACE[k][t] for k in range(2)], np.float32).T
+    observation = []
+    for k in range(2):
+      if step_type[k] == _F:
+        frames[k] = []
+      frames[k].append(np.full((1, 1), 1 + t + 100 * k, np.uint8))
+      observation.append(environment.stack_frames(frames[k], 2))
+    steps.append((step_type.astype(np.int8), np.stack(observation),
+                  np.array([t, t + 50], np.int32), reward, discount))
+  return steps
+
+
+def hand_replay(num_steps, replay_class=replay_lib.FrameReplay,
+                n_step=N_STEP):
+  """Return a replay of 7 slots per stream fed the first steps of _TRACE."""
+  replay = replay_class(14, 2, (1, 1), 2, seed=0, n_step=n_step)
+  for step in hand_steps(num_steps):
+    replay.add(*step)
+  return replay
+
+
+def n_step_valid_indices(replay):
+  """Return (stream [V], logical [V]) of the held transitions it may sample."""
+  # pylint: disable=protected-access
+  stream, logical = valid_indices(replay)
+  held = replay_lib.return_is_held(
+      replay._discounts, replay._episode_steps, stream, logical,
+      replay._num_added[stream], replay._n_step.n)
+  return stream[held], logical[held]
+
+
+def as_hand_values(transitions):
+  """Return {i: (s_tm1, a_tm1, r_t, discount_t, s_t)}, as the hand tables."""
+  stack = lambda s: tuple(int(f) for f in np.asarray(s).reshape(-1))
+  return [(stack(transitions.s_tm1[i]), int(transitions.a_tm1[i]),
+           float(transitions.r_t[i]), float(transitions.discount_t[i]),
+           stack(transitions.s_t[i]))
+          for i in range(len(transitions.a_tm1))]
+
+
+@pytest.mark.parametrize('num_steps,hand', [(12, HAND_AFTER_12_STEPS),
+                                            (13, HAND_AFTER_13_STEPS)])
+def test_n_step_transitions_are_the_hand_computed_ones(num_steps, hand):
+  replay = hand_replay(num_steps)
+  stream, logical = n_step_valid_indices(replay)
+  assert list(zip(stream.tolist(), logical.tolist())) == list(hand)
+  got = as_hand_values(replay.gather(stream, logical))
+  assert dict(zip(hand, got)) == hand
+  # The sampler draws exactly these.
+  drawn = replay._draw_valid(500)  # pylint: disable=protected-access
+  assert set(zip(*(x.tolist() for x in drawn))) == set(hand)
+
+
+def test_one_step_transitions_ignore_the_discount():
+  replay = hand_replay(12, n_step=replay_lib.NStep(1, 0.5))
+  stream, logical = valid_indices(replay)
+  one_step = hand_replay(12, n_step=replay_lib.ONE_STEP)
+  for got, want in zip(replay.gather(stream, logical),
+                       one_step.gather(stream, logical)):
+    np.testing.assert_array_equal(got, want)
+  transitions = one_step.gather(stream, logical)
+  assert transitions.r_t.tolist() == [
+      _TRACE[k][t][1] for k, t in zip(stream, logical)]
+  assert transitions.discount_t.tolist() == [
+      _TRACE[k][t][2] for k, t in zip(stream, logical)]
+
+
+def test_n_step_replay_restores_from_its_steps():
+  replay = hand_replay(13)
+  restored = replay_lib.FrameReplay(14, 2, (1, 1), 2, seed=7, n_step=N_STEP)
+  restored.set_state(json.loads(json.dumps(replay.get_state())))
+  for begin, arrays in replay.steps(6, 13):  # Two slot ranges: wrapped.
+    restored.put_steps(begin, arrays)
+  for got, want in zip(restored.sample(32), replay.sample(32)):
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_stream_too_small_for_n_steps_is_refused():
+  with pytest.raises(ValueError, match='need at least 6'):
+    replay_lib.FrameReplay(10, 2, (1, 1), 2, n_step=replay_lib.NStep(4, 0.9))
+  with pytest.raises(ValueError, match='n_steps must be >= 1'):
+    replay_lib.FrameReplay(10, 2, (1, 1), 2, n_step=replay_lib.NStep(0, 0.9))

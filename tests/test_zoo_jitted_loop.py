@@ -156,6 +156,61 @@ def test_sampling_rules(num_streams):
   assert max(counts.values()) < 3 * expected + 10
 
 
+def _n_step_return(steps, stream, id_t, n_step):
+  """Return (a_tm1, r_t, discount_t, id of s_t) of the n-step transition at
+  step `id_t`, summed step by step (None: its steps are not all stored)."""
+  reward, discount, last = 0.0, 1.0, id_t
+  for k in range(n_step.n):
+    _, _, r, d = steps[(stream, id_t + k)]
+    reward += n_step.discount**k * r
+    discount *= (n_step.discount if k else 1.0) * d
+    last = id_t + k
+    if d == 0 or k == n_step.n - 1:
+      break
+    if (stream, id_t + k + 1) not in steps:
+      return None
+    if steps[(stream, id_t + k + 1)][0] == 0:  # The episode ended.
+      break
+  return steps[(stream, id_t - 1)][1], reward, discount, last
+
+
+def test_the_packed_replay_samples_n_step_returns():
+  n_step = replay_lib.NStep(n=3, discount=0.5)
+  cfg = _config(num_streams=2, stream_capacity=20)
+  num_steps = 50
+  replay, steps = _filled_replay(cfg, num_steps, episode_length=6)
+  sample = jax.jit(packed_replay.jax_replay(OBS_SHAPE, n_step).sample,
+                   static_argnums=2)
+  _, batch = jax.device_get(sample(replay, jax.random.PRNGKey(0), 512))
+  lengths = set()
+  for i in range(512):
+    id_tm1 = _decode(batch.s_tm1[i, ..., 0])
+    id_t = id_tm1 + 1
+    assert id_tm1 > num_steps - cfg.stream_capacity  # Still held.
+    drawn = (int(batch.a_tm1[i]), float(batch.r_t[i]),
+             float(batch.discount_t[i]), _decode(batch.s_t[i, ..., 0]))
+    # Either stream may have drawn it: one stream's return must match.
+    assert any(steps[(j, id_t)][0] != 0 and
+               _n_step_return(steps, j, id_t, n_step) == drawn
+               for j in range(2)), (id_tm1, drawn)
+    lengths.add(drawn[3] - id_tm1)
+  assert lengths == {1, 2, 3}  # Cut by episode ends, and whole.
+
+
+def test_the_loop_samples_the_settings_n_step_returns(tmp_path):
+  values = dict(_values(str(tmp_path)), n_steps=3, additional_discount=0.5)
+  del values['loop']
+  s = _resolved(**values)
+  loop = jitted_loop.make(minatar_suite.MINATAR, cr_dqn_agent.PRESETS[0],
+                          [s], env=jax_bandit.streams())
+  replay, _ = _filled_replay(_config(), 40, episode_length=7)
+  sample = loop._replay.sample  # pylint: disable=protected-access
+  _, batch = jax.jit(sample, static_argnums=2)(replay, jax.random.PRNGKey(0),
+                                               64)
+  # Whole 3-step returns bootstrap with γ^2 (the learner applies one more).
+  assert 0.25 in np.asarray(batch.discount_t).tolist()
+
+
 def _agent_parts(head, loss, kappa, scale_grad, num_actions=3):
   if head == 'iqn':
     network = agent_lib.at_sampled_levels(hk.transform(

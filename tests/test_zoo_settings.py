@@ -14,7 +14,7 @@ _preset = agent_registry.default_preset
 
 
 def test_the_settings_are_the_flags_plus_agent_and_suite():
-  assert len(settings.SETTINGS) == 48
+  assert len(settings.SETTINGS) == 49
   assert settings.FIELDS == settings.SETTINGS + ('agent', 'suite')
   for name in settings.SETTINGS:
     help_text = settings.Settings.__dataclass_fields__[name].metadata['help']
@@ -68,6 +68,16 @@ def test_stored_settings_are_the_plain_dicts_of_before():
     settings.Settings.from_dict(dict(stored, x=1))
 
 
+def test_stored_settings_without_n_steps_read_as_one_step_returns():
+  s = settings.resolve_settings(atari_suite.ATARI, _preset('cr_dqn'),
+                                {'n_steps': 3})
+  stored = s.as_dict()
+  assert stored['n_steps'] == 3
+  del stored['n_steps']  # As written before the setting existed.
+  assert settings.Settings.from_dict(stored) == dataclasses.replace(
+      s, n_steps=1)
+
+
 @pytest.mark.parametrize('values,message', [
     ({'num_iterations': -1}, '--num_iterations must be >= 0, got -1.'),
     ({'huber_param': -1.0}, '--huber_param must be >= 0'),
@@ -79,6 +89,10 @@ def test_stored_settings_are_the_plain_dicts_of_before():
     ({'eval_exploration_epsilon': 2.0}, '--eval_exploration_epsilon must lie'),
     ({'replay_capacity': 8, 'num_envs': 4, 'min_replay_capacity_fraction': 1,
       'batch_size': 1}, '--replay_capacity must hold at least 5 steps'),
+    ({'n_steps': 0}, r'--n_steps must be >= 1 \(1: one-step returns\), got 0'),
+    ({'replay_capacity': 100, 'num_envs': 10, 'n_steps': 7,
+      'min_replay_capacity_fraction': 1, 'batch_size': 1},
+     r'at least 11 steps per stream \(--num_stacked_frames \+ --n_steps\)'),
 ])
 def test_bad_values_are_named_with_their_fix(values, message):
   s = settings.resolve_settings(atari_suite.ATARI, _preset('cr_dqn'), dict(

@@ -80,6 +80,9 @@ class Settings:
       'with --scale_grad (N: --num_quantiles, or --tau_samples_s_tm1 with '
       'the IQN head).', 'float')
   additional_discount: float = _flag(0.99, 'γ applied to env discounts.')
+  n_steps: int = _flag(
+      1, 'Agent steps summed in each n-step return (stopping at a discount '
+      "of 0 or an episode's end). 1: DQN Zoo.")
   max_abs_reward: float = _flag(1.0, 'Rewards clipped to ± this.')
   max_global_grad_norm: float = _flag(
       10.0, 'Gradient clipping norm (<= 0: no clipping).')
@@ -255,9 +258,12 @@ _POSITIVE = (
     'tau_samples_s_tm1', 'tau_samples_s_t', 'tau_latent_dim',
     'num_hidden_layers', 'hidden_size', 'num_envs', 'num_fused_updates',
     'learning_rate', 'optimizer_epsilon', 'max_abs_reward')
+# The counts of at least one (the fix: 1, the default).
+_AT_LEAST_ONE = ('n_steps',)
 # The ranges checked first, in order: (settings, out of range, the error).
 _RANGES = (
     (_POSITIVE, lambda v: v <= 0, 'must be positive'),
+    (_AT_LEAST_ONE, lambda v: v < 1, 'must be >= 1 (1: one-step returns)'),
     (('num_iterations', 'exploration_epsilon_decay_frame_fraction'),
      lambda v: v < 0, 'must be >= 0'),
     (('min_replay_capacity_fraction',), lambda v: not 0 < v <= 1,
@@ -292,9 +298,10 @@ def validate_settings(suite, s: Settings) -> None:
         f'--batch_size={s.batch_size} exceeds the minimum replay size '
         f'{s.min_replay_size()} (= min_replay_capacity_fraction * '
         'replay_capacity); raise the replay or lower the batch.')
-  if s.replay_capacity // s.num_envs < s.num_stacked_frames + 1:
+  if s.replay_capacity // s.num_envs < s.num_stacked_frames + s.n_steps:
     raise ConfigError('--replay_capacity must hold at least '
-                      f'{s.num_stacked_frames + 1} steps per stream.')
+                      f'{s.num_stacked_frames + s.n_steps} steps per stream '
+                      '(--num_stacked_frames + --n_steps).')
   if s.loop not in suite.loops:
     raise ConfigError(
         f'--loop={s.loop}: the {suite.name} suite runs with --loop='

@@ -39,8 +39,9 @@ class Suite(NamedTuple):
   # fn(settings) -> a fresh K-stream JAX environment for the jitted loop
   # (ConfigError for a game it cannot run); None: none.
   jax_environment: Optional[Callable[[_Settings], Any]] = None
-  # fn(JAX environment) -> the device_replay.JaxReplay of its observations.
-  jax_replay: Optional[Callable[[Any], Any]] = None
+  # fn(JAX environment, n_step=one step) -> the device_replay.JaxReplay of
+  # its observations, sampling returns of frame_replay.NStep `n_step`.
+  jax_replay: Optional[Callable[..., Any]] = None
   # Whether the jitted loop vmaps a group's seeds (the environment's `vmaps`).
   jax_vmaps_seeds: bool = True
   loops: Tuple[str, ...] = ('python',)  # The --loop names that run it.

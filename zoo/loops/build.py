@@ -100,6 +100,11 @@ def learner_parts(suite, s: settings_lib.Settings, num_actions: int,
       replay_seed=replay_seed, agent_key=agent_key)
 
 
+def n_step(s: settings_lib.Settings) -> replay_lib.NStep:
+  """Return the replay's returns of settings `s` (both loops' replays)."""
+  return replay_lib.NStep(n=s.n_steps, discount=s.additional_discount)
+
+
 def counts(s: settings_lib.Settings, observation_shape
            ) -> counts_lib.Counts:
   """Return the counts of resolved settings `s` (the one mapping)."""
@@ -130,7 +135,7 @@ def build_agent(suite, s: settings_lib.Settings, num_actions: int,
                   else replay_lib.FrameReplay)
   replay = replay_class(
       s.replay_capacity, s.num_envs, cfg.observation_shape[:-1],
-      s.num_stacked_frames, seed=parts.replay_seed)
+      s.num_stacked_frames, seed=parts.replay_seed, n_step=n_step(s))
   agent = quantile_agent.QuantileAgent(
       network=parts.network, loss_fn=parts.loss_fn, optimizer=parts.optimizer,
       replay=replay, config=cfg, rng_key=parts.agent_key)

@@ -342,7 +342,7 @@ def make(suite, preset, runs: Sequence[settings_lib.Settings], env=None,
         f'--loop=jitted: {suite.name} runs one seed per group, got '
         f'{len(runs)}.')
   cfg = loop_config(s, env.observation_shape)
-  replay = suite.jax_replay(env)
+  replay = suite.jax_replay(env, build.n_step(s))
   parts = [build.learner_parts(suite, r, env.num_actions, network_fn)
            for r in runs]
   functions = _functions(suite, s, cfg, env, replay, parts[0], network_fn)

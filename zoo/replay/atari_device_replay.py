@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from zoo.replay import device_replay
+from zoo.replay import frame_replay
 
 FRAME_SHAPE: Tuple[int, int] = (84, 84)
 NUM_STACKED = 4
@@ -26,15 +27,17 @@ def nbytes(num_streams: int, stream_capacity: int,
 
 
 def empty(num_streams: int, stream_capacity: int, frame_shape=FRAME_SHAPE,
-          num_stacked: int = NUM_STACKED) -> device_replay.DeviceArrays:
+          num_stacked: int = NUM_STACKED, n_steps: int = 1
+          ) -> device_replay.DeviceArrays:
   """Return an empty replay of K streams of `stream_capacity` slots each."""
   if num_streams < 1:
     raise ValueError(f'num_streams must be >= 1, got {num_streams}.')
-  if stream_capacity < num_stacked + 1:
+  if stream_capacity < num_stacked + n_steps:
     raise ValueError(
         f'A replay of {stream_capacity} slots per stream cannot hold a '
-        f'transition of {num_stacked}-frame stacks; give each stream at least '
-        f'{num_stacked + 1} (raise the capacity or lower num_envs).')
+        f'transition of {num_stacked}-frame stacks over {n_steps} step(s); '
+        f'give each stream at least {num_stacked + n_steps} (raise the '
+        'capacity or lower num_envs).')
   return device_replay.empty(num_streams, stream_capacity, frame_shape)
 
 
@@ -64,21 +67,25 @@ def store(replay: device_replay.DeviceArrays, episode_step: jax.Array,
 
 
 def sample(replay: device_replay.DeviceArrays, rng_key, batch_size: int,
-           num_stacked: int = NUM_STACKED, stacks_last: bool = True):
+           num_stacked: int = NUM_STACKED, stacks_last: bool = True,
+           n_step: frame_replay.NStep = frame_replay.ONE_STEP):
   """Return (rng_key, Transitions [B]) drawn uniformly over valid transitions.
 
   Under jit nothing checks that one is held. Stacks [B, H, W, S] with
-  `stacks_last`, else [B, S, H, W].
+  `stacks_last`, else [B, S, H, W]; `n_step`: the returns (FrameReplay's).
   """
   rng_key, stream, logical = device_replay.sample_indices(
-      replay, rng_key, batch_size, num_stacked)
-  return rng_key, gather(replay, stream, logical, num_stacked, stacks_last)
+      replay, rng_key, batch_size, num_stacked, n_step.n)
+  return rng_key, gather(replay, stream, logical, num_stacked, stacks_last,
+                         n_step)
 
 
 def gather(replay: device_replay.DeviceArrays, stream, logical,
-           num_stacked: int = NUM_STACKED, stacks_last: bool = True):
+           num_stacked: int = NUM_STACKED, stacks_last: bool = True,
+           n_step: frame_replay.NStep = frame_replay.ONE_STEP):
   """Return the transitions at (stream, logical index) [B], as FrameReplay's."""
-  transitions = device_replay.gather(replay, stream, logical, num_stacked)
+  transitions = device_replay.gather(replay, stream, logical, num_stacked,
+                                     n_step)
   if stacks_last:
     transitions = transitions._replace(
         s_tm1=jnp.moveaxis(transitions.s_tm1, 1, -1),
@@ -86,14 +93,18 @@ def gather(replay: device_replay.DeviceArrays, stream, logical,
   return transitions
 
 
-def jax_replay() -> device_replay.JaxReplay:
-  """Return this replay for the jitted loop (stacks last, as the network's)."""
+def jax_replay(n_step: frame_replay.NStep = frame_replay.ONE_STEP
+               ) -> device_replay.JaxReplay:
+  """Return this replay for the jitted loop (stacks last, as the network's).
+
+  `n_step`: the sampled transitions' returns.
+  """
   return device_replay.JaxReplay(
-      empty=empty,
+      empty=lambda k, slots: empty(k, slots, n_steps=n_step.n),
       store=lambda arrays, episode_step, timestep, actions, max_abs_reward:
       store(arrays, episode_step, timestep, actions, max_abs_reward,
             frame=timestep.frame),
-      sample=sample,
+      sample=lambda arrays, key, n: sample(arrays, key, n, n_step=n_step),
       nbytes=nbytes,
       refuses=lambda observation: jnp.bool_(False),
       refusal='')

@@ -16,8 +16,8 @@ from zoo.environments import environment
 from zoo.replay import frame_replay as replay_lib
 
 # Rejection rounds of `sample_indices`; each draws 2B candidates. Transitions
-# are invalid only at episode starts and at the write head, so one round
-# almost always suffices.
+# are invalid only at episode starts and at the write head (n-step: its
+# newest n - 1 steps), so one round almost always suffices.
 _MAX_ROUNDS = 100
 
 
@@ -46,8 +46,11 @@ class JaxReplay(NamedTuple):
 
 
 def sample_indices(arrays: DeviceArrays, rng_key, batch_size: int,
-                   num_stacked: int):
-  """Return (rng_key, stream [B], logical [B]) of uniform valid transitions."""
+                   num_stacked: int, n_steps: int = 1):
+  """Return (rng_key, stream [B], logical [B]) of uniform valid transitions.
+
+  Valid: FrameReplay's rules, of returns of up to `n_steps` steps.
+  """
   capacity = arrays.episode_steps.shape[1]
   held = jnp.minimum(arrays.num_added, capacity)
   oldest = arrays.num_added - held
@@ -61,8 +64,11 @@ def sample_indices(arrays: DeviceArrays, rng_key, batch_size: int,
     stream = jnp.searchsorted(starts, u, side='right') - 1
     logical = oldest[stream] + (u - starts[stream])
     step = arrays.episode_steps[stream, logical % capacity]
-    valid = replay_lib.is_valid_transition(logical, step, oldest[stream],
-                                           num_stacked, xp=jnp)
+    valid = replay_lib.is_valid_transition(
+        logical, step, oldest[stream], num_stacked, xp=jnp
+    ) & replay_lib.return_is_held(arrays.discounts, arrays.episode_steps,
+                                  stream, logical, arrays.num_added[stream],
+                                  n_steps, xp=jnp)
     # The valid draws fill the next free positions, in draw order.
     position = jnp.where(valid, found + jnp.cumsum(valid) - 1, batch_size)
     stream_out = stream_out.at[position].set(stream, mode='drop')
@@ -81,18 +87,20 @@ def sample_indices(arrays: DeviceArrays, rng_key, batch_size: int,
   return key, stream, logical
 
 
-def gather(arrays: DeviceArrays, stream, logical, num_stacked: int
+def gather(arrays: DeviceArrays, stream, logical, num_stacked: int,
+           n_step: replay_lib.NStep = replay_lib.ONE_STEP
            ) -> replay_lib.Transitions:
   """FrameReplay.gather(stream, logical, stacks_last=False), in JAX."""
   return replay_lib.transitions_at(*arrays[:5], stream, logical, num_stacked,
-                                   xp=jnp)
+                                   xp=jnp, n_step=n_step)
 
 
-def sample(arrays: DeviceArrays, rng_key, batch_size: int, num_stacked: int):
+def sample(arrays: DeviceArrays, rng_key, batch_size: int, num_stacked: int,
+           n_step: replay_lib.NStep = replay_lib.ONE_STEP):
   """Return (rng_key, Transitions [B]) drawn uniformly, stacks [B, S, ...]."""
   rng_key, stream, logical = sample_indices(arrays, rng_key, batch_size,
-                                            num_stacked)
-  return rng_key, gather(arrays, stream, logical, num_stacked)
+                                            num_stacked, n_step.n)
+  return rng_key, gather(arrays, stream, logical, num_stacked, n_step)
 
 
 def empty(num_streams: int, stream_capacity: int, frame_shape) -> DeviceArrays:
@@ -149,7 +157,8 @@ class DeviceFrameReplay(replay_lib.FrameReplay):
     # The one place where this module's pure functions are jitted. Donating
     # the arrays makes each step's write in place (no copy of the replay).
     self._write_step = jax.jit(write_step, donate_argnums=0)
-    self.sampler = functools.partial(sample, num_stacked=self._num_stacked)
+    self.sampler = functools.partial(sample, num_stacked=self._num_stacked,
+                                     n_step=self._n_step)
     self._device_arrays = self._upload()
 
   @property

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from zoo.replay import device_replay
+from zoo.replay import frame_replay
 
 
 def packed_size(observation_shape) -> int:
@@ -53,23 +54,32 @@ def store(replay: device_replay.DeviceArrays, episode_step: jnp.ndarray,
 
 
 def sample(replay: device_replay.DeviceArrays, rng_key, batch_size: int,
-           observation_shape):
-  """Return (rng_key, Transitions [B]) with stacks last [B, H, W, C, 1]."""
+           observation_shape,
+           n_step: frame_replay.NStep = frame_replay.ONE_STEP):
+  """Return (rng_key, Transitions [B]) with stacks last [B, H, W, C, 1].
+
+  `n_step`: the returns (FrameReplay's).
+  """
   rng_key, stream, logical = device_replay.sample_indices(
-      replay, rng_key, batch_size, num_stacked=1)
-  packed = device_replay.gather(replay, stream, logical, 1)
+      replay, rng_key, batch_size, 1, n_step.n)
+  packed = device_replay.gather(replay, stream, logical, 1, n_step)
   s_tm1 = unpack(packed.s_tm1[:, 0], observation_shape)[..., None]
   s_t = unpack(packed.s_t[:, 0], observation_shape)[..., None]
   return rng_key, packed._replace(s_tm1=s_tm1, s_t=s_t)
 
 
-def jax_replay(observation_shape) -> device_replay.JaxReplay:
-  """Return this replay for binary observations of `observation_shape`."""
+def jax_replay(observation_shape,
+               n_step: frame_replay.NStep = frame_replay.ONE_STEP
+               ) -> device_replay.JaxReplay:
+  """Return this replay for binary observations of `observation_shape`.
+
+  `n_step`: the sampled transitions' returns.
+  """
   shape = tuple(observation_shape)
   return device_replay.JaxReplay(
       empty=lambda k, slots: empty(k, slots, shape),
       store=store,
-      sample=lambda arrays, key, n: sample(arrays, key, n, shape),
+      sample=lambda arrays, key, n: sample(arrays, key, n, shape, n_step),
       nbytes=lambda k, slots: nbytes(k, slots, shape),
       refuses=lambda observation: jnp.any(observation > 1),
       refusal=('The environment emitted observations other than 0/1; this '

@@ -14,6 +14,7 @@ from zoo.environments import atari_jax_env
 from zoo.environments import environment
 from zoo.loops import phase_accounting
 from zoo.replay import atari_device_replay
+from zoo.replay import frame_replay
 
 _VECTOR_ONLY = dict(num_action_repeats=4, num_stacked_frames=4,
                     environment_height=84, environment_width=84)
@@ -79,7 +80,8 @@ ATARI = suites.Suite(
     render=lambda env: np.stack([e.ale.getScreenRGB()
                                  for e in env.environments]),
     jax_environment=_jax_environment,
-    jax_replay=lambda env: atari_device_replay.jax_replay(),
+    jax_replay=lambda env, n_step=frame_replay.ONE_STEP:
+    atari_device_replay.jax_replay(n_step),
     jax_vmaps_seeds=atari_jax_env.AtariJaxEnvironment.vmaps,
     loops=('python', 'jitted'),
 )

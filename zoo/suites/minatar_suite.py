@@ -13,6 +13,7 @@ from zoo.environments import minatar_env
 from zoo.environments import minatar_jax_env
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import suites
+from zoo.replay import frame_replay
 from zoo.replay import packed_replay
 
 FLAG_DEFAULTS = {
@@ -110,8 +111,8 @@ MINATAR = suites.Suite(
     normalize=lambda game, score: math.nan,  # No reference scores.
     render=lambda env: env.rgb_frames(scale=16),  # A 10x10 grid is too small.
     jax_environment=_jax_environment,
-    jax_replay=lambda env: packed_replay.jax_replay(
-        env.observation_shape[:-1]),
+    jax_replay=lambda env, n_step=frame_replay.ONE_STEP:
+    packed_replay.jax_replay(env.observation_shape[:-1], n_step),
     jax_vmaps_seeds=minatar_jax_env.Streams.vmaps,
     loops=('python', 'jitted'),
 )
