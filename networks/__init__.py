@@ -15,6 +15,8 @@ from networks.quantile_network import atari_quantile_network
 from networks.quantile_network import minatar_quantile_network
 from networks.quantile_network import quantile_network
 from networks.quantile_network import QuantileNetworkOutputs
+from networks.torsos import ATARI_TORSOS
+from networks.torsos import der_torso
 from networks.torsos import dqn_torso
 from networks.torsos import minatar_torso
 from networks.torsos import mlp_torso

@@ -73,9 +73,16 @@ def iqn_network(torso: layers.NetworkFn, num_actions: int,
 
 
 def atari_iqn_network(num_actions: int, num_cosines: int = NUM_COSINES,
-                      hidden_size: int = 512) -> IqnNetworkFn:
-  """Return DQN Zoo's Atari IQN: the DQN torso (D = 3136), a 512-unit head."""
-  return iqn_network(torsos.dqn_torso(), num_actions, num_cosines,
+                      hidden_size: int = 512, torso: str = 'dqn'
+                      ) -> IqnNetworkFn:
+  """Return DQN Zoo's Atari IQN: the DQN torso (D = 3136), a 512-unit head.
+
+  `torso`: a name of `torsos.ATARI_TORSOS` ('der': D = 576).
+  """
+  if torso not in torsos.ATARI_TORSOS:
+    raise ValueError(f'torso must be one of {sorted(torsos.ATARI_TORSOS)}, '
+                     f'got {torso!r}.')
+  return iqn_network(torsos.ATARI_TORSOS[torso](), num_actions, num_cosines,
                      (hidden_size,))
 
 

@@ -54,14 +54,21 @@ def _head(num_actions: int, num_quantiles: int, head: str, num_layers: int,
                      nc_scale_activation)
 
 
+def _atari_torso(name: str) -> layers.NetworkFn:
+  if name not in torsos.ATARI_TORSOS:
+    raise ValueError(f'torso must be one of {sorted(torsos.ATARI_TORSOS)}, '
+                     f'got {name!r}.')
+  return torsos.ATARI_TORSOS[name]()
+
+
 def atari_quantile_network(
     num_actions: int, num_quantiles: int, head: str = 'fc',
     num_layers: int = 1, hidden_size: int = 512,
-    nc_scale_activation: heads.ScaleActivation = 'relu',
+    nc_scale_activation: heads.ScaleActivation = 'relu', torso: str = 'dqn',
 ) -> Callable[[jnp.ndarray], QuantileNetworkOutputs]:
-  """Return the Atari network: DQN torso then an FC or NC quantile head."""
+  """Return the Atari network: a torso (`torsos.ATARI_TORSOS`), then a head."""
   return quantile_network(
-      torsos.dqn_torso(),
+      _atari_torso(torso),
       _head(num_actions, num_quantiles, head, num_layers, hidden_size,
             nc_scale_activation))
 

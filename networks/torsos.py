@@ -1,6 +1,6 @@
 """Torsos: map observations to a flat embedding [B, D]."""
 
-from typing import Sequence
+from typing import Callable, Dict, Sequence
 
 import chex
 import haiku as hk
@@ -26,6 +26,35 @@ def dqn_torso() -> layers.NetworkFn:
       return hk.Flatten()(x)
 
   return net_fn
+
+
+def der_torso() -> layers.NetworkFn:
+  """Return Data-Efficient Rainbow's torso: uint8 [B, H, W, C] -> [B, D].
+
+  van Hasselt et al. (2019), as Kaixhin/Rainbow's `--architecture
+  data-efficient` (model.py), the code DER's settings were published with:
+  convolutions of 32 then 64 filters, 5x5, stride 5, no padding (VALID),
+  each followed by a ReLU; the heads' hidden layer of 256 units is
+  `--hidden_size=256`. Frames are scaled to [0, 1] as in `dqn_torso`. For
+  84x84 inputs: 84 -> 16 -> 3, D = 3*3*64 = 576. (Dopamine's DER.gin runs
+  its FullRainbowNetwork, the Nature torso and 512 units, instead.)
+  """
+
+  def net_fn(inputs):
+    chex.assert_rank(inputs, 4)
+    with hk.name_scope('der_torso'):
+      x = inputs.astype(jnp.float32) / 255.0
+      x = jax.nn.relu(layers.conv(32, kernel_shape=(5, 5), stride=(5, 5))(x))
+      x = jax.nn.relu(layers.conv(64, kernel_shape=(5, 5), stride=(5, 5))(x))
+      return hk.Flatten()(x)
+
+  return net_fn
+
+
+# The Atari torsos by name (`--torso`); the settings' choices equal these (a
+# test keeps them equal).
+ATARI_TORSOS: Dict[str, Callable[[], layers.NetworkFn]] = {
+    'dqn': dqn_torso, 'der': der_torso}
 
 
 def minatar_torso() -> layers.NetworkFn:

@@ -69,3 +69,32 @@ def test_minatar_torso_is_young_and_tians_conv_and_merges_the_stack():
   np.testing.assert_array_equal(transformed.apply(params, None, y), out)
   with pytest.raises(AssertionError):
     transformed.apply(params, None, jnp.ones((3, 10, 10, 4), jnp.uint8))
+
+
+def test_der_torso_shapes_and_parameter_count():
+  x = jnp.zeros((3, 84, 84, 4), jnp.uint8)
+  transformed, params = _transform(torsos.der_torso(), x)
+  out = transformed.apply(params, None, x)
+  # 5x5, stride 5, VALID: 84 -> 16 -> 3.
+  chex.assert_shape(out, (3, 3 * 3 * 64))
+  assert out.dtype == jnp.float32
+  expected = (5 * 5 * 4 * 32 + 32) + (5 * 5 * 32 * 64 + 64)
+  assert sum(v.size for v in jax.tree_util.tree_leaves(params)) == expected
+
+
+def test_der_torso_has_no_padding():
+  # VALID, 5x5, stride 5, twice: the 3x3 outputs read pixels [0, 75) only.
+  x = jnp.zeros((1, 84, 84, 4), jnp.uint8)
+  transformed, params = _transform(torsos.der_torso(), x)
+  base = transformed.apply(params, None, x)
+  np.testing.assert_array_equal(
+      transformed.apply(params, None, x.at[0, 80, 80, :].set(255)), base)
+  assert not np.array_equal(
+      transformed.apply(params, None, x.at[0, 10:20, 10:20, :].set(255)), base)
+
+
+def test_atari_torsos_are_the_settings_choices():
+  from zoo.configuration import settings  # pylint: disable=g-import-not-at-top
+  field = {f.name: f for f in settings.dataclasses.fields(settings.Settings)}
+  assert (field['torso'].metadata['options']['enum_values']
+          == list(torsos.ATARI_TORSOS))

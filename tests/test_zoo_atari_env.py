@@ -152,6 +152,38 @@ def test_life_loss_zeroes_discount_and_episode_goes_on():
   assert timestep.step_type == MID and timestep.discount == 1.0
 
 
+def test_life_loss_ends_the_episode_where_asked_and_the_game_goes_on():
+  env, ale = make(min_noop_frames=1, max_noop_frames=1, life_loss_frames=(7,),
+                  max_episode_frames=12, life_loss_ends_episode=True)
+  env.reset()
+  env.step(0)  # Frames 2..5.
+  timestep = env.step(0)  # Frames 6, 7: the life lost at 7 stops the repeat.
+  assert timestep.step_type == LAST and timestep.discount == 0.0
+  assert ale.frame == 7
+  ale.actions.clear()
+  timestep = env.step(1)  # Ignored: the next episode starts, same game.
+  assert timestep.step_type == FIRST and ale.num_resets == 1
+  assert ale.actions == []  # No reset, no no-ops.
+  np.testing.assert_array_equal(timestep.observation[..., 0], processed(7))
+  assert (timestep.observation[..., 1:] == 0).all()  # A fresh stack.
+  timestep = env.step(0)  # Frames 8..11 of the game (6 counted, cap 12).
+  assert timestep.step_type == MID and timestep.discount == 1.0
+  timestep = env.step(0)  # The cap counts the game's frames: 12 is LAST.
+  assert timestep.step_type == LAST and timestep.discount == 1.0
+  assert ale.frame == 13
+  env.step(0)
+  assert ale.num_resets == 2  # The capped game is reset.
+
+
+def test_game_over_on_a_life_loss_resets_the_game():
+  env, ale = make(min_noop_frames=1, max_noop_frames=1, life_loss_frames=(9,),
+                  game_over_frame=9, life_loss_ends_episode=True)
+  env.reset()
+  env.step(0)
+  assert env.step(0).step_type == LAST
+  assert env.step(0).step_type == FIRST and ale.num_resets == 2
+
+
 def test_game_over_is_last_with_zero_discount_then_auto_reset():
   env, ale = make(min_noop_frames=1, max_noop_frames=1, game_over_frame=9)
   env.reset()

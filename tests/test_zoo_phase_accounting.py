@@ -263,3 +263,22 @@ def test_past_budget_says_nothing_before_the_budget_and_counts_after():
       '(at most 500k)')
   assert phase_accounting.past_budget(tally, 500_000, math.inf).endswith(
       '1.3M frames past it')
+
+
+def test_a_count_of_episodes_starts_the_first_n_and_waits_for_them():
+  # K = 3 streams all start (FIRST); N = 2: streams 0 and 1 count, in order.
+  tally = phase_accounting.start(np.zeros(3))
+  first = np.zeros(3, np.int8)
+  reward = np.ones(3)
+  count = lambda t, step: phase_accounting.count(t, step, reward, 1, 4,
+                                                 num_episodes=2)
+  tally = count(tally, first)
+  np.testing.assert_array_equal(tally.counted, [True, True, False])
+  assert int(tally.frames) == 8  # The budget (1 frame) plays no part.
+  tally = count(tally, np.array([2, 1, 1], np.int8))  # Stream 0 ends.
+  assert int(tally.num_episodes) == 1
+  assert not phase_accounting.is_over(tally, 1, True, num_episodes=2)
+  tally = count(tally, np.array([0, 2, 2], np.int8))  # Stream 0 restarts.
+  assert not tally.counted[0]  # Two have started: it does not count.
+  assert phase_accounting.is_over(tally, 1, True, num_episodes=2)
+  assert (int(tally.num_episodes), float(tally.return_sum)) == (2, 3.0)

@@ -415,3 +415,30 @@ def test_hooks_see_every_phase_in_order_and_may_stop_the_run(tmp_path):
   # The abandoned iteration left nothing: iteration 1's checkpoint is the
   # latest.
   assert checkpoint.latest(str(tmp_path)).endswith('iteration_000001')
+
+
+@pytest.mark.parametrize('num_envs,num_episodes', [(1, 5), (4, 10), (3, 2)])
+def test_an_evaluation_of_n_episodes_ends_after_exactly_n_whole_episodes(
+    num_envs, num_episodes):
+  # Episodes of 2 to 40 timesteps, the budget (one frame) ignored; the
+  # cap (12 timesteps) ends the long ones, as --max_frames_per_episode.
+  kinds = ([[2, 5], [30, 40]], [0.5, 0.5])
+  env = _EpisodeEnv(num_envs, *kinds, seed=num_envs, cap=12)
+  stats = python_loop.run_phase(env, _act, 1, 4, num_episodes=num_episodes,
+                                whole_episodes=num_envs > 1)
+  assert stats.num_episodes == num_episodes and stats.num_cut == 0
+  assert stats.num_frames == 4 * round(
+      num_episodes * (stats.episode_return + 1))
+  # The streams completed those episodes and at most K - 1 more that did
+  # not count (begun after the N-th had started): the phase waits for none.
+  assert num_episodes <= env.completed.sum() < num_episodes + num_envs
+
+
+def test_the_last_iteration_evaluates_its_own_number_of_episodes():
+  s = settings_lib.Settings(num_iterations=10, num_eval_episodes=10,
+                            num_final_eval_episodes=100)
+  assert [python_loop.eval_episodes(s, i) for i in (0, 1, 9, 10)] == [
+      10, 10, 10, 100]
+  s = settings_lib.Settings(num_iterations=10, num_eval_episodes=0,
+                            num_final_eval_episodes=0)
+  assert python_loop.eval_episodes(s, 10) == 0  # The frame budget.

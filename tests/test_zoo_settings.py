@@ -14,7 +14,7 @@ _preset = agent_registry.default_preset
 
 
 def test_the_settings_are_the_flags_plus_agent_and_suite():
-  assert len(settings.SETTINGS) == 49
+  assert len(settings.SETTINGS) == 54
   assert settings.FIELDS == settings.SETTINGS + ('agent', 'suite')
   for name in settings.SETTINGS:
     help_text = settings.Settings.__dataclass_fields__[name].metadata['help']

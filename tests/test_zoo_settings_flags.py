@@ -21,8 +21,17 @@ def test_every_setting_is_a_flag_with_its_fields_default_and_help():
   assert FLAGS['num_train_frames'].parser.parse('2.5e5') == 250_000
 
 
-def test_values_from_flags_and_the_suites_defaults():
-  assert set(settings_flags.values_from_flags()) == set(settings.SETTINGS)
+def test_values_from_flags_are_the_given_ones_and_the_suites_defaults():
+  # Unset flags are left to resolve_settings (the protocol's, or defaults).
+  assert set(settings_flags.values_from_flags()) <= set(settings.SETTINGS)
+  before = FLAGS['num_iterations'].value
+  try:
+    FLAGS.num_iterations = 7
+    assert settings_flags.values_from_flags()['num_iterations'] == 7
+  finally:
+    FLAGS['num_iterations'].value = before
+    FLAGS['num_iterations'].using_default_value = True
+  assert 'num_iterations' not in settings_flags.values_from_flags()
   before = {name: FLAGS[name].default
             for name in minatar_suite.MINATAR.flag_defaults}
   try:

@@ -40,14 +40,16 @@ class AgentPreset:
 
 
 def default_optimizer_epsilon(loss: str, num_quantiles: int,
-                              scale_grad: bool) -> float:
-  """Return Adam's ε: 0.01/32, × 2/N with scale_grad or a 2/N-gradient loss.
+                              scale_grad: bool,
+                              base: float = BASE_OPTIMIZER_EPSILON) -> float:
+  """Return Adam's ε: `base`, × 2/N with scale_grad or a 2/N-gradient loss.
 
-  num_quantiles: N, the source atoms that the loss trains.
+  num_quantiles: N, the source atoms that the loss trains; base: DQN Zoo's
+  0.01/32, or a protocol's (zoo.configuration.protocols).
   """
   if scale_grad or catalog.loss(loss).gradient_2_over_n:
-    return BASE_OPTIMIZER_EPSILON * 2 / num_quantiles
-  return BASE_OPTIMIZER_EPSILON
+    return base * 2 / num_quantiles
+  return base
 
 
 def check_package(package: str, package_presets: Sequence[AgentPreset],

@@ -10,6 +10,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from zoo.agent import catalog
 from zoo.configuration import agent_registry as agents_lib
+from zoo.configuration import protocols as protocols_lib
 
 # The run directory: {root}/{RUN_DIR}/ holds RESULTS_FILE, run.json,
 # CHECKPOINT_DIR and TENSORBOARD_DIR.
@@ -58,6 +59,12 @@ _PATHS = default_paths(RUNS_ROOT)
 class Settings:
   """Every setting of a run. None: unset (only before resolve_settings)."""
   environment_name: str = _flag('pong', 'Game of the suite.')
+  protocol: str = _flag(
+      'dqn_zoo', 'Named setting values that fill every flag left unset '
+      '(zoo.configuration.protocols; docs/atari100k.md). dqn_zoo: the '
+      "defaults; atari100k (Atari): Dopamine's DER.gin, 10 iterations of "
+      '10,000 agent steps, the DER network and settings, 100 evaluation '
+      'episodes after the last.', enum_values=list(protocols_lib.PROTOCOLS))
   environment_height: int = _flag(84, 'Processed frame height.')
   environment_width: int = _flag(84, 'Processed frame width.')
   replay_capacity: int = _flag(int(1e6), 'Transitions (all streams).', 'count')
@@ -65,6 +72,13 @@ class Settings:
       0.05, 'Learning starts once the replay holds this fraction.')
   batch_size: int = _flag(32, 'Transitions per update.')
   max_frames_per_episode: int = _flag(108000, 'Episode frame cap.', 'count')
+  life_loss_ends_train_episode: bool = _flag(
+      False, 'Atari, training only: a life lost ends the episode (discount 0, '
+      'as always) and the next one starts on the same game without a reset or '
+      "no-ops, its frame stack restarted (Dopamine's terminal_on_life_loss); "
+      'the game goes on to game over or the frame cap, and training returns '
+      'are per life. Evaluation episodes are whole games. Reference mode '
+      'only.')
   num_action_repeats: int = _flag(4, 'Frames per agent step.')
   num_stacked_frames: int = _flag(4, 'Frames per observation.')
   exploration_epsilon_begin_value: float = _flag(1.0, 'Initial ε.')
@@ -89,6 +103,13 @@ class Settings:
   num_iterations: int = _flag(200, 'Training iterations.')
   num_train_frames: int = _flag(int(1e6), 'Frames per iteration.', 'count')
   num_eval_frames: int = _flag(int(5e5), 'Eval frames per iteration.', 'count')
+  num_eval_episodes: int = _flag(
+      0, 'Evaluate exactly this many whole episodes per iteration, each '
+      'ended by the game or --max_frames_per_episode (0: --num_eval_frames, '
+      'docs/evaluation-rule.md). Python loop.')
+  num_final_eval_episodes: int = _flag(
+      0, "The last iteration's evaluation: exactly this many whole episodes "
+      '(0: as the other iterations). Python loop.')
   learn_period: int = _flag(16, 'Frames between updates.', 'count')
   num_quantiles: int = _flag(201, 'Atoms N per action (fixed-level heads).')
   # The IQN head's levels, sampled uniformly per state and per use (DQN
@@ -122,6 +143,10 @@ class Settings:
       enum_values=['relu', 'softplus'])
   num_hidden_layers: int = _flag(1, 'Head hidden layers λ.')
   hidden_size: int = _flag(512, 'Head hidden units η.')
+  torso: str = _flag(
+      'dqn', "Atari network torso: dqn (DQN's Nature torso) or der "
+      "(Data-Efficient Rainbow's: 32 and 64 filters, 5x5, stride 5). MinAtar "
+      'has its own.', enum_values=['dqn', 'der'])
   num_envs: int = _flag(
       1, 'Environment streams K acting in lockstep (one batched action '
       'selection per step). Counts are frames summed over the streams and '
@@ -226,9 +251,15 @@ def default_settings(suite) -> Dict[str, Any]:
 def resolve_settings(suite, preset, values: Mapping[str, Any]) -> Settings:
   """Return the settings of a run of `preset` on `suite`.
 
-  values: flag values (absent: the suite's defaults; None: the preset's).
+  values: the flag values given (absent: the protocol's, else the suite's
+  defaults; None: the preset's).
   """
-  s = dict(default_settings(suite), **values)
+  name = values.get('protocol', default_settings(suite)['protocol'])
+  if name not in protocols_lib.PROTOCOLS:
+    raise ConfigError(f'--protocol={name}: choose one of '
+                      + ', '.join(protocols_lib.PROTOCOLS) + '.')
+  protocol = protocols_lib.PROTOCOLS[name]
+  s = {**default_settings(suite), **protocol.values, **values}
   fields = dict(agent=preset.package, environment_name=s['environment_name'],
                 seed=s['seed'], suite=suite.name, results_dir='')
   for name in PATH_FLAGS:  # results_csv_path first: it gives results_dir.
@@ -245,7 +276,8 @@ def resolve_settings(suite, preset, values: Mapping[str, Any]) -> Settings:
   if (s['optimizer_epsilon'] is None and s['head'] in catalog.HEADS
       and num_atoms(s) > 0):
     s['optimizer_epsilon'] = agents_lib.default_optimizer_epsilon(
-        s['loss'], num_atoms(s), s['scale_grad'])
+        s['loss'], num_atoms(s), s['scale_grad'],
+        protocol.base_optimizer_epsilon)
   s = suite.resolve(s)
   return Settings(**s, agent=preset.package, suite=suite.name)
 
@@ -264,7 +296,8 @@ _AT_LEAST_ONE = ('n_steps',)
 _RANGES = (
     (_POSITIVE, lambda v: v <= 0, 'must be positive'),
     (_AT_LEAST_ONE, lambda v: v < 1, 'must be >= 1 (1: one-step returns)'),
-    (('num_iterations', 'exploration_epsilon_decay_frame_fraction'),
+    (('num_iterations', 'exploration_epsilon_decay_frame_fraction',
+      'num_eval_episodes', 'num_final_eval_episodes'),
      lambda v: v < 0, 'must be >= 0'),
     (('min_replay_capacity_fraction',), lambda v: not 0 < v <= 1,
      'must lie in (0, 1]'),
@@ -279,6 +312,11 @@ def validate_settings(suite, s: Settings) -> None:
     suite.check_game(s.environment_name)
   except ValueError as e:
     raise ConfigError(str(e)) from e
+  runs_on = protocols_lib.PROTOCOLS[s.protocol].suites
+  if suite.name not in runs_on:
+    raise ConfigError(
+        f'--protocol={s.protocol} runs on the {"/".join(runs_on)} suite, not '
+        f'{suite.name}; leave --protocol unset.')
   for names, out_of_range, must in _RANGES:
     for name in names:
       if out_of_range(getattr(s, name)):

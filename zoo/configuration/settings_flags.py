@@ -51,8 +51,13 @@ flags.DEFINE_list(
 
 
 def values_from_flags() -> Dict[str, Any]:
-  """Return the flag value of every setting (unresolved)."""
-  return {name: FLAGS[name].value for name in settings_lib.SETTINGS}
+  """Return the values of the settings' flags given on the command line.
+
+  The others are left to `settings.resolve_settings`: the protocol's
+  value, else the suite's default (so that an explicit flag wins).
+  """
+  return {name: FLAGS[name].value for name in settings_lib.SETTINGS
+          if FLAGS[name].present or not FLAGS[name].using_default_value}
 
 
 def seeds_from_flags():

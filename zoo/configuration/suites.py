@@ -28,8 +28,9 @@ class Suite(NamedTuple):
   validate: Callable[[_Settings], None]  # ConfigError for the suite's limits.
   # fn(settings) -> (*frame_shape, num_stacked_frames).
   observation_shape: Callable[[_Settings], Tuple[int, ...]]
-  # fn(settings, seed) -> a fresh BatchedEnvironment.
-  make_environment: Callable[[_Settings, int], environment.BatchedEnvironment]
+  # fn(settings, seed, training=False) -> a fresh BatchedEnvironment
+  # (training: for a training phase, where it differs).
+  make_environment: Callable[..., environment.BatchedEnvironment]
   # fn(settings, num_actions) -> Haiku fn(observations).
   network_fn: Callable[[_Settings, int], Callable]
   normalize: Callable[[str, float], float]  # (game, score); NaN: no reference.

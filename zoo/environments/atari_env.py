@@ -56,10 +56,13 @@ class AtariEnvironment(dm_env.Environment):
                num_action_repeats: int = 4, num_pooled_frames: int = 2,
                num_stacked_frames: int = 4, min_noop_frames: int = 1,
                max_noop_frames: int = 30, height: int = 84, width: int = 84,
-               ale=None):
+               life_loss_ends_episode: bool = False, ale=None):
     """Create the environment; `seed` seeds ALE and the no-op draws.
 
-    max_episode_frames: frame cap per episode, no-ops excluded (0: none);
+    max_episode_frames: frame cap per game, no-ops excluded (0: none);
+    life_loss_ends_episode: a life lost is LAST (the repeat stops there, as
+    Dopamine's terminal_on_life_loss) and the next episode goes on with the
+    same game: no reset, no no-ops, a fresh frame stack;
     num_pooled_frames: the repeat's last frames max-pooled; max_noop_frames:
     inclusive; ale: a loaded ALEInterface-like object (tests); None: made.
     """
@@ -86,6 +89,8 @@ class AtariEnvironment(dm_env.Environment):
     self._min_noop_frames = min_noop_frames
     self._max_noop_frames = max_noop_frames
     self._height, self._width = height, width
+    self._life_loss_ends_episode = life_loss_ends_episode
+    self._game_goes_on = False  # The last LAST was a life lost.
     self._stack = []
     self._lives = 0
     self._episode_frames = 0
@@ -110,7 +115,16 @@ class AtariEnvironment(dm_env.Environment):
     return environment.stack_frames(self._stack, self._num_stacked_frames)
 
   def reset(self) -> dm_env.TimeStep:
-    """Reset the game, play the random no-ops, return the FIRST step."""
+    """Reset the game, play the random no-ops, return the FIRST step.
+
+    After a life lost that ended the episode, the game goes on instead: the
+    FIRST step is its current screen, the frame cap's count goes on.
+    """
+    if self._game_goes_on:
+      self._game_goes_on = False
+      self._stack = []
+      self._reset_next_step = False
+      return dm_env.restart(self._observation(self._ale.getScreenRGB()))
     self._ale.reset_game()
     num_noops = self._noop_rng.randint(self._min_noop_frames,
                                        self._max_noop_frames + 1)
@@ -145,13 +159,16 @@ class AtariEnvironment(dm_env.Environment):
       truncated = (self._max_episode_frames > 0 and
                    self._episode_frames >= self._max_episode_frames)
       # A life lost bootstraps no further, though the episode goes on.
-      if game_over or (lives < self._lives and not truncated):
+      life_lost = lives < self._lives and not truncated
+      if game_over or life_lost:
         discount = 0.0
       self._lives = lives
       if repeat >= first_pooled:
         screen = self._ale.getScreenRGB()
         pooled = screen if pooled is None else np.maximum(pooled, screen)
-      last = game_over or truncated
+      self._game_goes_on = (self._life_loss_ends_episode and life_lost
+                            and not game_over)
+      last = game_over or truncated or self._game_goes_on
       if last:
         break
     # A repeat cut short pools its screens with DQN Zoo's zero padding:

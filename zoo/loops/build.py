@@ -37,7 +37,8 @@ def make_environment_factory(suite, s: settings_lib.Settings
 
   def make(iteration: int, phase: str) -> environment.BatchedEnvironment:
     return suite.make_environment(
-        s, environment_seed(s.seed, iteration, phase))
+        s, environment_seed(s.seed, iteration, phase),
+        training=phase == 'train')
 
   return make
 

@@ -318,6 +318,13 @@ def check(suite, s: settings_lib.Settings) -> None:
     raise settings_lib.ConfigError(
         f'--loop=jitted: the {suite.name} suite has no JAX environment; use '
         '--loop=python.')
+  for name in ('num_eval_episodes', 'num_final_eval_episodes'):
+    if getattr(s, name):
+      # The jitted evaluation counts a frame budget; counting episodes needs
+      # phase_accounting's num_episodes in its evaluation scan.
+      raise settings_lib.ConfigError(
+          f'--loop=jitted evaluates by --num_eval_frames only; --{name}='
+          f'{getattr(s, name)} needs --loop=python (or --{name}=0).')
   loop_config(s, suite.observation_shape(s))
 
 

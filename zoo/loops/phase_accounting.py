@@ -69,23 +69,30 @@ def bound(num_frames: int, overrun: float = OVERRUN) -> float:
 
 def count(tally: Tally, step_type, reward, num_frames: int,
           num_action_repeats: int, xp=np, *, overrun: float = OVERRUN,
-          cut_rule: str = CUT_RULE) -> Tally:
+          cut_rule: str = CUT_RULE, num_episodes: int = 0) -> Tally:
   """Count one timestep ([K] step types and raw rewards) of a phase.
 
   Once whole episodes have stepped `bound(num_frames, overrun)` frames past
   the budget, the counted ones still running are cut (`cut_rule`).
+  num_episodes > 0: count exactly that many whole episodes instead, the
+  first ones to start (streams in order), none cut; no frame budget.
   """
   chex.assert_equal_shape([step_type, reward, tally.running, tally.counted])
   if cut_rule not in CUT_RULES:
     raise ValueError(f'cut_rule must be one of {CUT_RULES}, got {cut_rule!r}.')
   first = step_type == environment.FIRST
   last = step_type == environment.LAST
-  counted = xp.where(first, tally.frames < num_frames, tally.counted)
+  if num_episodes:
+    started = tally.num_episodes + xp.sum(tally.counted & ~first)
+    rank = xp.cumsum(first.astype(int))
+    counted = xp.where(first, started + rank <= num_episodes, tally.counted)
+  else:
+    counted = xp.where(first, tally.frames < num_frames, tally.counted)
   running = xp.where(first, 0.0, tally.running + reward).astype(
       tally.running.dtype)
   ended = last & counted
   stepped = tally.stepped + num_action_repeats * running.shape[0]
-  limit = bound(num_frames, overrun)
+  limit = math.inf if num_episodes else bound(num_frames, overrun)
   if math.isinf(limit):
     cut = xp.zeros_like(counted)
   else:
@@ -106,8 +113,14 @@ def count(tally: Tally, step_type, reward, num_frames: int,
       tally.num_cut + xp.sum(cut & closed, dtype=int_type))
 
 
-def is_over(tally: Tally, num_frames: int, whole_episodes: bool, xp=np):
-  """Return whether the phase ends after the timestep counted last."""
+def is_over(tally: Tally, num_frames: int, whole_episodes: bool, xp=np,
+            num_episodes: int = 0):
+  """Return whether the phase ends after the timestep counted last.
+
+  num_episodes > 0: once that many counted episodes have ended.
+  """
+  if num_episodes:
+    return (tally.num_episodes >= num_episodes) & ~xp.any(tally.counted)
   spent = tally.frames >= num_frames
   return spent & ~xp.any(tally.counted) if whole_episodes else spent
 
@@ -161,20 +174,21 @@ def run_steps(timestep: environment.BatchedTimeStep,
               tally: Tally, num_frames: int, num_action_repeats: int,
               whole_episodes: bool,
               on_step: Optional[Callable[[int], None]] = None, *,
-              on_tally: Optional[Callable[[Tally], None]] = None
-              ) -> Tuple[np.ndarray, Tally]:
+              on_tally: Optional[Callable[[Tally], None]] = None,
+              num_episodes: int = 0) -> Tuple[np.ndarray, Tally]:
   """Act and count until the phase is over; return (last actions, tally).
 
-  `on_step` gets the frames counted after every step, `on_tally` the tally.
+  `on_step` gets the frames counted after every step, `on_tally` the tally;
+  num_episodes > 0: exactly that many whole episodes (`count`).
   """
   while True:
     actions = act(timestep)
     tally = count(tally, timestep.step_type, timestep.reward, num_frames,
-                  num_action_repeats)
+                  num_action_repeats, num_episodes=num_episodes)
     if on_step is not None:
       on_step(int(tally.frames))
     if on_tally is not None:
       on_tally(tally)
-    if is_over(tally, num_frames, whole_episodes):
+    if is_over(tally, num_frames, whole_episodes, num_episodes=num_episodes):
       return actions, tally
     timestep = step(actions)

@@ -33,8 +33,8 @@ def run_phase(env: environment.BatchedEnvironment,
               act: Callable[[environment.BatchedTimeStep], np.ndarray],
               num_frames: int, num_action_repeats: int, *,
               whole_episodes: bool = False,
-              on_step: Optional[Callable[[int, str], None]] = None
-              ) -> phase_accounting.PhaseStats:
+              on_step: Optional[Callable[[int, str], None]] = None,
+              num_episodes: int = 0) -> phase_accounting.PhaseStats:
   """Run `act` on every stream of a fresh environment for one phase.
 
   Counted by zoo.loops.phase_accounting: the budget rule, or `whole_episodes`
@@ -46,6 +46,8 @@ def run_phase(env: environment.BatchedEnvironment,
     on_step: fn(frames counted, status) after every step (status:
       phase_accounting.past_budget's for whole episodes, else ''); it may
       raise to abandon the phase.
+    num_episodes: > 0: exactly that many whole episodes instead of the
+      budget (each ended by its game or the environment's frame cap).
   """
   if num_frames <= 0:
     raise ValueError(
@@ -53,14 +55,32 @@ def run_phase(env: environment.BatchedEnvironment,
   start = time.perf_counter()
 
   def report(tally):
-    on_step(int(tally.frames), phase_accounting.past_budget(tally, num_frames)
-            if whole_episodes else '')
+    if num_episodes:
+      status = f'{int(tally.num_episodes)} of {num_episodes} episodes'
+    elif whole_episodes:
+      status = phase_accounting.past_budget(tally, num_frames)
+    else:
+      status = ''
+    on_step(int(tally.frames), status)
 
   _, tally = phase_accounting.run_steps(
       env.reset(), env.step, act,
       phase_accounting.start(np.zeros(env.num_envs, np.float64)), num_frames,
-      num_action_repeats, whole_episodes, on_tally=report if on_step else None)
+      num_action_repeats, whole_episodes, on_tally=report if on_step else None,
+      num_episodes=num_episodes)
   return phase_accounting.phase_stats(tally, time.perf_counter() - start)
+
+
+def eval_episodes(s: settings_lib.Settings, iteration: int) -> int:
+  """Return the whole episodes that iteration's evaluation runs (0: budget).
+
+  --num_final_eval_episodes at the last iteration (after all of training,
+  where Dopamine's atari_100k runner measures the published scores), else
+  --num_eval_episodes.
+  """
+  if iteration == s.num_iterations and s.num_final_eval_episodes:
+    return s.num_final_eval_episodes
+  return s.num_eval_episodes
 
 
 class PythonLoop(driver.Loop):
@@ -107,13 +127,17 @@ class PythonLoop(driver.Loop):
 
   def evaluate(self, iteration: int, on_step
                ) -> List[phase_accounting.PhaseStats]:
-    """Evaluate on a fresh environment, whole episodes at K > 1."""
+    """Evaluate on a fresh environment, whole episodes at K > 1.
+
+    Or exactly `eval_episodes(s, iteration)` whole episodes, where > 0.
+    """
     env = self._make_environment(iteration, 'eval')
     try:
       return [run_phase(
           env, self._agent.eval_step, self._settings.num_eval_frames,
           self._settings.num_action_repeats, on_step=on_step,
-          whole_episodes=not phase_accounting.is_dqn_zoo(env.num_envs))]
+          whole_episodes=not phase_accounting.is_dqn_zoo(env.num_envs),
+          num_episodes=eval_episodes(self._settings, iteration))]
     finally:
       env.close()
 

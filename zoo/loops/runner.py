@@ -212,7 +212,8 @@ def main(argv, suite: suites.Suite,
     sys.exit(f'Error: {e}')
   try:
     values = settings_flags.values_from_flags()
-    seeds = settings_flags.seeds_from_flags() or [values['seed']]
+    seeds = settings_flags.seeds_from_flags() or [
+        values.get('seed', settings_lib.default_settings(suite)['seed'])]
     run_seeds(suite, preset, values, seeds,
               restart=settings_flags.FLAGS.restart)
   except (settings_lib.ConfigError, checkpoint.DamagedError,

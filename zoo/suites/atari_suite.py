@@ -35,6 +35,12 @@ def _validate(s: settings_lib.Settings) -> None:
         f'--loop=jitted --environment_mode={s.environment_mode}: the jitted '
         'loop steps the vector environment; use --environment_mode=vector '
         '(or auto).')
+  if s.life_loss_ends_train_episode and s.environment_mode != 'reference':
+    raise settings_lib.ConfigError(
+        '--life_loss_ends_train_episode runs in reference mode only (the '
+        'Python loop at --num_envs=1, or --environment_mode=reference); got '
+        f'--environment_mode={s.environment_mode} (--loop={s.loop}, '
+        f'--num_envs={s.num_envs}).')
   if s.environment_mode == 'vector':
     for name, value in _VECTOR_ONLY.items():
       if getattr(s, name) != value:
@@ -43,16 +49,28 @@ def _validate(s: settings_lib.Settings) -> None:
             f'(only {value}); use --environment_mode=reference.')
 
 
-def _make_environment(s: settings_lib.Settings, seed: int
+def _make_environment(s: settings_lib.Settings, seed: int,
+                      training: bool = False
                       ) -> environment.BatchedEnvironment:
+  """Return the streams; a life lost ends an episode in training only."""
   reference = s.environment_mode == 'reference'
   return atari_env.make_atari_environment(
       s.environment_name, seed, num_envs=s.num_envs, mode=s.environment_mode,
       max_episode_frames=s.max_frames_per_episode,
       **(dict(num_action_repeats=s.num_action_repeats,
               num_stacked_frames=s.num_stacked_frames,
-              height=s.environment_height, width=s.environment_width)
+              height=s.environment_height, width=s.environment_width,
+              life_loss_ends_episode=(
+                  training and s.life_loss_ends_train_episode))
          if reference else {}))
+
+
+def _network_fn(s: settings_lib.Settings, num_actions: int):
+  """Return the Haiku network fn of `s`, with the torso --torso names."""
+  return suites.quantile_network_fn(
+      s, num_actions, torso=networks.ATARI_TORSOS[s.torso],
+      quantile_network=functools.partial(networks.atari_quantile_network,
+                                         torso=s.torso))
 
 
 def _jax_environment(s: settings_lib.Settings
@@ -72,9 +90,7 @@ ATARI = suites.Suite(
     observation_shape=lambda s: (s.environment_height, s.environment_width,
                                  s.num_stacked_frames),
     make_environment=_make_environment,
-    network_fn=functools.partial(
-        suites.quantile_network_fn, torso=networks.dqn_torso,
-        quantile_network=networks.atari_quantile_network),
+    network_fn=_network_fn,
     normalize=atari_data.human_normalized_score,
     # The streams' current RGB screens [K, 210, 160, 3].
     render=lambda env: np.stack([e.ale.getScreenRGB()

@@ -57,6 +57,14 @@ def _validate(s: settings_lib.Settings) -> None:
       raise settings_lib.ConfigError(
           f'--{name}={getattr(s, name)}: MinAtar frames are 10x10, neither '
           f'stacked nor repeated, so --{name} must be {value} (the default).')
+  if s.torso != 'dqn':
+    raise settings_lib.ConfigError(
+        f'--torso={s.torso} is an Atari torso (84x84 frames); MinAtar runs '
+        "Young & Tian's own torso: leave --torso unset.")
+  if s.life_loss_ends_train_episode:
+    raise settings_lib.ConfigError(
+        '--life_loss_ends_train_episode: MinAtar games have no lives; leave '
+        'it unset.')
   if s.environment_mode != 'reference':
     raise settings_lib.ConfigError(
         f'--environment_mode={s.environment_mode}: MinAtar streams are '
@@ -73,8 +81,10 @@ def _observation_shape(s: settings_lib.Settings):
   return (10, 10, num_channels, 1)
 
 
-def _make_environment(s: settings_lib.Settings, seed: int
+def _make_environment(s: settings_lib.Settings, seed: int,
+                      training: bool = False
                       ) -> environment.BatchedEnvironment:
+  del training  # Training and evaluation streams are alike.
   return minatar_env.MinAtarEnvironment(
       s.environment_name, seed, num_envs=s.num_envs,
       max_episode_frames=s.max_frames_per_episode)
