@@ -88,3 +88,29 @@ def test_rows_written_before_the_evaluated_frames_columns_still_write(
   results_csv.write_rows(path, [old, _row(1, True)])
   rows = results_csv.read_rows(path)
   assert [r['eval_num_frames'] for r in rows] == ['', '100']
+
+
+def test_a_cut_off_or_damaged_row_is_found_with_its_line(tmp_path):
+  path = str(tmp_path / 'run.csv')
+  results_csv.write_rows(path, [_row(i, i > 0) for i in range(3)])
+  assert results_csv.damage(path) is None
+  assert results_csv.damage(str(tmp_path / 'none.csv')) is None
+  with open(path) as f:
+    text = f.read()
+  # Cut inside the last row: fewer fields, on line 4 (the header is line 1).
+  with open(path, 'w') as f:
+    f.write(text[:-30])
+  found = results_csv.damage(path)
+  assert found.line == 4 and found.reason.endswith(
+      f' fields where the header has {len(results_csv.COLUMNS)}')
+  # Cut inside the last field: every field is there, but no line end.
+  with open(path, 'w') as f:
+    f.write(text.rstrip('\r\n')[:-1])
+  assert str(results_csv.damage(path)) == (
+      f'{path}, line 4: the file ends inside this row (cut off)')
+  # A row whose iteration is not an integer.
+  with open(path, 'w') as f:
+    f.write(text.replace('pong,1,1,', 'pong,1,1.5,'))
+  assert results_csv.damage(path).reason == (
+      "its iteration '1.5' is not an integer")
+  assert results_csv.damage(path).line == 3

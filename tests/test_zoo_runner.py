@@ -94,13 +94,18 @@ def test_bad_paths_and_counts_are_refused_before_any_work(tmp_path):
       '(--preset=NAME).')
 
 
+def _rows(count):
+  """Return rows of iterations 0..count - 1 (values that parse back)."""
+  return [dict({c: 0.5 for c in results_csv.COLUMNS}, iteration=i, seed=3)
+          for i in range(count)]
+
+
 def _finished_checkpoint(tmp_path, **overrides):
   """Write the checkpoint of a finished run (as if it ran) for settings."""
   s = settings_lib.resolve_settings(atari_suite.ATARI, CR_DQN,
                                     _settings(tmp_path, **overrides))
   config = s.checkpoint_config()
-  rows = [dict({c: 0.5 for c in results_csv.COLUMNS}, iteration=i)
-          for i in range(s.num_iterations + 1)]
+  rows = _rows(s.num_iterations + 1)
   checkpoint.save(s.checkpoint_dir, s.num_iterations,
                   {'iteration': s.num_iterations + 1, 'config': config,
                    'rows': rows,
@@ -120,6 +125,71 @@ def test_rerunning_a_finished_run_says_it_is_complete(tmp_path, capsys):
       f'Run complete: iterations 0..3 are in {s.results_csv_path} '
       f'(checkpoint {s.checkpoint_dir}/iteration_000003); nothing to do. '
       'To train longer, raise --num_iterations.\n')
+
+
+def _cut_last_row(path, keep_bytes_from_end=30):
+  with open(path) as f:
+    text = f.read()
+  with open(path, 'w') as f:
+    f.write(text[:-keep_bytes_from_end])
+
+
+def test_a_damaged_csv_is_rewritten_from_the_checkpoint_before_any_work(
+    tmp_path, capsys):
+  s = _finished_checkpoint(tmp_path, num_iterations=3)
+  results_csv.write_rows(s.results_csv_path, _rows(4))
+  intact = results_csv.read_rows(s.results_csv_path)
+  _cut_last_row(s.results_csv_path)
+  rows = runner.run(atari_suite.ATARI, CR_DQN,
+                    _settings(tmp_path, num_iterations=3),
+                    make_environment=_no_environment)
+  assert [r['iteration'] for r in rows] == [0, 1, 2, 3]
+  assert results_csv.read_rows(s.results_csv_path) == intact
+  assert results_csv.damage(s.results_csv_path) is None
+  out, err = capsys.readouterr()
+  assert out.startswith('Run complete: iterations 0..3')
+  assert (f'The results CSV {s.results_csv_path} is damaged at line 5 ('
+          in err)
+  assert (': rewrote its rows of iterations 0..3 from the checkpoint '
+          f'{s.checkpoint_dir}/iteration_000003.') in err
+
+
+def test_a_damaged_csv_without_a_checkpoint_is_refused_naming_the_line(
+    tmp_path):
+  s = settings_lib.resolve_settings(atari_suite.ATARI, CR_DQN,
+                                    _settings(tmp_path))
+  results_csv.write_rows(s.results_csv_path, _rows(1))
+  _cut_last_row(s.results_csv_path)
+  with pytest.raises(settings_lib.ConfigError) as error:
+    runner.run(atari_suite.ATARI, CR_DQN, _settings(tmp_path),
+               make_environment=_no_environment)
+  assert str(error.value).startswith(
+      f'The results CSV {s.results_csv_path} is damaged at line 2 (')
+  assert str(error.value).endswith(
+      'and no checkpoint holds its rows to rewrite it from. To keep its '
+      'finished rows, pass the --checkpoint_dir of the run that wrote it; to '
+      'start over, add --restart (moves it to '
+      f'{s.results_csv_path}.<time>.bak; nothing is deleted).')
+  assert len(open(s.results_csv_path).read().splitlines()) == 2  # Kept.
+
+
+def test_a_damaged_csv_is_refused_when_the_checkpoint_would_drop_rows(
+    tmp_path):
+  # The checkpoint holds iterations 0..1; the CSV 0..3, line 3 damaged.
+  s = _finished_checkpoint(tmp_path, num_iterations=1)
+  results_csv.write_rows(s.results_csv_path, _rows(4))
+  with open(s.results_csv_path) as f:
+    lines = f.read().splitlines(keepends=True)
+  lines[2] = lines[2][:20] + '\r\n'
+  with open(s.results_csv_path, 'w') as f:
+    f.write(''.join(lines))
+  with pytest.raises(settings_lib.ConfigError, match=(
+      r'is damaged at line 3 \(.*\); its newest intact checkpoint .* holds the '
+      r'rows of iterations 0..1 only, and rewriting the CSV from it would '
+      r'drop the finished rows up to iteration 3. Repair line 3 by hand')):
+    runner.run(atari_suite.ATARI, CR_DQN,
+               _settings(tmp_path, num_iterations=3),
+               make_environment=_no_environment)
 
 
 def test_extending_a_finished_run_keeps_or_explains_the_epsilon_schedule(

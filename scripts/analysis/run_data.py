@@ -17,6 +17,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from zoo.configuration import settings as settings_lib
+from zoo.storage import results_csv
 
 DEFAULT_NUM_ITERATIONS = settings_lib.Settings.num_iterations  # Atari's.
 # Published runs report one evaluation per 1M training frames.
@@ -141,9 +142,10 @@ def read_runs_csv(path: str, source: str) -> List[Run]:
 
 def _read_runs_csv(path: str, source: str) -> List[Run]:
   with _open_text(path) as f:
-    reader = csv.reader(f)
+    # zoo.storage.results_csv's rule tells a damaged row, as runs do.
+    lines = results_csv.checked_rows(f, path)
     try:
-      header = next(reader)
+      header = next(lines)[1]
     except StopIteration:
       return []
     missing = [c for c in _REQUIRED_COLUMNS if c not in header]
@@ -158,28 +160,19 @@ def _read_runs_csv(path: str, source: str) -> List[Run]:
     i_episodes = col.get('eval_num_episodes')
     grouped: Dict[Tuple[str, str, int],
                   List[Tuple[int, float, float, float]]] = {}
-    for row in reader:
-      if not row:
-        continue
-      if len(row) != len(header):
-        raise DamagedRunCsvError(
-            f'{path}, line {reader.line_num}: {len(row)} fields where the '
-            f'header has {len(header)}. {DAMAGED_CSV_FIX}')
-      try:
+    try:
+      for _, row in lines:
         iteration = int(float(row[i_iter]))
         seed = int(float(row[i_seed]))
-      except (ValueError, OverflowError):
-        raise DamagedRunCsvError(
-            f'{path}, line {reader.line_num}: iteration {row[i_iter]!r} and '
-            f'seed {row[i_seed]!r} must be integers. {DAMAGED_CSV_FIX}'
-        ) from None
-      frame = (_to_float(row[i_frame]) if i_frame is not None
-               else float(iteration * FRAMES_PER_ITERATION))
-      episodes = (_to_float(row[i_episodes]) if i_episodes is not None
-                  else math.nan)
-      key = (row[i_agent], row[i_game], seed)
-      grouped.setdefault(key, []).append(
-          (iteration, frame, _to_float(row[i_eval]), episodes))
+        frame = (_to_float(row[i_frame]) if i_frame is not None
+                 else float(iteration * FRAMES_PER_ITERATION))
+        episodes = (_to_float(row[i_episodes]) if i_episodes is not None
+                    else math.nan)
+        key = (row[i_agent], row[i_game], seed)
+        grouped.setdefault(key, []).append(
+            (iteration, frame, _to_float(row[i_eval]), episodes))
+    except results_csv.DamagedError as e:
+      raise DamagedRunCsvError(f'{e}. {DAMAGED_CSV_FIX}') from None
   runs = []
   for (agent, game, seed), rows in grouped.items():
     rows.sort(key=lambda r: r[0])

@@ -3,7 +3,8 @@
 import csv
 import math
 import os
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional
+from typing import Sequence, Tuple
 
 from zoo.storage import files
 
@@ -63,6 +64,78 @@ def write_rows(path: str, rows: Sequence[Row]) -> None:
   files.write_csv_atomically(path, COLUMNS, [
       {c: row.get(c, '') if c in LATER_COLUMNS else row[c] for c in COLUMNS}
       for row in rows])
+
+
+class DamagedError(ValueError):
+  """A run CSV with a damaged row: `path`, `line` (1 = the header), `reason`."""
+
+  def __init__(self, path: str, line: int, reason: str):
+    super().__init__(f'{path}, line {line}: {reason}')
+    self.path, self.line, self.reason = path, line, reason
+
+
+def row_damage(header: Sequence[str], row: Sequence[str]) -> Optional[str]:
+  """Return why a CSV row is damaged (None: it is whole).
+
+  The one rule for every reader of run CSVs: a row has the header's fields,
+  and its iteration and seed (where the header has them) are integers.
+  """
+  if len(row) != len(header):
+    return f'{len(row)} fields where the header has {len(header)}'
+  values = dict(zip(header, row))
+  for name in ('iteration', 'seed'):
+    try:
+      if name in values and float(values[name]) != int(float(values[name])):
+        raise ValueError
+    except (ValueError, OverflowError):
+      return f'its {name} {values[name]!r} is not an integer'
+  return None
+
+
+def checked_rows(lines: Iterable[str], path: str
+                 ) -> Iterator[Tuple[int, List[str]]]:
+  """Yield (line number, fields) of a CSV's lines, the header first.
+
+  Blank lines are skipped. A row that `row_damage` rejects, or a last row
+  without its line end (a file cut off there), raises DamagedError.
+  """
+  ended = [True]
+
+  def track(text_lines):
+    for text in text_lines:
+      ended[0] = text.endswith(('\n', '\r'))
+      yield text
+
+  reader = csv.reader(track(lines))
+  header = None
+  for row in reader:
+    if not row:
+      continue
+    if header is None:
+      header = row
+      yield reader.line_num, row
+      continue
+    reason = row_damage(header, row)
+    if reason is None and not ended[0]:
+      reason = 'the file ends inside this row (cut off)'
+    if reason is not None:
+      raise DamagedError(path, reader.line_num, reason)
+    yield reader.line_num, row
+
+
+def damage(path: str) -> Optional[DamagedError]:
+  """Return the first damaged row of the run CSV at `path` (None: whole)."""
+  if not path or not os.path.exists(path):
+    return None
+  try:
+    with open(path, newline='') as f:
+      for _ in checked_rows(f, path):
+        pass
+  except DamagedError as e:
+    return e
+  except (UnicodeDecodeError, csv.Error) as e:
+    return DamagedError(path, 1, f'unreadable ({e})')
+  return None
 
 
 def read_rows(path: str) -> List[Dict[str, str]]:

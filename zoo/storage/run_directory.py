@@ -88,14 +88,59 @@ def check_rows(results_csv_path: str, checkpoint_dir: str,
       f'{results_csv_path}.<time>.bak; nothing is deleted).')
 
 
+def repair_csv(damaged: results_csv.DamagedError, path: Optional[str],
+               meta: Optional[Dict[str, Any]], start: int,
+               damages: List[checkpoint.Damage],
+               warn: Callable[[str], None]) -> None:
+  """Rewrite a damaged results CSV from the checkpoint's rows 0..start - 1.
+
+  Raises:
+    Refused: no checkpoint holds the rows, or the CSV holds finished rows
+      past the damaged line that resuming at `start` would replace.
+  """
+  csv_path = damaged.path
+  what = (f'The results CSV {csv_path} is damaged at line {damaged.line} '
+          f'({damaged.reason})')
+  if meta is None:
+    raise Refused(
+        f'{what}, and no checkpoint holds its rows to rewrite it from. To '
+        'keep its finished rows, pass the --checkpoint_dir of the run that '
+        f'wrote it; to start over, add --restart (moves it to '
+        f'{csv_path}.<time>.bak; nothing is deleted).')
+  rows = meta['rows'][:start]
+  # Rows are iterations 0, 1, ... in order, the header on line 1; the rows
+  # after the damaged one must be rows that resuming at `start` redoes.
+  last = damaged.line - 2
+  try:
+    last = max([last] + results_csv.iterations(csv_path))
+  except (OSError, ValueError, KeyError, TypeError):
+    pass
+  allowed = max([start] + [checkpoint.iteration_of(d.path) + 1
+                           for d in damages])
+  if last > allowed:
+    raise Refused(
+        f'{what}; its newest intact checkpoint {path} holds the rows of '
+        f'iterations 0..{start - 1} only, and rewriting the CSV from it would '
+        f'drop the finished rows up to iteration {last}. Repair line '
+        f'{damaged.line} by hand (it is iteration {damaged.line - 2}\'s row), '
+        'or add --restart to start over (moves it to '
+        f'{csv_path}.<time>.bak; nothing is deleted).')
+  results_csv.write_rows(csv_path, rows)
+  warn(f'{what}: rewrote its rows of iterations 0..{start - 1} from the '
+       f'checkpoint {path}.')
+
+
 def resume_point(checkpoint_dir: str, results_csv_path: str,
                  warn: Callable[[str], None] = _stderr
                  ) -> Tuple[Optional[str], Optional[Dict[str, Any]]]:
   """Return (checkpoint to resume, its meta), or (None, None): start at 0.
 
+  A damaged results CSV is rewritten from the checkpoint (`repair_csv`).
+
   Raises:
-    Refused: another run's checkpoints, none intact, or finished rows that
-      would be replaced; the message names the files and the fix.
+    Refused: another run's checkpoints, none intact, finished rows that
+      would be replaced, or a damaged results CSV that no checkpoint can
+      rewrite; the message names the files and the fix.
   """
   path, damages = (checkpoint_read.newest_intact(checkpoint_dir)
                    if checkpoint_dir else (None, []))
@@ -114,6 +159,9 @@ def resume_point(checkpoint_dir: str, results_csv_path: str,
   if meta is not None:
     check_owner(meta, checkpoint_dir, results_csv_path)
   start = meta.get('iteration', 0) if meta else 0
+  damaged = results_csv.damage(results_csv_path)
+  if damaged:
+    repair_csv(damaged, path, meta, start, damages, warn)
   check_rows(results_csv_path, checkpoint_dir, start, damages)
   if damages:
     warn(checkpoint_read.fallback_warning(path, damages) +
