@@ -121,10 +121,26 @@ def test_rerunning_a_finished_run_says_it_is_complete(tmp_path, capsys):
   assert [r['iteration'] for r in rows] == [0, 1, 2, 3]
   # The CSV was missing: it is rewritten from the checkpoint.
   assert len(results_csv.read_rows(s.results_csv_path)) == 4
-  assert capsys.readouterr().out == (
+  out = capsys.readouterr().out
+  assert out == (
       f'Run complete: iterations 0..3 are in {s.results_csv_path} '
       f'(checkpoint {s.checkpoint_dir}/iteration_000003); nothing to do. '
-      'To train longer, raise --num_iterations.\n')
+      'To train longer, raise --num_iterations and keep the ε schedule of the '
+      'frames run (ε decays over 24 frames) with '
+      '--exploration_epsilon_decay_frame_fraction = 24 / (num_iterations x '
+      '400), e.g. --num_iterations=6 '
+      '--exploration_epsilon_decay_frame_fraction=0.01.\n')
+  # The command it gives resumes (raising --num_iterations alone would not).
+  flags = dict(flag[2:].split('=') for flag in
+               out.rstrip('.\n').split('e.g. ')[1].split())
+  extended = settings_lib.resolve_settings(atari_suite.ATARI, CR_DQN, _settings(
+      tmp_path, num_iterations=int(flags['num_iterations']),
+      exploration_epsilon_decay_frame_fraction=float(
+          flags['exploration_epsilon_decay_frame_fraction'])))
+  assert resume.check_resume(extended).meta['iteration'] == 4
+  with pytest.raises(settings_lib.ConfigError, match='ε schedule'):
+    resume.check_resume(settings_lib.resolve_settings(
+        atari_suite.ATARI, CR_DQN, _settings(tmp_path, num_iterations=6)))
 
 
 def _cut_last_row(path, keep_bytes_from_end=30):
@@ -235,6 +251,11 @@ def test_extension_before_epsilon_decays_needs_no_change(tmp_path):
   s = settings_lib.resolve_settings(atari_suite.ATARI, CR_DQN, _settings(
       tmp_path, num_iterations=5, replay_capacity=100_000))
   assert resume.check_resume(s).meta['iteration'] == 4
+  finished = settings_lib.resolve_settings(atari_suite.ATARI, CR_DQN,
+                                           _settings(tmp_path, num_iterations=3,
+                                                     replay_capacity=100_000))
+  assert resume.how_to_extend(finished) == (
+      'To train longer, raise --num_iterations (e.g. --num_iterations=6).')
 
 
 def test_a_checkpoint_disk_too_small_for_the_replay_is_refused(

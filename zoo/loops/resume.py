@@ -6,6 +6,7 @@ while a run works, a checkpoint's meta, the interrupt and finished messages.
 """
 
 import contextlib
+import dataclasses
 import os
 from typing import (Any, Callable, Dict, Iterator, List, Mapping, NamedTuple,
                     Optional, Sequence)
@@ -80,9 +81,32 @@ def finished(runs: Sequence[settings_lib.Settings],
       results_csv.write_rows(where, out[-1])
     say(f'Run complete: iterations 0..{s.num_iterations} are in '
         f'{where or "the checkpoint (no --results_csv_path)"} (checkpoint '
-        f'{checkpoint.latest(s.checkpoint_dir)}); nothing to do. To train '
-        'longer, raise --num_iterations.')
+        f'{checkpoint.latest(s.checkpoint_dir)}); nothing to do. '
+        + how_to_extend(s))
   return out
+
+
+def how_to_extend(s: settings_lib.Settings) -> str:
+  """Return how to train a finished run longer: flags that check_resume takes.
+
+  ε decays over a fraction of all training frames: where the decay began
+  within the frames run, a longer run keeps it only with a smaller fraction.
+  """
+  longer = dataclasses.replace(s, num_iterations=2 * s.num_iterations)
+  frames_run = s.num_iterations * s.num_train_frames
+  if (longer.epsilon_decay_frames() == s.epsilon_decay_frames() or
+      frames_run <= s.epsilon_begin_frame()):
+    return ('To train longer, raise --num_iterations (e.g. '
+            f'--num_iterations={longer.num_iterations}).')
+  decay = s.epsilon_decay_frames()
+  fraction = _fraction_keeping(decay, longer)
+  return (
+      'To train longer, raise --num_iterations and keep the ε schedule of '
+      f'the frames run (ε decays over {decay} frames) with '
+      '--exploration_epsilon_decay_frame_fraction = '
+      f'{decay} / (num_iterations x {s.num_train_frames}), e.g. '
+      f'--num_iterations={longer.num_iterations} '
+      f'--exploration_epsilon_decay_frame_fraction={fraction!r}.')
 
 
 @contextlib.contextmanager
