@@ -356,8 +356,11 @@ def test_sigint_and_sigterm_stop_cleanly_at_any_moment_and_resume(tmp_path):
   run = _Run(command)
   run.wait_for('Replay: 400 transitions')
   code, stderr = run.stop(signal.SIGTERM)
-  assert code == 143 and stderr.strip().splitlines()[-1] == resume_0.format(
-      'SIGTERM')
+  # Recorded before iteration 0 began, or at its first safe point inside it.
+  assert code == 143 and stderr.strip().splitlines()[-1] in (
+      resume_0.format('SIGTERM'), resume_0.format('SIGTERM')[:-1] +
+      " (iteration 0's partial work is not saved: the rerun does that "
+      'iteration again from its start).')
   # Mid-phase, once iteration 0 is checkpointed.
   run = _Run(command)
   run.wait_for('iteration 1/1 train: ')
@@ -365,7 +368,10 @@ def test_sigint_and_sigterm_stop_cleanly_at_any_moment_and_resume(tmp_path):
   assert code == 130
   last = stderr.strip().splitlines()[-1]
   assert last.startswith('Interrupted (SIGINT) at iteration 1, frame ')
-  assert last.endswith('; rerun the same command to resume from iteration 1.')
+  assert last.endswith(
+      "; rerun the same command to resume from iteration 1 (iteration 1's "
+      'partial work is not saved: the rerun does that iteration again from '
+      'its start).')
   for output in (stderr, run.stderr):
     assert 'Traceback' not in output and 'Fatal Python error' not in output
   assert len(results_csv.read_rows(f'{tmp_path}/results.csv')) == 1
@@ -462,3 +468,41 @@ def test_a_loop_the_suite_does_not_list_is_refused(tmp_path):
   with pytest.raises(settings_lib.ConfigError, match='--loop=python'):
     runner.run_seeds(python_only, preset, dict(
         loop='jitted', results_csv_path=str(tmp_path / 'r.csv')), [1])
+
+
+@pytest.mark.parametrize('where', ['in_phase', 'between_iterations'])
+def test_an_interrupt_says_whether_the_iteration_is_done_again(
+    tmp_path, monkeypatch, where):
+  """A stop inside an iteration says its partial work is redone."""
+  from zoo.loops import interrupts  # pylint: disable=g-import-not-at-top
+  from zoo.suites import minatar_suite  # pylint: disable=g-import-not-at-top
+
+  class Interrupted(_FakeLoop):
+
+    def evaluate(self, iteration, on_step):
+      if where == 'in_phase':
+        monkeypatch.setattr(interrupts, '_pending', signal.SIGINT)
+      stats = super().evaluate(iteration, on_step)
+      monkeypatch.setattr(interrupts, '_pending', signal.SIGINT)
+      return stats
+
+  module = types.SimpleNamespace(vmaps_seeds=lambda suite: True,
+                                 make=lambda suite, preset, runs:
+                                 Interrupted(runs),
+                                 check=lambda suite, s: None,
+                                 checkpoint_transitions=lambda s: 0)
+  monkeypatch.setattr(runner, '_loop_module', lambda name: module)
+  values = dict(num_iterations=0, results_csv_path=str(
+      tmp_path / 'results.csv'), tensorboard_dir='')
+  with pytest.raises(interrupts.Interrupted) as error:
+    runner.run_seeds(minatar_suite.MINATAR, agent_registry.presets()['CR-DQN'],
+                     values, [1])
+  if where == 'in_phase':
+    assert error.value.message == (
+        'Interrupted (SIGINT) at iteration 0, frame 0; rerun the same command '
+        "to resume from iteration 0 (iteration 0's partial work is not saved: "
+        'the rerun does that iteration again from its start).')
+  else:  # Iteration 0 is done and saved: nothing is redone.
+    assert error.value.message == (
+        'Interrupted (SIGINT) at iteration 0, frame 0; rerun the same command '
+        'to resume from iteration 1.')

@@ -113,13 +113,15 @@ class _Interrupts:
     self.iteration = 0
     self.frame = 0
     self.resume_iteration = 0
+    self.partial = False  # Work done in an iteration that is not saved yet.
 
   def check(self) -> None:
     signum = interrupts.pending()
     if signum is not None:
       raise resume.interrupted(
           signum, self.iteration, self.frame,
-          self.resume_iteration if self._checkpointing else None)
+          self.resume_iteration if self._checkpointing else None,
+          partial=self.partial)
 
 
 def _each(hooks: Sequence[Sequence[run_hooks.RunHooks]], method: str,
@@ -190,6 +192,7 @@ def _iterate(loop: Loop, runs, rows: List[Rows], first: int, hooks,
   def on_step(frames: int, status: str = '') -> None:
     _each(hooks, 'on_step', frames, status)
     stop.frame = loop.learners[0].frame_t
+    stop.partial = True
     stop.check()
 
   def phase(iteration: int, name: str, run_phase):
@@ -224,6 +227,7 @@ def _iterate(loop: Loop, runs, rows: List[Rows], first: int, hooks,
       if all(r.checkpoint_dir for r in runs):
         loop.save(iteration, rows)
       stop.resume_iteration = iteration + 1
+      stop.partial = False
       for seed_hooks, seed_rows in zip(hooks, rows):
         for hook in seed_hooks:
           hook.end_iteration(iteration, seed_rows[-1])

@@ -55,10 +55,18 @@ def checkpoint_meta(s: settings_lib.Settings, iteration: int,
 
 
 def interrupted(signum: int, iteration: int, frame: int,
-                resume_iteration: Optional[int]) -> interrupts.Interrupted:
-  """Return the exception whose message says where the run stopped."""
+                resume_iteration: Optional[int],
+                partial: bool = False) -> interrupts.Interrupted:
+  """Return the exception whose message says where the run stopped.
+
+  `partial`: the stop came inside an iteration, whose work so far no
+  checkpoint holds: the rerun does that iteration again.
+  """
   if resume_iteration is not None:
     how = f'rerun the same command to resume from iteration {resume_iteration}'
+    if partial:
+      how += (f' (iteration {iteration}\'s partial work is not saved: the '
+              'rerun does that iteration again from its start)')
   else:
     how = 'without --checkpoint_dir, a rerun starts over from iteration 0'
   return interrupts.Interrupted(
