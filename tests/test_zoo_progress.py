@@ -64,6 +64,32 @@ def test_no_normalised_score_without_reference_scores():
       'run ETA ?')
 
 
+def test_the_line_says_when_the_eval_return_is_partial_or_cut():
+  clock, lines = _Clock(), []
+  p = _progress(clock, lines)
+  for row in (
+      # K = 1: the one episode never ended; its return so far is no score.
+      dict(_ROW, eval_episode_return=12.0, eval_num_episodes=0,
+           eval_num_cut_episodes=0),
+      # K = 16: every episode was cut at the bound.
+      dict(_ROW, eval_num_episodes=16, eval_num_cut_episodes=16),
+      # Some cut, some whole: the rule's estimate, a score.
+      dict(_ROW, eval_num_episodes=16, eval_num_cut_episodes=3),
+      dict(_ROW, eval_num_episodes=1, eval_num_cut_episodes=0)):
+    p.begin_iteration(0)
+    _phase(p, clock, 0, 'eval', 500, 5.0)
+    p.end_iteration(0, row)
+  assert [line.split(', train return')[0] for line in lines] == [
+      'iteration 0/3, frame 0: eval return 12.00 (partial: no episode ended)',
+      'iteration 0/3, frame 0: eval return 1.50 (16 episodes, 16 cut at the '
+      'bound)',
+      'iteration 0/3, frame 0: eval return 1.50 (16 episodes, 3 cut at the '
+      'bound)',
+      'iteration 0/3, frame 0: eval return 1.50 (1 episode)']
+  assert ['human-normalised' in line for line in lines] == [
+      False, False, True, True]
+
+
 def test_a_line_every_interval_with_phase_and_run_etas():
   clock, lines = _Clock(), []
   p = _progress(clock, lines)

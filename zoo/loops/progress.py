@@ -8,7 +8,7 @@ terminal a one-line bar on stderr is redrawn every second.
 import math
 import sys
 import time
-from typing import Callable, Dict, Optional, TextIO
+from typing import Callable, Dict, Optional, TextIO, Tuple
 
 from absl import logging
 
@@ -22,6 +22,24 @@ def format_duration(seconds: float) -> str:
   seconds = int(round(seconds))
   hours, rest = divmod(seconds, 3600)
   return f'{hours}h{rest // 60:02d}m{rest % 60:02d}s'
+
+
+def eval_episodes(row: Dict) -> Tuple[str, bool]:
+  """Return what a row's eval return is made of, and whether it is partial.
+
+  E.g. ('3 episodes', False), ('16 episodes, 16 cut at the bound', True) or
+  ('partial: no episode ended', True): an unfinished episode's return so far
+  (K = 1) or episodes cut at the bound (zoo.loops.phase_accounting).
+  """
+  num_episodes = int(row['eval_num_episodes'])
+  num_cut = int(row.get('eval_num_cut_episodes') or 0)
+  if not num_episodes:
+    return ('no episode ended' if math.isnan(row['eval_episode_return'])
+            else 'partial: no episode ended'), True
+  text = f'{num_episodes} episode{"" if num_episodes == 1 else "s"}'
+  if num_cut:
+    text += f', {num_cut} cut at the bound'
+  return text, num_cut == num_episodes
 
 
 class Progress(run_hooks.RunHooks):
@@ -133,15 +151,18 @@ class Progress(run_hooks.RunHooks):
         max(self._clock() - self._iteration_start - self._phase_seconds, 0.0))
     eta = self.run_eta(next_iteration=iteration + 1)
     learner = self._learner
-    # Suites without human reference scores (MinAtar) write NaN: say nothing.
+    episodes, partial = eval_episodes(row)
+    # Suites without human reference scores (MinAtar) write NaN, and a
+    # partial return is no score: say nothing.
     normalized = ('human-normalised %.3f, ' % row['normalized_return']
-                  if not math.isnan(row['normalized_return']) else '')
+                  if not (math.isnan(row['normalized_return']) or partial)
+                  else '')
     self._log(
-        '%siteration %d/%d, frame %d: eval return %.2f (%d episodes), train '
+        '%siteration %d/%d, frame %d: eval return %.2f (%s), train '
         'return %.2f, %sepsilon %.3f, train %.0f frames/s, eval %.0f '
         'frames/s, updates %s, run ETA %s',
         self._label, iteration, self._num_iterations, row['frame'],
-        row['eval_episode_return'], row['eval_num_episodes'],
+        row['eval_episode_return'], episodes,
         row['train_episode_return'], normalized,
         row['train_exploration_epsilon'], row['train_frame_rate'],
         row['eval_frame_rate'],
