@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 from PIL import Image
 import pytest
 
@@ -93,3 +94,21 @@ def test_minatar_checkpoint_prints_returns_without_normalised_scores(
                         f'{episode.num_frames} frames')
   assert lines[3].startswith('mean return ')
   assert lines[3].endswith(' (std over 2 episodes)')
+
+
+def test_the_gif_plays_at_the_frame_rate_it_states(tmp_path):
+  # 30 distinct screens: 2 s at 15 per second (Pillow merges equal ones).
+  screens = [np.full((4, 6, 3), 8 * i, np.uint8) for i in range(30)]
+  path = str(tmp_path / 'play.gif')
+  evaluate.write_video(path, screens)
+  durations = []
+  with Image.open(path) as gif:
+    assert gif.n_frames == 30
+    for i in range(gif.n_frames):
+      gif.seek(i)
+      durations.append(gif.info['duration'])
+  assert set(durations) == {60, 70}  # Hundredths of a second, in a GIF.
+  # Every frame shows until its own time, i / 15 s, within the GIF's 10 ms.
+  for i in range(1, 31):
+    assert abs(sum(durations[:i]) - 1000 * i / evaluate.FRAMES_PER_SECOND) < 5
+  assert sum(durations) == 2000

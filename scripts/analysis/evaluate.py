@@ -90,6 +90,17 @@ def check_video_path(path: str) -> None:
     raise ValueError(f'--video_path={path}: cannot write there ({e}).') from e
 
 
+def gif_durations(count: int, frames_per_second: float) -> List[int]:
+  """Return each GIF frame's duration in ms, so that it plays at that rate.
+
+  A GIF stores durations in hundredths of a second (Pillow truncates 67 ms to
+  60: 16.7 frames/s for 15): each frame ends at its exact time, rounded to
+  10 ms (15 frames/s: 70, 60, 70, 70, 60, 70, ...).
+  """
+  ends = [round((i + 1) * 100 / frames_per_second) * 10 for i in range(count)]
+  return [end - start for start, end in zip([0] + ends[:-1], ends)]
+
+
 def write_video(path: str, screens: List[np.ndarray]) -> None:
   """Write [H, W, 3] uint8 screens as a GIF or an MP4 (by the extension)."""
   if path.lower().endswith('.gif'):
@@ -98,7 +109,7 @@ def write_video(path: str, screens: List[np.ndarray]) -> None:
     with files.atomic_path(path) as tmp:
       images[0].save(tmp, format='GIF', save_all=True,
                      append_images=images[1:], loop=0,
-                     duration=round(1000 / FRAMES_PER_SECOND))
+                     duration=gif_durations(len(images), FRAMES_PER_SECOND))
     return
   height, width = screens[0].shape[:2]
   with files.atomic_path(path) as tmp:
