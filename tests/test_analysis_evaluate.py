@@ -112,3 +112,26 @@ def test_the_gif_plays_at_the_frame_rate_it_states(tmp_path):
   for i in range(1, 31):
     assert abs(sum(durations[:i]) - 1000 * i / evaluate.FRAMES_PER_SECOND) < 5
   assert sum(durations) == 2000
+
+
+def test_help_shows_the_tools_own_flags_with_their_own_texts():
+  def run(*args):
+    return subprocess.run(
+        [sys.executable, '-m', 'scripts.analysis.evaluate', *args], cwd=ROOT,
+        capture_output=True, text=True, timeout=120)
+
+  shown = run('--help')
+  assert shown.returncode == 0
+  listed = re.findall(r'^  --(\w+):', shown.stdout, re.MULTILINE)
+  assert listed == ['checkpoint_dir', 'iteration', 'num_episodes', 'seed',
+                    'video_max_steps', 'video_path']
+  # The evaluation's own texts, not the run's (which resumes, seeds a run).
+  assert "--checkpoint_dir: Required: the run's checkpoint directory" in (
+      shown.stdout)
+  assert '--seed: Seeds the evaluation environment' in shown.stdout
+  assert 'resumed from' not in shown.stdout
+  # The run's settings are the checkpoint's: none is a flag here.
+  refused = run('--checkpoint_dir=x', '--eval_exploration_epsilon=0.1')
+  assert refused.returncode == 1 and refused.stderr.strip() == (
+      "Error: Unknown command line flag 'eval_exploration_epsilon' (--help "
+      'lists the flags).')

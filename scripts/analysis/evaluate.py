@@ -40,7 +40,6 @@ from zoo.environments import environment
 from zoo.storage import files
 from zoo.environments import minatar_env
 from zoo.configuration import settings as settings_lib
-from zoo.configuration import settings_flags  # pylint: disable=unused-import
 from zoo.configuration import suites
 from zoo.configuration import cli
 
@@ -57,11 +56,15 @@ class Episode(NamedTuple):
 def define_flags() -> None:
   """Define this entry point's flags (only when run, to avoid flag clashes).
 
-  --checkpoint_dir and --seed are the run flags (zoo.configuration.settings_flags): here
-  they name the run to evaluate and seed the environment and ε draws.
+  Its own flags only, with their own help: the run's settings come from the
+  checkpoint, and a run flag given here is refused as unknown.
   """
-  flags.declare_key_flag('checkpoint_dir')
-  flags.declare_key_flag('seed')
+  flags.DEFINE_string('checkpoint_dir', None,
+                      "Required: the run's checkpoint directory (its "
+                      '--checkpoint_dir, e.g. '
+                      'runs/cr_dqn/pong/seed_1/checkpoints).')
+  flags.DEFINE_integer('seed', 1, 'Seeds the evaluation environment and its '
+                       "ε draws (not the run's seed).")
   flags.DEFINE_integer('iteration', None,
                        "The checkpoint of this iteration (one of the run's "
                        'kept ones); unset: the newest intact one.')
