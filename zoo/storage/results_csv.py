@@ -3,7 +3,7 @@
 import csv
 import math
 import os
-from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional
 from typing import Sequence, Tuple
 
 from zoo.storage import files
