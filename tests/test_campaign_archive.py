@@ -6,7 +6,7 @@ import tarfile
 import pytest
 
 from scripts.campaign import archive
-from scripts.campaign import run as run_lib
+from scripts.campaign import run_record as run_lib
 
 
 def test_pack_then_ingest_keeps_the_longer_csv(tmp_path):

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from scripts.campaign import campaigns
-from scripts.campaign import run as run_lib
+from scripts.campaign import run_record as run_lib
 
 FIXTURES = os.path.join(os.path.dirname(__file__), 'data', 'campaigns')
 ROOT, PYTHON = '/data/runs', 'PYTHON'

@@ -1,7 +1,7 @@
 """Time estimates from the project's rates, then the campaign's own."""
 
 from scripts.campaign import estimate
-from scripts.campaign import run as run_lib
+from scripts.campaign import run_record as run_lib
 
 
 def test_frames_and_kinds():

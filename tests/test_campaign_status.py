@@ -2,7 +2,7 @@
 
 import json
 
-from scripts.campaign import run as run_lib
+from scripts.campaign import run_record as run_lib
 from scripts.campaign import status
 
 

@@ -28,7 +28,7 @@ from scripts.campaign import budget
 from scripts.campaign import campaigns
 from scripts.campaign import estimate
 from scripts.campaign import launch
-from scripts.campaign import run as run_lib
+from scripts.campaign import run_record as run_lib
 from scripts.campaign import status
 from zoo.configuration import cli
 

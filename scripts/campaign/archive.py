@@ -10,7 +10,7 @@ import os
 import tarfile
 from typing import Sequence
 
-from scripts.campaign import run as run_lib
+from scripts.campaign import run_record as run_lib
 from zoo.storage import files
 from zoo.storage import results_csv
 

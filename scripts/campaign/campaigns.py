@@ -19,7 +19,7 @@ import json
 import os
 from typing import Any, Dict, List
 
-from scripts.campaign import run as run_lib
+from scripts.campaign import run_record as run_lib
 
 BLOCK_KEYS = ('agent', 'preset', 'games', 'seeds', 'flags', 'group',
               'jitted', 'suite', 'label')

@@ -10,7 +10,7 @@ measurements below, else --train_fps / --eval_fps.
 import statistics
 from typing import Dict, NamedTuple, Optional, Sequence, Tuple
 
-from scripts.campaign import run as run_lib
+from scripts.campaign import run_record as run_lib
 from zoo.storage import results_csv
 
 

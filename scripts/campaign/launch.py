@@ -19,7 +19,7 @@ import time
 from typing import Dict, List, Optional, Sequence
 
 from scripts.campaign import budget
-from scripts.campaign import run as run_lib
+from scripts.campaign import run_record as run_lib
 from zoo.storage import files
 
 # Of a shared GPU, what the runs' JAX pools take together; the rest is left

@@ -5,7 +5,7 @@ import os
 from typing import List, NamedTuple, Optional, Sequence
 
 from scripts.campaign import budget
-from scripts.campaign import run as run_lib
+from scripts.campaign import run_record as run_lib
 from zoo.storage import run_directory
 
 DONE, RUNNING, CUT, FAILED, PENDING = ('done', 'running', 'cut', 'failed',

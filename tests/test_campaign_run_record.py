@@ -2,7 +2,7 @@
 
 import pytest
 
-from scripts.campaign import run as run_lib
+from scripts.campaign import run_record as run_lib
 
 
 def write_csv(path, iterations):
