@@ -26,6 +26,7 @@ from absl import flags
 from scripts.campaign import archive
 from scripts.campaign import budget
 from scripts.campaign import campaigns
+from scripts.campaign import check
 from scripts.campaign import estimate
 from scripts.campaign import launch
 from scripts.campaign import run_record as run_lib
@@ -65,6 +66,9 @@ def define_flags() -> None:
   flags.DEFINE_integer('run_index', None, 'Run only the campaign\'s run '
                        'with this index (a SLURM array task).')
   flags.DEFINE_bool('retry_failed', True, 'Relaunch failed runs.')
+  flags.DEFINE_bool('check_runs', True, "Before launching, check every run's "
+                    'flags as the run parses them (--nocheck_runs: agent '
+                    'packages outside the registry).')
   flags.DEFINE_float('train_fps', None, 'Estimate: training frames/s per '
                      'seed, instead of the measured rates.')
   flags.DEFINE_float('eval_fps', None, 'Estimate: evaluation frames/s.')
@@ -118,6 +122,11 @@ def main(argv):
   if FLAGS.status:
     print(status.table([status.of(r, root) for r in runs]))
     return
+  if FLAGS.check_runs:
+    try:
+      check.check(runs, root)
+    except ValueError as e:
+      sys.exit(f'Error: {e}')
   todo = status.to_launch(runs, root, FLAGS.retry_failed)
   print(f'{len(runs)} runs: {len(runs) - len(todo)} done or running, '
         f'{len(todo)} to launch.', flush=True)
