@@ -87,7 +87,8 @@ def test_atari100k_is_520_runs_of_the_protocol():
 
 def test_a_users_file_is_a_campaign(tmp_path):
   path = tmp_path / 'mine.json'
-  path.write_text(json.dumps({'suite': 'minatar', 'flags': ['--num_iterations=2'],
+  path.write_text(json.dumps({'suite': 'minatar',
+                              'flags': ['--num_iterations=2'],
                               'blocks': [{'agent': 'cr_dqn',
                                           'games': ['breakout', 'asterix'],
                                           'seeds': [4, 5]}]}))

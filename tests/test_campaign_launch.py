@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import types
 
 import pytest
@@ -206,3 +207,25 @@ def test_cli_bad_input_is_one_error_line(args, message, fake):
   result = cli(*args, env_path=fake)
   assert result.returncode == 1
   assert result.stderr.startswith('Error:') and message in result.stderr
+
+
+def test_a_stopped_campaign_stops_its_runs_at_a_safe_point(tmp_path, fake):
+  path = tmp_path / 'fake.json'
+  path.write_text(json.dumps(fake_campaign('--sleep=0.5', '--num_iterations=50',
+                                           seeds=(1, 2))))
+  root = tmp_path / 'runs'
+  campaign = subprocess.Popen(
+      [sys.executable, '-m', 'scripts.campaign', '--nocheck_runs',
+       f'--campaign={path}', f'--root_dir={root}', '--parallel=2'],
+      cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+      env=dict(os.environ, PYTHONPATH=fake))
+  csvs = [root / 'fake_agent' / 'breakout' / f'seed_{s}' / 'results.csv'
+          for s in (1, 2)]
+  deadline = time.time() + 60
+  while not all(p.exists() and len(p.read_text().split()) > 1 for p in csvs):
+    assert time.time() < deadline, 'the runs did not start'
+    time.sleep(0.1)
+  campaign.terminate()
+  output, _ = campaign.communicate(timeout=60)
+  assert campaign.returncode == 130, output
+  assert '0 done, 0 running, 2 cut' in output

@@ -1,7 +1,8 @@
 r"""Run a campaign: a list of runs, resumable, under an optional time limit.
 
   python -m scripts.campaign --campaign=atari100k --dry_run
-  python -m scripts.campaign --campaign=atari57 --flags='--num_envs=64' --parallel=8
+  python -m scripts.campaign --campaign=atari57 --flags='--num_envs=64' \
+      --parallel=8
   python -m scripts.campaign --campaign=minatar_study --budget_minutes=230
   python -m scripts.campaign --campaign=atari57 --status
   python -m scripts.campaign --campaign=my_runs.json --backend=slurm \

@@ -21,7 +21,8 @@ KEPT = (run_lib.RESULTS_FILE, 'run.json', run_lib.EXIT_FILE,
 def pack(runs: Sequence[run_lib.Run], root: str, path: str) -> int:
   """Write the runs' kept files into the tar.gz `path`; return how many."""
   root = os.path.abspath(root)
-  folders = sorted({d for r in runs for d in r.seed_dirs(root) + [r.home(root)]})
+  folders = sorted({d for r in runs
+                    for d in r.seed_dirs(root) + [r.home(root)]})
   count = 0
   with tarfile.open(path, 'w:gz') as archive:
     for folder in folders:
