@@ -13,7 +13,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BOTTOM = ('losses', 'networks')
 # The command-line tools sit under scripts/, one room per subpackage.
-SCRIPTS = ('scripts.analysis', 'scripts.experiments', 'scripts.benchmarks')
+SCRIPTS = ('scripts.analysis', 'scripts.experiments', 'scripts.benchmarks',
+           'scripts.campaign')
 # zoo's rooms, bottom to top: a room imports only the rooms below it.
 ZOO_ROOMS = ('zoo.storage', 'zoo.environments', 'zoo.replay', 'zoo.agent',
              'zoo.configuration', 'zoo.loops', 'zoo.suites')

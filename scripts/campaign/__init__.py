@@ -1,0 +1,1 @@
+"""One tool for campaigns of runs: plan, launch, budget, status, archive."""

@@ -1,0 +1,116 @@
+"""How long a campaign takes, from measured frame rates.
+
+A run's time is its training frames over a training rate plus its
+evaluation frames over an evaluation rate. The rates are the campaign's own
+where its runs have written iterations (the median of their CSVs'
+train_frame_rate and eval_frame_rate, per kind of run), else the project's
+measurements below, else --train_fps / --eval_fps.
+"""
+
+import statistics
+from typing import Dict, NamedTuple, Optional, Sequence, Tuple
+
+from scripts.campaign import run_record as run_lib
+from zoo.storage import results_csv
+
+
+class Rate(NamedTuple):
+  train: float   # Frames per second (MinAtar: steps), per seed.
+  eval: float
+  source: str
+
+
+# The project's measurements (docs/performance.md, docs/campaign.md).
+# Evaluation where not measured: at the training rate, an upper bound on
+# its time (evaluation makes no updates).
+MEASURED = {
+    'atari': Rate(389, 389, 'reference mode, 2-core AMD EPYC CPU'),
+    'atari-vector': Rate(7_600, 15_000,
+                         '--num_envs=64, NVIDIA H200 with 16 cores'),
+    'minatar': Rate(645, 3_125, 'bench_minatar, 2-core AMD EPYC CPU'),
+    'minatar-jitted': Rate(250, 250, 'jitted loop, per seed, 2-core AMD '
+                           'EPYC CPU'),
+}
+
+
+def kind(run: run_lib.Run) -> str:
+  """The kind of run a rate is measured for."""
+  if run.suite == 'minatar':
+    return 'minatar-jitted' if run.jitted else 'minatar'
+  return 'atari-vector' if int(run.setting('num_envs')) > 1 else 'atari'
+
+
+def measured(runs: Sequence[run_lib.Run], root: str) -> Dict[str, Rate]:
+  """Return the median rates of the campaign's own CSVs, per kind."""
+  seen: Dict[str, Tuple[list, list]] = {}
+  for run in runs:
+    for path in run.csv_paths(root):
+      try:
+        rows = results_csv.read_rows(path)
+      except (OSError, ValueError):
+        continue
+      train, evaluation = seen.setdefault(kind(run), ([], []))
+      for row in rows:
+        for values, column in ((train, 'train_frame_rate'),
+                               (evaluation, 'eval_frame_rate')):
+          try:
+            value = float(row.get(column) or 'nan')
+          except ValueError:
+            continue
+          if value > 0:
+            values.append(value)
+  return {k: Rate(statistics.median(t), statistics.median(e),
+                  f'this campaign, {len(t)} iterations')
+          for k, (t, e) in seen.items() if t and e}
+
+
+def frames(run: run_lib.Run) -> Tuple[int, Optional[int]]:
+  """Return (training, evaluation) frames per seed; evaluation None when it
+  plays whole episodes, whose length is not known before."""
+  iterations = run.num_iterations()
+  train = iterations * int(run.setting('num_train_frames'))
+  if (int(run.setting('num_eval_episodes')) or
+      int(run.setting('num_final_eval_episodes'))):
+    return train, None
+  return train, (iterations + 1) * int(run.setting('num_eval_frames'))
+
+
+def seconds(run: run_lib.Run, rate: Rate) -> Tuple[float, Optional[float]]:
+  """Return a run's (training, evaluation) seconds from its start."""
+  train, evaluation = frames(run)
+  return (train / rate.train,
+          None if evaluation is None else evaluation / rate.eval)
+
+
+def summary(runs: Sequence[run_lib.Run], todo: Sequence[run_lib.Run],
+            root: str, parallel: int, train_fps: Optional[float] = None,
+            eval_fps: Optional[float] = None) -> str:
+  """Return the dry run's estimate of the runs to launch, in lines."""
+  rates = dict(MEASURED, **measured(runs, root))
+  if train_fps or eval_fps:
+    rates = {k: Rate(train_fps or r.train, eval_fps or r.eval,
+                     '--train_fps/--eval_fps') for k, r in rates.items()}
+  train = evaluation = 0.0
+  unknown = 0
+  for run in todo:
+    t, e = seconds(run, rates[kind(run)])
+    train += t
+    if e is None:
+      unknown += 1
+    else:
+      evaluation += e
+  waves = max(1, min(parallel, len(todo)))
+  lines = [f'Estimate for the {len(todo)} runs to launch, {parallel} at a '
+           f'time: {(train + evaluation) / waves / 3600:,.1f} h '
+           f'({train / 3600:,.1f} h of training and '
+           f'{evaluation / 3600:,.1f} h of evaluation in all).']
+  if unknown:
+    lines.append(f'{unknown} run(s) evaluate whole episodes: their '
+                 'evaluation is not in the estimate until the campaign has '
+                 'measured it (its CSVs).')
+  for k in sorted({kind(r) for r in todo}):
+    lines.append(f'  {k}: {rates[k].train:,.0f} training and '
+                 f'{rates[k].eval:,.0f} evaluation frames/s per seed '
+                 f'({rates[k].source}).')
+  return '\n'.join(lines)
+
