@@ -99,7 +99,7 @@ def test_report_tables_medians_with_bounds_and_the_goal():
   fastest = 400_000 / 500 / 60 + 200 * 3_200 / 2_000 / 60
   fmt = bench_atari100k.fmt
   assert (f'| QR-DQN-1 | 3,200 | {fmt(train)} | {fmt(evaluation)} | '
-          f'{fmt(train + evaluation)} [{fmt(slowest)}, {fmt(fastest)}] | '
+          f'{fmt(train + evaluation)} [{fmt(fastest)}, {fmt(slowest)}] | '
           f'{(train + evaluation) / 20:.2f}x |') in lines
   figures = {f['key']: f for f in out['figures']}
   assert figures['atari100k.bench_atari100k.whole_run_min:QR-DQN-1'][

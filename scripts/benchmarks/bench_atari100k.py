@@ -23,7 +23,7 @@ evaluation rate: the median length of the evaluation episodes measured here
 (those of an agent trained for a few thousand frames), or
 `--eval_episode_frames`. The output says which, and sets the estimate beside
 the goal of `--goal_minutes`. Every figure is the median of the rounds with
-[min, max]; the estimate's bounds take the slowest and the fastest rates.
+[min, max]; the estimate's bounds are at the fastest and the slowest rates.
 The last line, `figures:`, holds the figures as JSON.
 
   python -m scripts.benchmarks.bench_atari100k [--presets=QR-DQN-1,CR-DQN]
@@ -64,8 +64,6 @@ DEFAULT_GAME = 'pong'
 QUANTITIES = ('train frames/s', 'updates/s', 'update ms', 'update share',
               'act ms/frame', 'env ms/frame', 'eval frames/s',
               'eval episode frames')
-# Quantities whose larger value is faster (for the estimate's bounds).
-RATES = ('train frames/s', 'eval frames/s')
 
 
 def machine() -> str:
@@ -279,7 +277,7 @@ def report(rounds: Dict[str, Dict[str, List[float]]], train_frames: int,
     lines.append(f'| {name} | ' + ' | '.join(
         cell(stats[name][q], q == 'update share') for q in QUANTITIES) + ' |')
   lines += ['', '| agent | episode frames | training min | evaluation min | '
-            f'whole run min [slowest, fastest] | vs {fmt(goal_minutes)} min |',
+            f'whole run min [min, max] | vs {fmt(goal_minutes)} min |',
             '|---|---:|---:|---:|---:|---:|']
   figures = []
   for name in names:
@@ -290,8 +288,8 @@ def report(rounds: Dict[str, Dict[str, List[float]]], train_frames: int,
     lines.append(
         f'| {name} | {fmt(length)} | {fmt(median["train min"])} | '
         f'{fmt(median["eval min"])} | {fmt(median["total min"])} '
-        f'[{fmt(runs["slowest"]["total min"])}, '
-        f'{fmt(runs["fastest"]["total min"])}] | {ratio:.2f}x |')
+        f'[{fmt(runs["fastest"]["total min"])}, '
+        f'{fmt(runs["slowest"]["total min"])}] | {ratio:.2f}x |')
     key = f'atari100k.bench_atari100k.{{}}:{name}'
     what = f'{{}}, {name}, Atari 100k on {game} (`bench_atari100k`)'
     for quantity, unit in (('train frames/s', 'frames/s'),
