@@ -1,0 +1,381 @@
+"""Benchmark one Atari 100k run on this machine: its rates and its duration.
+
+Builds, for every preset asked, the real Python loop of `--protocol=atari100k`
+(zoo.loops.python_loop at K = 1, the protocol's settings: DER's network,
+n-step 10, one update per agent step, a replay of the whole run), trains it
+past the learning start (1,600 agent steps), then measures in turns (round
+robin, `--repeats` rounds) so that load from other processes hits the
+presets alike. Each round and preset:
+
+- a training slice of `--slice_frames` frames through the loop's `train`
+  (acting, the emulator, storing, one update per agent step);
+- the time of one update (the median of `--timing_repeats` isolated calls),
+  of acting (one action selection, per frame) and of the emulator (one agent
+  step of the training environment, per frame): where the training time goes
+  (the update's share is updates/s x the update time);
+- one whole evaluation episode through the loop's `evaluate`, at the
+  protocol's evaluation ε (0.001).
+
+The estimate of one whole run is the protocol's training frames (10 x
+40,000) at the training rate plus its evaluation episodes (10 after each of
+iterations 0 to 9, 100 after iteration 10) x an episode length, at the
+evaluation rate: the median length of the evaluation episodes measured here
+(those of an agent trained for a few thousand frames), or
+`--eval_episode_frames`. The output says which, and sets the estimate beside
+the goal of `--goal_minutes`. Every figure is the median of the rounds with
+[min, max]; the estimate's bounds are at the fastest and the slowest rates.
+The last line, `figures:`, holds the figures as JSON.
+
+  python -m scripts.benchmarks.bench_atari100k [--presets=QR-DQN-1,CR-DQN]
+      [--environment_name=pong] [--slice_frames=2000] [--repeats=3]
+      [--eval_episode_frames=0]
+
+Presets are any of the agent packages' (qr_dqn, cr_dqn, iqn: QR-DQN-1,
+CR-DQN, IQN, CR-IQN, ...). An evaluation episode ends at game over or the
+protocol's 108,000 frames: an agent that never ends its game (breakout
+without firing) makes a round last that long.
+"""
+
+import dataclasses
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any, Callable, Dict, List, Sequence
+
+from absl import flags
+import jax
+import numpy as np
+
+from scripts.analysis import minatar_report
+from scripts.benchmarks import timing
+from zoo.configuration import agent_registry
+from zoo.configuration import cli
+from zoo.configuration import settings as settings_lib
+from zoo.configuration import settings_flags  # pylint: disable=unused-import
+from zoo.loops import build
+from zoo.loops import python_loop
+from zoo.suites import atari_suite
+
+PROTOCOL = 'atari100k'
+DEFAULT_GAME = 'pong'
+# The measured quantities of every round, in the table's order.
+QUANTITIES = ('train frames/s', 'updates/s', 'update ms', 'update share',
+              'act ms/frame', 'env ms/frame', 'eval frames/s',
+              'eval episode frames')
+
+
+def machine() -> str:
+  """Return the CPU, its cores, the load average and the jax version."""
+  load = ', '.join(f'{x:.1f}' for x in os.getloadavg())
+  return (f'{minatar_report.cpu_description()}, load average {load}; jax '
+          f'{jax.__version__}, device {jax.devices()[0]}')
+
+
+def parse_presets(text: str) -> List[agent_registry.AgentPreset]:
+  """Return the presets named in 'QR-DQN-1,CR-DQN'; ValueError naming the
+  fix."""
+  known = agent_registry.presets()
+  names = [name.strip() for name in text.split(',') if name.strip()]
+  unknown = [name for name in names if name not in known]
+  if not names or unknown:
+    given = ','.join(unknown) if unknown else repr(text)
+    raise ValueError(f'Unknown --presets {given}: name '
+                     'presets separated by commas, of ' + ', '.join(known) +
+                     '.')
+  if len(set(names)) != len(names):
+    raise ValueError(f'--presets={text}: each preset once.')
+  return [known[name] for name in names]
+
+
+def protocol_settings(preset, game: str) -> settings_lib.Settings:
+  """Return the settings of a run of `preset` under the protocol on `game`
+  (nothing written); ConfigError naming a bad setting."""
+  suite = atari_suite.ATARI
+  s = settings_lib.resolve_settings(suite, preset, dict(
+      protocol=PROTOCOL, environment_name=game, results_csv_path='',
+      checkpoint_dir='', tensorboard_dir=''))
+  settings_lib.validate_settings(suite, s)
+  return s
+
+
+def bench_settings(s: settings_lib.Settings, slice_frames: int
+                   ) -> settings_lib.Settings:
+  """Return the run `s` cut into training phases of `slice_frames`.
+
+  The run's training frames stay (and with them the ε decay, a fraction of
+  them); every evaluation is one whole episode.
+  """
+  total = s.num_iterations * s.num_train_frames
+  if (slice_frames <= 0 or slice_frames % s.num_action_repeats or
+      total % slice_frames):
+    raise ValueError(f'--slice_frames={slice_frames}: pick a positive '
+                     f'multiple of {s.num_action_repeats} frames (an agent '
+                     f'step) that divides the run\'s {total:,} training '
+                     'frames, e.g. 2000.')
+  return dataclasses.replace(
+      s, num_train_frames=slice_frames, num_iterations=total // slice_frames,
+      num_eval_episodes=1, num_final_eval_episodes=0)
+
+
+def run_eval_episodes(s: settings_lib.Settings) -> int:
+  """Return the whole evaluation episodes of run `s` (iterations 0 to last)."""
+  episodes = [python_loop.eval_episodes(s, i)
+              for i in range(s.num_iterations + 1)]
+  if not all(episodes):
+    raise ValueError('The run evaluates a frame budget, not whole episodes.')
+  return sum(episodes)
+
+
+def warmup_slices(s: settings_lib.Settings) -> int:
+  """Return the training slices of `s` after which it learns (compiled) at
+  every agent step: the last one passes the learning start."""
+  steps_per_slice = s.num_train_frames // s.num_action_repeats
+  return s.min_replay_size() // steps_per_slice + 1
+
+
+def summary(values: Sequence[float]) -> Dict[str, float]:
+  """Return the median, min and max of one quantity's rounds."""
+  return {'median': statistics.median(values), 'min': min(values),
+          'max': max(values)}
+
+
+def estimate(train_frames: int, train_rate: float, eval_episodes: int,
+             episode_frames: float, eval_rate: float) -> Dict[str, float]:
+  """Return the minutes of training, evaluation and the whole run."""
+  train = train_frames / train_rate / 60
+  evaluation = eval_episodes * episode_frames / eval_rate / 60
+  return {'train min': train, 'eval min': evaluation,
+          'total min': train + evaluation}
+
+
+def estimates(stats: Dict[str, Dict[str, float]], train_frames: int,
+              eval_episodes: int, episode_frames: float
+              ) -> Dict[str, Dict[str, float]]:
+  """Return the estimate at the median rates and at the slowest and fastest.
+
+  stats: summary() by quantity. Returns {'median'|'slowest'|'fastest':
+  estimate()}.
+  """
+  at = {'median': 'median', 'slowest': 'min', 'fastest': 'max'}
+  return {name: estimate(train_frames, stats['train frames/s'][key],
+                         eval_episodes, episode_frames,
+                         stats['eval frames/s'][key])
+          for name, key in at.items()}
+
+
+def fmt(value: float) -> str:
+  """Return a figure to three significant digits (thousands separated)."""
+  if abs(value) >= 100:
+    return f'{value:,.0f}'
+  return f'{value:.3g}'
+
+
+def cell(s: Dict[str, float], percent: bool = False) -> str:
+  """Return 'median [min, max]' of a summary()."""
+  f = (lambda v: f'{v:.0%}') if percent else fmt
+  return f'{f(s["median"])} [{f(s["min"])}, {f(s["max"])}]'
+
+
+class PresetBench:
+  """One preset's protocol run: the real Python loop, past the learning start.
+
+  make_loop, make_env: the real ones by default (tests pass fakes).
+  """
+
+  def __init__(self, preset, s: settings_lib.Settings, make_loop=None,
+               make_env=None):
+    suite = atari_suite.ATARI
+    self.name = preset.name
+    self.settings = s
+    make_loop = make_loop or (lambda: python_loop.make(suite, preset, [s]))
+    make_env = make_env or (
+        lambda: build.make_environment_factory(suite, s)(0, 'train'))
+    self.loop = make_loop()
+    self.agent = self.loop.learners[0]
+    self.env = make_env()  # For the emulator's time alone.
+    self.iteration = 0
+    for _ in range(warmup_slices(s)):
+      self._train()
+    if self.agent.num_updates == 0:
+      raise RuntimeError(f'{self.name}: no update during the warm-up.')
+    self.rounds: Dict[str, List[float]] = {q: [] for q in QUANTITIES}
+
+  def _train(self):
+    self.iteration += 1
+    result, = self.loop.train(self.iteration, None)
+    jax.block_until_ready(self.agent.online_params)
+    return result.stats
+
+  def measure_round(self, timing_repeats: int) -> Dict[str, float]:
+    """Measure one training slice, the components and one evaluation episode;
+    return this round's values by quantity."""
+    agent, s = self.agent, self.settings
+    updates_before = agent.num_updates
+    stats = self._train()
+    values = {'train frames/s': stats.frame_rate,
+              'updates/s': (agent.num_updates - updates_before) /
+                           stats.duration}
+    values['update ms'] = timing.median_ms(agent.learn, timing_repeats)
+    values['update share'] = values['updates/s'] * values['update ms'] / 1e3
+    select = agent._select_action  # pylint: disable=protected-access
+    timestep = self.env.reset()
+    key = jax.random.PRNGKey(0)
+    values['act ms/frame'] = timing.median_ms(
+        lambda: select(agent.online_params, key, timestep.observation,
+                       agent.exploration_epsilon),
+        2 * timing_repeats) / s.num_action_repeats
+    actions = np.zeros(self.env.num_envs, np.int32)
+    num_steps = 8 * timing_repeats
+    start = time.perf_counter()
+    for _ in range(num_steps):
+      self.env.step(actions)
+    values['env ms/frame'] = 1e3 * (time.perf_counter() - start) / (
+        num_steps * s.num_action_repeats)
+    evaluation, = self.loop.evaluate(self.iteration, None)
+    if evaluation.num_episodes != 1:
+      raise RuntimeError(f'{self.name}: the evaluation ran '
+                         f'{evaluation.num_episodes} episodes, not one.')
+    values['eval frames/s'] = evaluation.frame_rate
+    values['eval episode frames'] = float(evaluation.num_frames)
+    for quantity in QUANTITIES:
+      self.rounds[quantity].append(values[quantity])
+    return values
+
+  def close(self):
+    self.loop.close()
+    self.env.close()
+
+
+def measure(benches: Sequence[Any], repeats: int, timing_repeats: int,
+            say: Callable[[str], None]) -> None:
+  """Measure the benches in turns, `repeats` rounds."""
+  for round_index in range(repeats):
+    for bench in benches:
+      bench.measure_round(timing_repeats)
+    say(f'round {round_index + 1}/{repeats}: ' + ', '.join(
+        f'{b.name} train {b.rounds["train frames/s"][-1]:.0f}, eval '
+        f'{b.rounds["eval frames/s"][-1]:.0f}' for b in benches) +
+        ' frames/s')
+
+
+def report(rounds: Dict[str, Dict[str, List[float]]], train_frames: int,
+           eval_episodes: int, episode_frames: float, goal_minutes: float,
+           game: str) -> Dict[str, Any]:
+  """Return the tables (text) and the figures of the rounds by preset.
+
+  episode_frames: > 0: the evaluation episode length of the estimate; 0:
+  each preset's median measured length.
+  """
+  names = list(rounds)
+  stats = {name: {q: summary(v) for q, v in rounds[name].items()}
+           for name in names}
+  lines = ['| agent | ' + ' | '.join(QUANTITIES) + ' |',
+           '|---|' + '---:|' * len(QUANTITIES)]
+  for name in names:
+    lines.append(f'| {name} | ' + ' | '.join(
+        cell(stats[name][q], q == 'update share') for q in QUANTITIES) + ' |')
+  lines += ['', '| agent | episode frames | training min | evaluation min | '
+            f'whole run min [min, max] | vs {fmt(goal_minutes)} min |',
+            '|---|---:|---:|---:|---:|---:|']
+  figures = []
+  for name in names:
+    length = episode_frames or stats[name]['eval episode frames']['median']
+    runs = estimates(stats[name], train_frames, eval_episodes, length)
+    median = runs['median']
+    ratio = median['total min'] / goal_minutes
+    lines.append(
+        f'| {name} | {fmt(length)} | {fmt(median["train min"])} | '
+        f'{fmt(median["eval min"])} | {fmt(median["total min"])} '
+        f'[{fmt(runs["fastest"]["total min"])}, '
+        f'{fmt(runs["slowest"]["total min"])}] | {ratio:.2f}x |')
+    key = f'atari100k.bench_atari100k.{{}}:{name}'
+    what = f'{{}}, {name}, Atari 100k on {game} (`bench_atari100k`)'
+    for quantity, unit in (('train frames/s', 'frames/s'),
+                           ('eval frames/s', 'frames/s'),
+                           ('update share', 'fraction')):
+      figures.append({'key': key.format(
+                          quantity.replace(' ', '_').replace('/', '_per_')),
+                      'what': what.format(quantity),
+                      'value': f'{stats[name][quantity]["median"]:.4g}',
+                      'unit': unit})
+    figures.append({'key': key.format('whole_run_min'),
+                    'what': what.format('one whole run, estimated'),
+                    'value': f'{median["total min"]:.4g}', 'unit': 'min'})
+  return {'text': '\n'.join(lines), 'figures': figures, 'stats': stats}
+
+
+def main(argv):
+  del argv
+  f = flags.FLAGS
+  game = f.environment_name if f['environment_name'].present else DEFAULT_GAME
+  try:  # Refuse before any long work.
+    presets = parse_presets(f.presets)
+    if f.repeats < 1 or f.timing_repeats < 1:
+      raise ValueError('--repeats and --timing_repeats must be positive.')
+    if f.eval_episode_frames < 0 or f.goal_minutes <= 0:
+      raise ValueError('--eval_episode_frames must be >= 0 (0: measured) and '
+                       '--goal_minutes positive.')
+    runs = {p.name: protocol_settings(p, game) for p in presets}
+    benched = {name: bench_settings(s, f.slice_frames)
+               for name, s in runs.items()}
+  except (ValueError, settings_lib.ConfigError) as e:
+    sys.exit(f'Error: {e}')
+  s = next(iter(runs.values()))
+  train_frames = s.num_iterations * s.num_train_frames
+  eval_episodes = run_eval_episodes(s)
+  print(f'machine: {machine()}', flush=True)
+  print(f'Atari 100k (--protocol={PROTOCOL}) on {game}: the Python loop at '
+        f'K = {s.num_envs}; per round and preset a training slice of '
+        f'{f.slice_frames:,} frames past the learning start '
+        f'({s.min_replay_size():,} agent steps), the update, acting and '
+        'emulator times, and one whole evaluation episode at ε = '
+        f'{s.eval_exploration_epsilon}; {f.repeats} rounds.', flush=True)
+  benches = []
+  try:
+    for preset in presets:
+      start = time.perf_counter()
+      benches.append(PresetBench(preset, benched[preset.name]))
+      print(f'{preset.name}: built and past the learning start in '
+            f'{time.perf_counter() - start:.0f} s', flush=True)
+    measure(benches, f.repeats, f.timing_repeats,
+            lambda line: print(line, flush=True))
+  finally:
+    for bench in benches:
+      bench.close()
+  out = report({b.name: b.rounds for b in benches}, train_frames,
+               eval_episodes, f.eval_episode_frames, f.goal_minutes, game)
+  print()
+  print(out['text'])
+  length = (f'{f.eval_episode_frames:,} frames (--eval_episode_frames)'
+            if f.eval_episode_frames else
+            'the median of the evaluation episodes measured here, of an '
+            'agent trained for a few thousand frames (a trained agent\'s may '
+            'be longer; set --eval_episode_frames)')
+  print(f'\nMedians of {f.repeats} rounds [min, max]. update share = '
+        'updates/s x update ms. One whole run: '
+        f'{train_frames:,} training frames at the training rate (the '
+        f'warm-up\'s {s.min_replay_size() * s.num_action_repeats:,} frames, '
+        'which run no updates, included) plus '
+        f'{eval_episodes} evaluation episodes x {length}, at the evaluation '
+        f'rate; the goal: {fmt(f.goal_minutes)} minutes.')
+  print('figures: ' + json.dumps(out['figures']))
+
+
+if __name__ == '__main__':
+  # --environment_name is a run flag (zoo.configuration.settings_flags);
+  # unset: pong.
+  flags.DEFINE_string('presets', 'QR-DQN-1,CR-DQN',
+                      'Agent presets, comma separated (any package\'s).')
+  flags.DEFINE_integer('slice_frames', 2_000,
+                       'Training frames measured per preset per round.')
+  flags.DEFINE_integer('repeats', 3, 'Rounds over the presets (median).')
+  flags.DEFINE_integer('timing_repeats', 5,
+                       'Timed calls per component per round (median).')
+  flags.DEFINE_integer('eval_episode_frames', 0,
+                       'Frames of an evaluation episode in the estimate; 0: '
+                       'the median of the measured episodes.')
+  flags.DEFINE_float('goal_minutes', 20.0,
+                     'The goal for one whole run, in minutes.')
+  cli.run(main)
