@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from scripts.campaign import campaigns
 from scripts.campaign import report
 from tests import without_minatar
@@ -58,4 +60,11 @@ def test_a_report_without_runs_or_minatar_names_the_fix(tmp_path):
                           timeout=120,
                           env=without_minatar.environment(tmp_path, REPO))
   without_minatar.assert_refused(result)
+  assert not (tmp_path / 'out').exists()
+
+
+def test_a_campaign_without_minatar_runs_is_refused(tmp_path):
+  with pytest.raises(ValueError, match='reads MinAtar runs'):
+    report.write(campaigns.expand(campaigns.load('atari57_variants')),
+                 str(tmp_path), str(tmp_path / 'out'))
   assert not (tmp_path / 'out').exists()

@@ -266,39 +266,3 @@ def test_compare_jitted_minatar(inputs, tmp_path):
   assert '| breakout | CR-DQN |' in results[5]['stdout']
   assert_clean_error(results[6], '--against: QR-DQN-1 not in',
                      'it holds CR-DQN')
-
-
-def test_evidence(inputs, tmp_path):
-  """The evidence command: bad flags, bad archives, a damaged record."""
-  evidence_dir = tmp_path / 'evidence'
-  (evidence_dir / 'sessions' / 's1').mkdir(parents=True)
-  (evidence_dir / 'sessions' / 's1' / 'session.json').write_text('{"id": "s')
-  not_a_tar = tmp_path / 'notes.tar.gz'
-  not_a_tar.write_text('a,b\n1,2\n')
-  foreign = tmp_path / 'foreign.tar.gz'
-  with tarfile.open(foreign, 'w:gz') as tar:
-    tar.add(inputs['unrelated'] / 'notes.csv', arcname='notes.csv')
-  empty_dir = f'--evidence_dir={inputs["empty"]}'
-  report = f'--report_path={tmp_path / "evidence.md"}'
-  results = run_cases('scripts.experiments.evidence', [
-      ['--budget_minutes=0', f'--output_dir={tmp_path / "out"}', empty_dir],
-      ['--pieces=breakout', f'--output_dir={tmp_path / "out"}', empty_dir],
-      [f'--ingest={inputs["missing"]}', empty_dir, report],
-      [f'--ingest={not_a_tar}', empty_dir, report],
-      [f'--ingest={foreign}', empty_dir, report],
-      ['--report', f'--evidence_dir={evidence_dir}', report],
-      ['--dry_run', f'--output_dir={tmp_path / "out"}', empty_dir],
-  ], tmp_path)
-  assert_clean_error(results[0], '--budget_minutes=0 must be positive')
-  assert_clean_error(results[1], '--pieces: no piece breakout in the plan',
-                     'minatar-cr-vs-qr1-breakout')
-  for result in results[2:5]:
-    assert_clean_error(result, 'Pass the evidence-<id>.tar.gz')
-  assert_clean_error(results[2], 'no such file')
-  assert_clean_error(results[3], 'is not a readable archive')
-  assert_clean_error(results[4], "unexpected member 'notes.csv'")
-  assert_clean_error(results[5], 'session.json is damaged',
-                     'git checkout -- ')
-  assert not (tmp_path / 'evidence.md').exists()
-  assert_accepted(results[6])  # An empty results folder: nothing done yet.
-  assert 'minatar-cr-vs-qr1-breakout' in results[6]['stdout']

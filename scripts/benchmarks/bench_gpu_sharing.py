@@ -8,7 +8,7 @@ campaign gives two runs on one GPU (scripts.campaign.launch.local_slots:
 CUDA_VISIBLE_DEVICES and XLA_PYTHON_CLIENT_MEM_FRACTION=0.45 each). Prints
 whether both finished, each one's training frames/s and JAX's peak bytes in
 use, and their total against the run alone. The last line, `figures:`, holds
-the figures as JSON for the evidence command.
+the figures as JSON, for a record.
 
 GPU-only: on any other device it stops with an Error line.
 """

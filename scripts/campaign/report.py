@@ -1,7 +1,7 @@
 """The MinAtar report of a campaign's runs (scripts.analysis.minatar_report).
 
-Every run's seeds are planned runs, labelled by their configuration; a
-CR-DQN-K8 block is the K-stream check, compared with CR-DQN's K = 1 runs on
+Every MinAtar run's seeds are planned runs, labelled by their configuration
+(a campaign's Atari runs are left to scripts.analysis); a CR-DQN-K8 block is the K-stream check, compared with CR-DQN's K = 1 runs on
 its game. The report reads the runs as far as they go: incomplete and
 missing ones are listed, never averaged in.
 """
@@ -22,12 +22,13 @@ def write(runs: Sequence[run_lib.Run], root: str, output_dir: str, *,
           machine: str = '') -> List[str]:
   """Write the report of the runs into output_dir; return the files.
 
-  Raises ValueError naming the fix: runs not on MinAtar, of several
+  Raises ValueError naming the fix: no MinAtar run, runs of several
   lengths, or none with a results.csv under root.
   """
-  if not runs or any(r.suite != 'minatar' for r in runs):
-    raise ValueError('--report reads MinAtar campaigns only (e.g. '
-                     '--campaign=minatar_study).')
+  runs = [r for r in runs if r.suite == 'minatar']
+  if not runs:
+    raise ValueError('--report reads MinAtar runs, and this campaign has '
+                     'none (e.g. --campaign=minatar_study).')
   lengths = {(r.num_iterations(), int(r.setting('num_train_frames')),
               int(r.setting('num_eval_frames'))) for r in runs}
   if len(lengths) > 1:
