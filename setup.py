@@ -67,7 +67,7 @@ setuptools.setup(
     extras_require={
         'bench': BENCH_REQUIRES,
         'minatar': MINATAR_REQUIRES,
-        # Ray is in 'test' so that the sweep's Ray path is tested on a local Ray instance;
+        # Ray is in 'test' so that the campaign's Ray backend is tested on a local Ray instance;
         # the 'docs' packages are in 'test' so that CI builds the site (mkdocs build --strict).
         'test': ['pytest>=8', 'pytest-xdist>=3.6,<4', 'hypothesis>=6.100', 'pytest-timeout>=2.3',
                  'scipy>=1.13',
@@ -76,7 +76,7 @@ setuptools.setup(
         # or CUDA 13 (the H200 figures' stack: jax 0.11.2, Python >= 3.12).
         'cuda': [f'jax[cuda12]{JAX_RANGE}'],
         'cuda13': [f'jax[cuda13]{JAX_RANGE}'],
-        'sweep': ['ray>=2.40,<3'],
+        'ray': ['ray>=2.40,<3'],
         # The documentation site (mkdocs.yml): ranges that build it with --strict.
         'docs': DOCS_REQUIRES,
     },

@@ -4,6 +4,7 @@ import csv
 import datetime
 import math
 import os
+import re
 
 import numpy as np
 import pytest
@@ -149,3 +150,34 @@ def test_study_span_from_run_logs_and_csv_writes(tmp_path):
 
 def test_cpu_description_names_the_cores():
   assert f'{os.cpu_count()} cores' in minatar_report.cpu_description()
+
+
+def test_comparison_differences_and_normalised_iqm():
+  def result(label, game, seed, final):
+    return minatar_report.RunResult(
+        label, game, seed, '', True, np.arange(2), np.arange(2) * 1.0,
+        np.array([0.0, final]), np.array([np.nan, 0.0]), 1.0)
+
+  results = []
+  for seed in (1, 2, 3):
+    results += [result('CR-DQN', 'breakout', seed, 12.0),
+                result('QR-DQN-1', 'breakout', seed, 8.0),
+                result('CR-DQN', 'asterix', seed, 4.0 + seed),
+                result('QR-DQN-1', 'asterix', seed, 8.0)]
+  text = minatar_report.comparison_markdown(
+      results, ['CR-DQN', 'QR-DQN-1'], ['breakout', 'asterix'],
+      {'breakout': 0.0, 'asterix': 2.0}, reps=2000)
+  # Breakout: every resample of the seeds differs by exactly 4.
+  assert '| breakout | 3 | 4.00 [4.00, 4.00] |' in text
+  asterix = [l for l in text.splitlines() if l.startswith('| asterix |')][0]
+  low, high = (float(x) for x in re.findall(r'\[(.*), (.*)\]', asterix)[0])
+  assert '| asterix | 3 | -2.00 [' in asterix and -3 <= low < -2 < high <= -1
+  # Normalised by random (0; 2) and the best mean (CR-DQN 12; QR-DQN-1 8):
+  # QR-DQN-1 scores 8/12 x 3 and 1 x 3, always: IQM of the middle four.
+  assert '| QR-DQN-1 | 3 | 0.833 [0.833, 0.833] |' in text
+  # CR-DQN: 1 x 3 and (3, 4, 5) / 6, resampled over asterix's seeds.
+  cr = [l for l in text.splitlines() if l.startswith('| CR-DQN |')][0]
+  low, high = (float(x) for x in re.findall(r'\[(.*), (.*)\]', cr)[0])
+  point = float(cr.split('|')[3].split()[0])
+  assert point == pytest.approx(np.mean([4 / 6, 5 / 6, 1, 1]), abs=1e-3)
+  assert 0.5 <= low <= point <= high <= 1

@@ -212,14 +212,14 @@ def _graph_of(tmp_path, sources):
     ('networks/x.py', 'import losses'),
     ('zoo/x.py', 'from cr_dqn import run_atari'),
     ('zoo/x.py', 'def f():\n  from scripts.analysis import run_data'),
-    ('zoo/x.py', 'import scripts.experiments.sweep'),
+    ('zoo/x.py', 'import scripts.experiments.synthetic'),
     ('zoo/environments/x.py', 'from zoo.replay import frame_replay'),
     ('zoo/storage/x.py', 'from zoo.loops import runner'),
     ('zoo/storage/x.py', 'from zoo.environments import environment'),
     ('zoo/configuration/x.py', 'from zoo.suites import atari_suite'),
     ('cr_dqn/x.py', 'from scripts.analysis import run_data'),
     ('cr_dqn/x.py', 'from qr_dqn import run_atari'),
-    ('scripts/analysis/x.py', 'from scripts.experiments import sweep'),
+    ('scripts/analysis/x.py', 'from scripts.experiments import synthetic'),
     ('scripts/analysis/x.py', 'from scripts.benchmarks import timing'),
     ('scripts/experiments/x.py', 'from scripts.benchmarks import timing'),
 ])
@@ -229,7 +229,7 @@ def test_a_broken_rule_is_found(tmp_path, path, source):
       'zoo/loops/runner.py': '', 'zoo/suites/atari_suite.py': '',
       'zoo/environments/environment.py': '',
       'scripts/analysis/run_data.py': '',
-      'scripts/experiments/sweep.py': '', 'scripts/benchmarks/timing.py': '',
+      'scripts/experiments/synthetic.py': '', 'scripts/benchmarks/timing.py': '',
       'cr_dqn/run_atari.py': '', 'qr_dqn/run_atari.py': '',
       'losses/__init__.py': ''})
   module = path[:-3].replace('/', '.')

@@ -1,22 +1,22 @@
-"""Tests for scripts.benchmarks.bench_gpu_sharing: the sweep's settings, the
+"""Tests for scripts.benchmarks.bench_gpu_sharing: the campaign's settings, the
 figures; a CPU refused."""
 
 import pytest
 
 from scripts.benchmarks import bench_gpu_sharing
 from scripts.benchmarks import gpu_runs
-from scripts.experiments import sweep
+from scripts.campaign import launch
 
 
 def _outcome(rate, returncode=0, peak=2_000_000_000):
   return gpu_runs.Outcome(returncode, '', {'peak_bytes_in_use': peak}, rate)
 
 
-def test_two_runs_get_the_sweeps_setting_for_one_gpu():
+def test_two_runs_get_the_campaigns_setting_for_one_gpu():
   envs = bench_gpu_sharing.shared_environments('1', environ={})
   assert envs == [{'CUDA_VISIBLE_DEVICES': '1',
                    'XLA_PYTHON_CLIENT_MEM_FRACTION': '0.45'}] * 2
-  assert envs == sweep.local_slots(2, ['1'], {})
+  assert envs == launch.local_slots(2, ['1'], {})
 
 
 def test_figures_compare_the_pair_with_the_run_alone():

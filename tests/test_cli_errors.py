@@ -167,32 +167,22 @@ def test_evaluate(inputs, tmp_path):
                      'Pass another --checkpoint_dir')
 
 
-def test_sweep_status(inputs, tmp_path):
+def test_campaign_status(tmp_path):
   # A run directory whose files are cut short is still reported.
-  layout = tmp_path / 'sweep'
-  run_dir = layout / 'cr_dqn' / 'pong' / 'seed_1'
+  campaign = tmp_path / 'c.json'
+  campaign.write_text('{"blocks": [{"agent": "cr_dqn", "games": ["pong"], '
+                      '"seeds": [1, 2]}]}')
+  run_dir = tmp_path / 'runs' / 'cr_dqn' / 'pong' / 'seed_1'
   write_run(str(run_dir / 'results.csv'), 'cr_dqn', 'pong', 1, [-21, -20])
   truncate(run_dir / 'results.csv', 30)
   (run_dir / 'exit.json').write_text('{"returnco')
-  (run_dir / 'run.pid').write_text('{"pid": 1')
-  results = run_cases('scripts.experiments.sweep', [
-      ['--status', f'--root_dir={inputs["empty"]}'],
-      ['--status', f'--root_dir={inputs["missing"]}'],
-      ['--status', f'--root_dir={inputs["unrelated"]}'],
-      ['--status', f'--root_dir={layout}'],
-      ['--status', f'--root_dir={inputs["empty"]}', '--agents=cr_dqn',
-       '--games=pong'],
+  results = run_cases('scripts.campaign.__main__', [
+      ['--status', f'--campaign={campaign}', f'--root_dir={tmp_path / "runs"}'],
+      ['--status', f'--campaign={tmp_path / "missing.json"}'],
   ], tmp_path)
-  fix = ('ROOT/<agent>/<game>/seed_<s>/',
-         'Pass the --root_dir the sweep was launched with')
-  assert_clean_error(results[0], 'no run directory under', *fix)
-  assert_clean_error(results[1], 'does not exist', *fix)
-  assert_clean_error(results[2], 'no run directory under', *fix)
-  assert_accepted(results[3])
-  assert 'cr_dqn  pong  1     pending  1          interrupted' in results[3][
-      'stdout']
-  assert_accepted(results[4])  # Expected runs: listed as pending.
-  assert '0 done, 0 running, 0 failed, 1 pending' in results[4]['stdout']
+  assert_accepted(results[0])
+  assert 'pong' in results[0]['stdout']
+  assert_clean_error(results[1], 'Cannot read the campaign file')
 
 
 def _minatar_run(root, label, game, seed, truncated=False):
@@ -214,10 +204,13 @@ def _minatar_run(root, label, game, seed, truncated=False):
 def test_minatar_report(inputs, tmp_path):
   study = tmp_path / 'study'
   _minatar_run(study, 'CR-DQN', 'breakout', 1, truncated=True)
-  flags = ['--report', f'--output_dir={tmp_path / "report"}',
-           '--configs=CR-DQN', '--games=breakout', '--seeds=1',
-           '--k_stream_game=', '--num_iterations=1']
-  results = run_cases('scripts.experiments.minatar_study', [
+  campaign = tmp_path / 'study.json'
+  campaign.write_text(
+      '{"suite": "minatar", "flags": ["--num_iterations=1"], "blocks": '
+      '[{"agent": "cr_dqn", "preset": "CR-DQN", "games": ["breakout"], '
+      '"seeds": [1], "group": "CR-DQN"}]}')
+  flags = [f'--campaign={campaign}', f'--report={tmp_path / "report"}']
+  results = run_cases('scripts.campaign.__main__', [
       [f'--root_dir={inputs["empty"]}'] + flags,
       [f'--root_dir={study}'] + flags,
       [f'--root_dir={inputs["unrelated"]}'] + flags,
@@ -225,7 +218,7 @@ def test_minatar_report(inputs, tmp_path):
   for result in (results[0], results[2]):
     assert_clean_error(result, 'none of the 1 planned runs has a results.csv',
                        'CR-DQN/cr_dqn/breakout/seed_1/results.csv',
-                       'Pass the --root_dir the study ran in')
+                       'Pass the --root_dir the campaign ran in')
   assert_clean_error(results[1], 'seed_1/results.csv, line 3',
                      'cut short or damaged', "rerun the run's command")
   assert not (tmp_path / 'report').exists()
@@ -261,8 +254,8 @@ def test_compare_jitted_minatar(inputs, tmp_path):
        '--against=QR-DQN-1'] + common,
   ], tmp_path)
   assert_clean_error(results[0], 'no jitted run of CR-DQN on breakout',
-                     'Pass the --root_dir of python -m '
-                     'scripts.experiments.minatar_study --loop=jitted')
+                     'Pass the --root_dir of python -m scripts.campaign '
+                     '--campaign=minatar_study_jitted, then minatar_jitted')
   assert_clean_error(results[1], 'line 3', 'cut short or damaged',
                      'Pass the runs.csv')
   assert_clean_error(results[2], 'missing column(s)', 'Pass the runs.csv')
@@ -273,39 +266,3 @@ def test_compare_jitted_minatar(inputs, tmp_path):
   assert '| breakout | CR-DQN |' in results[5]['stdout']
   assert_clean_error(results[6], '--against: QR-DQN-1 not in',
                      'it holds CR-DQN')
-
-
-def test_evidence(inputs, tmp_path):
-  """The evidence command: bad flags, bad archives, a damaged record."""
-  evidence_dir = tmp_path / 'evidence'
-  (evidence_dir / 'sessions' / 's1').mkdir(parents=True)
-  (evidence_dir / 'sessions' / 's1' / 'session.json').write_text('{"id": "s')
-  not_a_tar = tmp_path / 'notes.tar.gz'
-  not_a_tar.write_text('a,b\n1,2\n')
-  foreign = tmp_path / 'foreign.tar.gz'
-  with tarfile.open(foreign, 'w:gz') as tar:
-    tar.add(inputs['unrelated'] / 'notes.csv', arcname='notes.csv')
-  empty_dir = f'--evidence_dir={inputs["empty"]}'
-  report = f'--report_path={tmp_path / "evidence.md"}'
-  results = run_cases('scripts.experiments.evidence', [
-      ['--budget_minutes=0', f'--output_dir={tmp_path / "out"}', empty_dir],
-      ['--pieces=breakout', f'--output_dir={tmp_path / "out"}', empty_dir],
-      [f'--ingest={inputs["missing"]}', empty_dir, report],
-      [f'--ingest={not_a_tar}', empty_dir, report],
-      [f'--ingest={foreign}', empty_dir, report],
-      ['--report', f'--evidence_dir={evidence_dir}', report],
-      ['--dry_run', f'--output_dir={tmp_path / "out"}', empty_dir],
-  ], tmp_path)
-  assert_clean_error(results[0], '--budget_minutes=0 must be positive')
-  assert_clean_error(results[1], '--pieces: no piece breakout in the plan',
-                     'minatar-cr-vs-qr1-breakout')
-  for result in results[2:5]:
-    assert_clean_error(result, 'Pass the evidence-<id>.tar.gz')
-  assert_clean_error(results[2], 'no such file')
-  assert_clean_error(results[3], 'is not a readable archive')
-  assert_clean_error(results[4], "unexpected member 'notes.csv'")
-  assert_clean_error(results[5], 'session.json is damaged',
-                     'git checkout -- ')
-  assert not (tmp_path / 'evidence.md').exists()
-  assert_accepted(results[6])  # An empty results folder: nothing done yet.
-  assert 'minatar-cr-vs-qr1-breakout' in results[6]['stdout']

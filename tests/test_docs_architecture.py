@@ -15,8 +15,7 @@ the source does not settle it (inherited or computed attributes): fast.
 
 Not checked, by design: placeholders (a name stops at `<...>`:
 `zoo.suites.<name>_suite`); other projects' files and the script a page
-holds (OTHER_FILES); docs/evidence.md, generated from the evidence folder,
-whose recorded sessions keep the commands and names they ran with.
+holds (OTHER_FILES).
 """
 
 import ast
@@ -34,8 +33,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ('zoo', 'losses', 'networks', 'scripts', 'cr_dqn', 'qr_dqn', 'iqn',
             'nc_cr_dqn', 'nc_qr_dqn')
-# Recorded history, not the present code (see the module docstring).
-EXCLUDED_PAGES = ('docs/evidence.md',)
+# Recorded history, not the present code (none now).
+EXCLUDED_PAGES = ()
 
 _FENCE = re.compile(r'^ *```.*?^ *```', re.M | re.S)
 _SPAN = re.compile(r'`([^`]+)`')

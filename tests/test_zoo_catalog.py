@@ -73,7 +73,7 @@ def test_hyperparameter_rules():
 
 
 def test_reading_and_checking_settings_imports_no_jax():
-  # Tools that only read settings (the sweep, the reports) stay light.
+  # Tools that only read settings (the campaign, the reports) stay light.
   out = _run_python('''
       import sys
       from zoo.configuration import agent_registry, settings, settings_flags

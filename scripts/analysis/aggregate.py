@@ -232,8 +232,8 @@ def minatar_markdown(rows: Sequence[RawSummary], confidence: float = 0.95
           'these are not comparable with the rows above). Best: the maximum '
           'evaluation return over a run\'s iterations, mean over seeds '
           f'[{pct}% bootstrap CI over seeds]; last: the last iteration\'s '
-          'return, mean over seeds. `python -m scripts.experiments.minatar_study '
-          '--report` gives the study\'s full report.\n\n'
+          'return, mean over seeds. `python -m scripts.campaign '
+          '--campaign=minatar_study --report=DIR` gives the study\'s full report.\n\n'
           '| source | agent | game | seeds | last iteration | best return '
           '[CI] | last return |\n|---|---|---|---:|---:|---:|---:|\n')
   for r in rows:

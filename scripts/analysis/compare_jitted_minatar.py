@@ -6,8 +6,8 @@ r"""Compare jitted-loop MinAtar runs with the Python loop's, per game and agent.
 
 The reference is the Python loop's per-seed final evaluation returns in the
 study report's runs.csv (scripts.analysis.minatar_report); the jitted runs are read
-from ROOT/<label>/<agent>/<game>/seed_<s>/results.csv (scripts.experiments.sweep's
-layout, as `--loop=jitted` of scripts.experiments.minatar_study writes them). Prints, per
+from ROOT/<label>/<agent>/<game>/seed_<s>/results.csv (as the campaign
+minatar_study_jitted writes them under its root's minatar_jitted/). Prints, per
 game and configuration, both means over complete seeds with 95% bootstrap
 CIs and the difference jitted - python with its CI (each side's seeds
 resampled). With --against, each jitted configuration is compared with the
@@ -41,8 +41,9 @@ def reference_finals(path: str) -> Dict[Tuple[str, str], List[float]]:
     ValueError: the file is not the report's runs.csv, or is cut short.
   """
   out: Dict[Tuple[str, str], List[float]] = {}
-  fix = ('Pass the runs.csv that python -m scripts.experiments.minatar_study --report '
-         'writes (docs/minatar/runs.csv).')
+  fix = ('Pass the runs.csv that python -m scripts.campaign '
+         '--campaign=minatar_study --report=DIR writes '
+         '(docs/minatar/runs.csv).')
   try:
     with open(path, newline='') as f:
       reader = csv.DictReader(f)
@@ -123,15 +124,15 @@ def main(argv):
   if not os.path.exists(FLAGS.reference_runs):
     sys.exit(f'Error: --reference_runs={FLAGS.reference_runs}: no such '
              "file; pass the study report's runs.csv (docs/minatar/runs.csv, "
-             'written by python -m scripts.experiments.minatar_study --report).')
+             'written by python -m scripts.campaign --report).')
   found = [path for label in FLAGS.configs for game in FLAGS.games
            for path in jitted_csv_paths(FLAGS.root_dir, label, game)]
   if not found:
     sys.exit(f'Error: --root_dir={FLAGS.root_dir}: no jitted run of '
              f'{", ".join(FLAGS.configs)} on {", ".join(FLAGS.games)} there '
              '(ROOT/<configuration>/<agent>/<game>/seed_<s>/results.csv). '
-             'Pass the --root_dir of python -m scripts.experiments.minatar_study '
-             '--loop=jitted.')
+             'Pass the --root_dir of python -m scripts.campaign '
+             '--campaign=minatar_study_jitted, then minatar_jitted.')
   try:
     reference = reference_finals(FLAGS.reference_runs)
     missing = [c for c in FLAGS.against

@@ -3,7 +3,7 @@ r"""Compare two loops' runs of one agent and game, seed by seed, iteration by it
   python -m scripts.analysis.compare_loops --python_root=runs/loops/python \
       --jitted_root=runs/loops/jitted [--agent=cr_dqn] [--game=breakout]
 
-Each root holds scripts.experiments.sweep's layout,
+Each root holds a campaign's layout,
 ROOT/<agent>/<game>/seed_<s>/results.csv, of runs with the same settings but
 --loop. Prints, per iteration, each loop's evaluation and training returns:
 the mean over its seeds with the range, then the mean of the last iteration
@@ -39,7 +39,7 @@ def read_runs(root: str, agent: str, game: str) -> Dict[int, List[Dict]]:
       runs[int(rows[0]['seed'])] = rows
   if not runs:
     raise ValueError(f'no results CSV matches {pattern}; pass the --root_dir '
-                     'of a scripts.experiments.sweep run.')
+                     'of a campaign (python -m scripts.campaign).')
   return runs
 
 

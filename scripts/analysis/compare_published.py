@@ -473,7 +473,7 @@ def check_arguments(runs: Sequence[str], plot_path: Optional[str],
     _, path = parse_runs_arg(arg)
     if not os.path.exists(path):
       raise ValueError(f'--runs: {path!r} does not exist; pass a directory '
-                       'of run CSVs (e.g. a sweep\'s --root_dir) or one run '
+                       'of run CSVs (e.g. a campaign\'s folder) or one run '
                        'CSV.')
   if plot_path:
     extension = os.path.splitext(plot_path)[1]

@@ -1,8 +1,8 @@
 """The MinAtar study's report: curves, final scores with CIs, K = 8 vs K = 1.
 
-`write_report` reads the runs scripts.experiments.minatar_study planned (each run's
-results.csv under ROOT/<label>/<agent>/<game>/seed_<s>/) and writes, into
-the output directory:
+`write_report` reads the planned runs of a MinAtar campaign
+(scripts.campaign.report: each run's results.csv) and writes, into the
+output directory:
 
 - final_scores.csv and report.md: per game and configuration, over the
   complete seeds, the mean of two statistics of each run with a 95%
@@ -17,8 +17,11 @@ the output directory:
   policy dashed; k_streams.png: the same for CR-DQN K = 1 and K = 8.
 - wall time: the hours the runs spent in their phases (from the CSVs' frame
   rates; start-up, compilation before a phase and checkpoints not counted),
-  and the study's span, from the first run's start (scripts.experiments.sweep's run.log)
+  and the study's span, from the first run's start (the campaign's run.log)
   to the last CSV write.
+
+`comparison_markdown` adds CR-DQN - QR-DQN-1 per game and the normalised
+IQM over games.
 
 Incomplete and missing runs are listed, never averaged in.
 """
@@ -41,6 +44,7 @@ from scripts.analysis import run_data
 from zoo.storage import files
 
 K_ONE_LABEL = 'CR-DQN'  # The K = 1 runs the K-stream check compares with.
+COMPARED = ('CR-DQN', 'QR-DQN-1')  # The paper's question: Cramér vs QR.
 
 
 class RandomReturn(NamedTuple):
@@ -179,7 +183,7 @@ def study_span(csv_paths: Sequence[str]
                ) -> Optional[Tuple[datetime.datetime, datetime.datetime]]:
   """Return (first run.log start, last CSV write) of the runs, if known.
 
-  scripts.experiments.sweep starts each attempt's block of run.log (beside the CSV) with
+  The campaign starts each attempt's block of run.log (beside the CSV) with
   '=== YYYY-mm-dd HH:MM:SS on HOST: COMMAND'.
   """
   starts, ends = [], []
@@ -550,3 +554,74 @@ def write_report(planned: Sequence[Tuple[str, str, int, str]],
     files.write_atomically(os.path.join(output_dir, name), text)
     written.append(os.path.join(output_dir, name))
   return written
+
+
+def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
+                        random_returns: Dict[str, float], reps: int,
+                        seed: int = 0) -> str:
+  """Return the report's CR-DQN - QR-DQN-1 and normalised-IQM sections.
+
+  Args:
+    results: RunResult of the complete runs.
+    labels: the configurations, in order.
+    games: the games, in order.
+    random_returns: the random policy's return per game.
+    reps: bootstrap resamples.
+    seed: the bootstrap's seed.
+  """
+  final = {}
+  for r in results:
+    if r.complete:
+      final.setdefault((r.label, r.game), {})[r.seed] = float(
+          r.eval_return[-1])
+  a, b = COMPARED
+  lines = [f'## {a} - {b} per game', '',
+           f'Final evaluation return of {a} minus {b}: difference of the '
+           'means over seeds, 95% percentile bootstrap CI resampling each '
+           "configuration's seeds.", '',
+           '| game | seeds | difference [95% CI] |', '|---|---:|---|']
+  for game in games:
+    if (a, game) in final and (b, game) in final:
+      cell = difference_ci(
+          list(final[(a, game)].values()), list(final[(b, game)].values()),
+          reps=reps, seed=seed)
+      lines.append(f'| {game} | {cell.num_seeds} | '
+                   f'{_cell_text(cell)} |')
+    else:
+      lines.append(f'| {game} | 0 | – |')
+  best = {}
+  for game in games:
+    means = [np.mean(list(final[(label, game)].values())) for label in labels
+             if (label, game) in final]
+    if means and game in random_returns:
+      best[game] = max(means)
+  lines += ['', '## Aggregate over games', '',
+            'Interquartile mean over seeds x games of the final return '
+            'normalised per game, (score - random) / (best - random), where '
+            "best is the best configuration's mean on that game; 95% "
+            'stratified bootstrap CI (scripts.analysis.bootstrap). Only '
+            'games where every configuration has complete runs, and only seeds '
+            'complete on all of them.', '']
+  usable = [g for g in games if g in best and
+            best[g] != random_returns[g] and
+            all((label, g) in final for label in labels)]
+  if not usable:
+    return '\n'.join(lines + ['No game has complete runs of every '
+                              'configuration yet.', '']) + '\n'
+  lines += [f'Games: {", ".join(usable)}.', '',
+            '| configuration | seeds | normalised IQM [95% CI] |',
+            '|---|---:|---|']
+  for label in labels:
+    seeds = sorted(set.intersection(*[set(final[(label, g)])
+                                      for g in usable]))
+    if not seeds:
+      lines.append(f'| {label} | 0 | – |')
+      continue
+    scores = np.array([[(final[(label, g)][s] - random_returns[g]) /
+                        (best[g] - random_returns[g]) for g in usable]
+                       for s in seeds])
+    interval = bootstrap.confidence_interval(
+        scores, bootstrap.interquartile_mean, reps=reps, seed=seed)
+    lines.append(f'| {label} | {len(seeds)} | {interval.point:.3f} '
+                 f'[{interval.lower:.3f}, {interval.upper:.3f}] |')
+  return '\n'.join(lines) + '\n'

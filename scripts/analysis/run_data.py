@@ -35,12 +35,12 @@ _REQUIRED_COLUMNS = _KEY_COLUMNS + ('iteration', 'eval_episode_return')
 # What the tools say a run CSV is, when they find none.
 RUN_CSV_HELP = (
     'A run CSV is the results.csv a run writes (python -m <agent>.run_atari '
-    'or run_minatar, or scripts.experiments.sweep under '
+    'or run_minatar, or python -m scripts.campaign under '
     'ROOT/<agent>/<game>/seed_<s>/), with the columns '
     f'{", ".join(_REQUIRED_COLUMNS)}.')
 DAMAGED_CSV_FIX = (
     'The file is cut short or damaged: move it aside and rerun the run\'s '
-    'command (or the sweep\'s), which rewrites its results.csv from its '
+    'command (or the campaign\'s), which rewrites its results.csv from its '
     'newest checkpoint.')
 
 
@@ -195,8 +195,8 @@ def find_run_files(root: str) -> List[str]:
   """Return every *.csv and *.csv.gz file under `root`, sorted."""
   if not os.path.isdir(root):
     raise ValueError(f'--runs: {root!r} is not a directory; pass the '
-                     'directory the runs were written to (a sweep\'s '
-                     '--root_dir, e.g. --runs=runs/atari57).')
+                     'directory the runs were written to (a campaign\'s '
+                     'folder, e.g. --runs=runs/atari57).')
   found = []
   for dirpath, _, filenames in os.walk(root):
     for name in filenames:
@@ -296,7 +296,7 @@ def load_run_dir(root: str, source: str = 'ours') -> List[Run]:
                  (f'; and {len(skipped) - 1} more' if len(skipped) > 1
                   else '') + ')')
     raise ValueError(f'--runs: {problem}. {RUN_CSV_HELP} Pass the directory '
-                     'the runs were written to (a sweep\'s --root_dir, e.g. '
+                     'the runs were written to (a campaign\'s folder, e.g. '
                      '--runs=runs/atari57).')
   for reason in skipped:
     print(f'warning: skipping {reason}', file=sys.stderr)

@@ -11,7 +11,7 @@ not change the GPU's memory: a full-length run's GPU memory is this one's.
 Each child prints JAX's memory statistics of the device at its exit (the peak
 bytes in use, the pool, the limit); nvidia-smi's memory.used of the GPU is
 sampled meanwhile (the CUDA context included). The last line, `figures:`,
-holds the figures as JSON for the evidence command.
+holds the figures as JSON, for a record.
 
 GPU-only: on any other device it stops with an Error line.
 """

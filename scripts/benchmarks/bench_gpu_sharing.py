@@ -1,14 +1,14 @@
-r"""Measure two runs sharing one GPU under the sweep's sharing settings.
+r"""Measure two runs sharing one GPU under the campaign's sharing settings.
 
   python -m scripts.benchmarks.bench_gpu_sharing [--num_train_frames=100000]
 
 Runs `cr_dqn.run_atari` (Pong, --num_envs=64, one iteration, the replay full)
 alone on the GPU, then two at once on the same GPU with the environment the
-sweep gives two runs on one GPU (scripts.experiments.sweep.local_slots:
+campaign gives two runs on one GPU (scripts.campaign.launch.local_slots:
 CUDA_VISIBLE_DEVICES and XLA_PYTHON_CLIENT_MEM_FRACTION=0.45 each). Prints
 whether both finished, each one's training frames/s and JAX's peak bytes in
 use, and their total against the run alone. The last line, `figures:`, holds
-the figures as JSON for the evidence command.
+the figures as JSON, for a record.
 
 GPU-only: on any other device it stops with an Error line.
 """
@@ -23,7 +23,7 @@ from absl import app
 from absl import flags
 
 from scripts.benchmarks import gpu_runs
-from scripts.experiments import sweep
+from scripts.campaign import launch
 from zoo.configuration import cli
 
 FLAGS = flags.FLAGS
@@ -32,9 +32,9 @@ RUNS_PER_GPU = 2
 
 
 def shared_environments(gpu: str, environ=None) -> List[Dict[str, str]]:
-  """The variables of each of two runs sharing `gpu`, as the sweep sets them
-  with --parallel=2 on one GPU."""
-  return sweep.local_slots(RUNS_PER_GPU, [gpu], environ)
+  """The variables of each of two runs sharing `gpu`, as the campaign sets
+  them with --parallel=2 on one GPU."""
+  return launch.local_slots(RUNS_PER_GPU, [gpu], environ)
 
 
 def figures(alone: gpu_runs.Outcome, together: Sequence[gpu_runs.Outcome],
@@ -45,7 +45,7 @@ def figures(alone: gpu_runs.Outcome, together: Sequence[gpu_runs.Outcome],
   base = 'Atari Pong, `--num_envs=64`, the replay full'
   both = all(o.returncode == 0 for o in together)
   rows = [{'key': 'gpu.sharing.both_finished',
-           'what': f'two runs on one GPU ({setting} each, the sweep\'s '
+           'what': f'two runs on one GPU ({setting} each, the campaign\'s '
                    f'setting): both finished',
            'value': 'yes' if both else 'no', 'unit': ''}]
   if alone.returncode == 0 and alone.train_rate:

@@ -4,8 +4,8 @@ r"""Benchmark the jitted MinAtar loop against the Python loop, side by side.
       [--configs=CR-DQN,QR-DQN-1] [--num_seeds=1,4,16] [--num_steps=4000]
       [--repeats=3] [any run flag, e.g. --num_quantiles=51]
 
-For each configuration of scripts.experiments.minatar_study, with MinAtar's defaults
-(N = 201, replay 100k, learning from 5k steps, one update per 4 steps), in one
+For each configuration of scripts.benchmarks.bench_minatar, with MinAtar's
+defaults (N = 201, replay 100k, learning from 5k steps, one update per 4 steps), in one
 process: the Python loop (scripts.benchmarks.bench_minatar's training phase: env, act,
 replay, updates) and the jitted loop (zoo.loops.jitted_loop's training phases) with 1, 4 and 16 seeds
 vmapped, each warmed up past the learning start (the jitted chunk compiled),
@@ -29,7 +29,6 @@ import jax
 import numpy as np
 
 from scripts.benchmarks import bench_minatar
-from scripts.experiments import minatar_study
 from zoo.configuration import agent_registry
 from zoo.loops import jitted_loop
 from zoo.suites import minatar_suite
@@ -43,7 +42,7 @@ FLAGS = flags.FLAGS
 def define_flags() -> None:
   """Define the flags of this entry point (only when run)."""
   flags.DEFINE_list('configs', ['CR-DQN', 'QR-DQN-1'],
-                    'Configurations of scripts.experiments.minatar_study to measure.')
+                    'Configurations of bench_minatar to measure.')
   flags.DEFINE_list('num_seeds', ['1', '4', '16'], 'Vmapped seeds to measure.')
   flags.DEFINE_integer('num_steps', 4000, 'Training steps per seed per '
                        'measurement (a multiple of the block, 4 steps).')
@@ -108,7 +107,7 @@ def main(argv):
   for config in configs:
     settings = dict(base, results_csv_path='', checkpoint_dir='',
                     tensorboard_dir='', loop='jitted',
-                    **minatar_study.config_settings(config))
+                    **bench_minatar.config_settings(config))
     try:
       s = settings_lib.resolve_settings(minatar_suite.MINATAR,
                                         agent_registry.presets()[config.preset],

@@ -5,7 +5,8 @@ r"""Benchmark the MinAtar loop: training and evaluation steps/s, and the parts.
       [--configs=QR-DQN-1,QR-DQN-0,CR-DQN,NC-CR-DQN,NC-QR-DQN-0,CR-DQN-K8]
       [any run flag, e.g. --num_quantiles=51]
 
-For every configuration of scripts.experiments.minatar_study, with MinAtar's defaults
+For every configuration of the MinAtar study (scripts.campaign's
+minatar_study), with MinAtar's defaults
 (N = 201, hidden layer 128, one update per 4 steps, replay 100k, learning
 from 5k steps; the run flags change them), in one process, after a
 warm-up that fills the replay to its minimum and compiles the update: a
@@ -19,15 +20,14 @@ rounds.
 
 XLA runs single-threaded (--single_threaded, the default), as each run of a
 study with --parallel >= cores does. The last lines print the mean ms per
-training and evaluation step over the K = 1 configurations: the figures
-scripts.experiments.minatar_study's estimate uses (--train_step_ms, --eval_step_ms).
+training and evaluation step over the K = 1 configurations.
 """
 
 import os
 import statistics
 import sys
 import time
-from typing import Dict, List
+from typing import Any, Dict, List, NamedTuple, Tuple
 
 from absl import app
 from absl import flags
@@ -36,7 +36,6 @@ import numpy as np
 
 from scripts.analysis import minatar_report
 from scripts.benchmarks import timing
-from scripts.experiments import minatar_study
 from zoo.configuration import agent_registry
 from zoo.loops import build
 from zoo.environments import environment
@@ -55,12 +54,45 @@ COLUMNS = ('train steps/s', 'train ms/step', 'eval ms/step', 'update ms',
            'updates share', 'act ms', 'env ms', 'replay add ms', 'sample ms')
 
 
+class Config(NamedTuple):
+  """A configuration of the MinAtar study: a preset and flags."""
+  label: str
+  preset: str                  # A preset of zoo.configuration.agent_registry.
+  flags: Tuple[str, ...] = ()  # Beyond the preset's.
+
+
+STUDY_PRESETS = ('QR-DQN-1', 'QR-DQN-0', 'CR-DQN', 'NC-CR-DQN', 'NC-QR-DQN-0')
+CONFIGS = tuple(Config(name, name) for name in STUDY_PRESETS)
+K_STREAM_CONFIG = Config('CR-DQN-K8', 'CR-DQN', ('--num_envs=8',))
+# Measured when named in --configs: the smoothed Cramér loss and the
+# sampled-level agents.
+OPTIONAL_CONFIGS = (Config('CR-DQN-MQ', 'CR-DQN-MQ'), Config('IQN', 'IQN'),
+                    Config('CR-IQN', 'CR-IQN'))
+
+
+def config_settings(config: Config) -> Dict[str, Any]:
+  """Return a configuration's flags beyond its preset, parsed as the entry
+  point parses them.
+
+  '--name=value' is parsed by the run flag `name`; '--name' alone is a
+  boolean set to True.
+  """
+  settings = {}
+  for flag in config.flags:
+    name, has_value, value = flag[2:].partition('=')
+    if name not in settings_flags.settings_lib.SETTINGS:
+      raise ValueError(f'{config.label}: {flag} is not a run setting.')
+    settings[name] = (settings_flags.FLAGS[name].parser.parse(value)
+                      if has_value else True)
+  return settings
+
+
 def define_flags() -> None:
   """Define the flags of this entry point (only when run)."""
   # The run settings are the run flags, with MinAtar's defaults.
-  labels = [c.label for c in minatar_study.CONFIGS]
-  flags.DEFINE_list('configs', labels + [minatar_study.K_STREAM_CONFIG.label],
-                    'Configurations of scripts.experiments.minatar_study to measure.')
+  labels = [c.label for c in CONFIGS]
+  flags.DEFINE_list('configs', labels + [K_STREAM_CONFIG.label],
+                    'Configurations to measure.')
   flags.DEFINE_integer('num_steps', 3000,
                        'Training steps per configuration per round (eval: '
                        'the same number).')
@@ -80,10 +112,10 @@ def machine() -> str:
 class ConfigBench:
   """One configuration's agent, replay and environments, warmed up."""
 
-  def __init__(self, config: minatar_study.Config, base_settings):
+  def __init__(self, config: Config, base_settings):
     self.name = config.label
     settings = dict(base_settings, results_csv_path='', checkpoint_dir='')
-    settings.update(minatar_study.config_settings(config))
+    settings.update(config_settings(config))
     s = settings_lib.resolve_settings(minatar_suite.MINATAR,
                                       agent_registry.presets()[config.preset],
                                       settings)
@@ -169,9 +201,9 @@ class ConfigBench:
     self.eval_env.close()
 
 
-def _configs(labels) -> List[minatar_study.Config]:
-  known = {c.label: c for c in minatar_study.CONFIGS +
-           minatar_study.OPTIONAL_CONFIGS + (minatar_study.K_STREAM_CONFIG,)}
+def _configs(labels) -> List[Config]:
+  known = {c.label: c for c in CONFIGS +
+           OPTIONAL_CONFIGS + (K_STREAM_CONFIG,)}
   unknown = [label for label in labels if label not in known]
   if unknown or not labels:
     raise app.UsageError(f'Unknown --configs {unknown}; choose from '
@@ -193,7 +225,7 @@ def main(argv):
   base_settings = settings_flags.values_from_flags()
   for config in configs:  # Every configuration's settings, before any work.
     settings = dict(base_settings, results_csv_path='', checkpoint_dir='',
-                    **minatar_study.config_settings(config))
+                    **config_settings(config))
     try:
       settings_lib.validate_settings(minatar_suite.MINATAR,
                                      settings_lib.resolve_settings(

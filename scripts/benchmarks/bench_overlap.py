@@ -21,7 +21,7 @@ The first table holds the overlap goal: overlapped <= 1.15 x max(stepping,
 learning). The second holds every loop's training frames/s (frames = agent
 steps x K x 4, the same frames for every row) and the jitted loop's against
 the faster of the Python loop's two orders. The last line, `figures:`, holds
-the frames/s as JSON for the evidence command.
+the frames/s as JSON, for a record.
 
 Every variant's replay holds `--bench_replay_capacity` transitions, far
 fewer than DQN Zoo's 1M: the timings need only the minimum to learn from,
@@ -157,7 +157,7 @@ def format_loop_row(r: Dict[str, Any]) -> str:
 
 
 def figures(rows: List[Dict[str, Any]], game: str) -> List[Dict[str, str]]:
-  """Return the evidence command's figures of the loops table's rows."""
+  """Return the figures (key, what, value, unit) of the loops table's rows."""
   out = []
   for r in rows:
     if r['variant'] in ('stepping', 'learning'):

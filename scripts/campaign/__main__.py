@@ -5,6 +5,7 @@ r"""Run a campaign: a list of runs, resumable, under an optional time limit.
       --parallel=8
   python -m scripts.campaign --campaign=minatar_study --budget_minutes=230
   python -m scripts.campaign --campaign=atari57 --status
+  python -m scripts.campaign --campaign=minatar_study --report=docs/minatar
   python -m scripts.campaign --campaign=my_runs.json --backend=slurm \
       --parallel=32 --slurm_option=--gres=gpu:1 --slurm_option=--time=12:00:00
   python -m scripts.campaign --campaign=atari57 --backend=ray --gpus_per_run=1
@@ -30,9 +31,11 @@ from scripts.campaign import campaigns
 from scripts.campaign import check
 from scripts.campaign import estimate
 from scripts.campaign import launch
+from scripts.campaign import report
 from scripts.campaign import run_record as run_lib
 from scripts.campaign import status
 from zoo.configuration import cli
+from zoo.environments import minatar_env
 
 FLAGS = flags.FLAGS
 BACKENDS = ('local', 'ray', 'slurm')
@@ -75,6 +78,9 @@ def define_flags() -> None:
   flags.DEFINE_float('eval_fps', None, 'Estimate: evaluation frames/s.')
   flags.DEFINE_string('archive', None, 'Pack the runs\' results (no '
                       'checkpoints) into this .tar.gz and stop.')
+  flags.DEFINE_string('report', None, 'Write the MinAtar report of the '
+                      "campaign's runs (curves, scores with CIs, CR-DQN vs "
+                      'QR-DQN-1) into this folder and stop.')
   flags.DEFINE_string('ingest', None, 'Unpack an --archive into --root_dir '
                       'and stop.')
 
@@ -115,6 +121,14 @@ def main(argv):
       print(f'{archive.ingest(FLAGS.ingest, root)} files into {root}.')
     except (OSError, ValueError) as e:
       sys.exit(f'Error: --ingest: {e}')
+    return
+  if FLAGS.report:
+    try:
+      minatar_env.check_installed()
+      for path in report.write(runs, root, FLAGS.report):
+        print(path)
+    except (ValueError, minatar_env.NotInstalledError) as e:
+      sys.exit(f'Error: {e}')
     return
   if FLAGS.archive:
     print(f'{archive.pack(runs, root, FLAGS.archive)} files into '

@@ -34,7 +34,7 @@ PAPER_VARIANTS = {'QR-DQN-0': 'qr_dqn', 'NC-CR-DQN': 'nc_cr_dqn',
                   'NC-QR-DQN-1': 'nc_qr_dqn', 'NC-QR-DQN-0': 'nc_qr_dqn'}
 ATARI100K_AGENTS = {'QR-DQN-1': 'qr_dqn', 'CR-DQN': 'cr_dqn', 'IQN': 'iqn',
                     'CR-IQN': 'iqn'}
-# Presets beyond the paper's, each with its MinAtar evidence.
+# Presets beyond the paper's, each with its MinAtar runs.
 LATER_PRESETS = {'CR-DQN-MQ': 'cr_dqn', 'CR-IQN': 'iqn', 'IQN': 'iqn',
                  'NC-QR-DQN-1': 'nc_qr_dqn'}
 

@@ -164,7 +164,7 @@ def run_ray(runs: Sequence[run_lib.Run], root: str, address: str,
     import ray  # pylint: disable=g-import-not-at-top
   except ImportError:
     raise ImportError(
-        "--backend=ray needs Ray: pip install '.[sweep]'.") from None
+        "--backend=ray needs Ray: pip install '.[ray]'.") from None
   ray.init(address=address)
   from scripts.campaign import launch  # pylint: disable=g-import-not-at-top
   task = ray.remote(num_cpus=cpus_per_run, num_gpus=gpus_per_run)(

@@ -1,1 +1,2 @@
-"""Experiments: sweeps, studies and the synthetic figure, run from the command line."""
+"""Experiments: the synthetic figure, MinAtar's random policy and the
+evaluation rule, run from the command line."""
