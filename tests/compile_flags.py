@@ -1,37 +1,63 @@
-"""The suite's cheap XLA compiles, and the environment of a user's run.
+"""The suite's XLA settings: one instruction set on every CPU, cheap compiles.
 
-The suite's programs are tiny and run a few times, so compiling them is most
-of its cost; XLA's cheapest backend optimisation halves that. It also changes
-the last bits of some floating-point results, and a reinforcement-learning
-run that differs in one bit goes its own way. So a test that compares a run
-with numbers recorded from a user's run (the reference CSVs, the learning
-tests' margins) starts that run in `user_environment()`, which compiles as a
-user's run does. Runs compared with each other need only the same flags.
+Portable: XLA compiles for the host's instruction set, and the kernels it calls
+(oneDNN's matrix products inside Eigen's, YNNPACK's and XNNPACK's fusions)
+choose their code by the host's features when they run. So the same program
+gives other last bits on a CPU with AVX-512 than on one with AVX2 only, and a
+reinforcement-learning run that differs in one bit goes its own way. Every
+process of the suite compiles for AVX2, which every x86-64 machine of the
+project has, caps oneDNN at AVX2 and leaves YNNPACK and XNNPACK out, so that no
+test's verdict depends on the CPU model (tests/data/reference_runs/README.md
+says how this was checked).
+
+Cheap: the suite's programs are tiny and run a few times, so compiling them is
+most of its cost; XLA's cheapest backend optimisation halves that. It also
+changes the last bits of some results, so a test that compares a run with
+numbers recorded from a run (the reference CSVs, the learning tests' margins)
+starts that run in `reference_environment()`: portable, and compiled as a
+user's run is. Runs compared with each other need only the same settings.
 """
 
 import os
-from typing import Dict, List, Mapping, Optional
+from typing import Dict, List, Mapping, Optional, Sequence
 
+PORTABLE = ('--xla_cpu_max_isa=AVX2',
+            '--xla_cpu_experimental_ynn_fusion_type=',
+            '--xla_cpu_use_xnnpack=false')
+# Read by oneDNN when it first runs, so set before the process starts JAX.
+PORTABLE_VARIABLES = {'ONEDNN_MAX_CPU_ISA': 'AVX2'}
 CHEAP = ('--xla_backend_optimization_level=0',
          '--xla_llvm_disable_expensive_passes=true')
 
 
+def _name(flag: str) -> str:
+  return flag.split('=')[0]
+
+
 def _other_flags(xla_flags: str) -> List[str]:
-  return [flag for flag in xla_flags.split() if flag not in CHEAP]
+  """Return the flags of `xla_flags` that set none of the suite's."""
+  ours = {_name(flag) for flag in PORTABLE + CHEAP}
+  return [flag for flag in xla_flags.split() if _name(flag) not in ours]
 
 
-def with_cheap_compiles(xla_flags: str = '') -> str:
-  """Return XLA_FLAGS `xla_flags` with the suite's cheap compiles added."""
-  return ' '.join(_other_flags(xla_flags) + list(CHEAP))
-
-
-def user_environment(environ: Optional[Mapping[str, str]] = None,
-                     **more: str) -> Dict[str, str]:
-  """Return `environ` (default: this process's) as a user's run has it."""
+def _environment(environ: Optional[Mapping[str, str]], flags: Sequence[str],
+                 more: Mapping[str, str]) -> Dict[str, str]:
   env = dict(os.environ if environ is None else environ, **more)
-  flags = _other_flags(env.get('XLA_FLAGS', ''))
-  if flags:
-    env['XLA_FLAGS'] = ' '.join(flags)
-  else:
-    env.pop('XLA_FLAGS', None)
+  env.update(PORTABLE_VARIABLES)
+  env['XLA_FLAGS'] = ' '.join(_other_flags(env.get('XLA_FLAGS', '')) +
+                              list(flags))
   return env
+
+
+def suite_environment(environ: Optional[Mapping[str, str]] = None,
+                      **more: str) -> Dict[str, str]:
+  """Return `environ` (default: this process's) updated by `more`, portable
+  and compiling cheaply: the environment of every process of the suite."""
+  return _environment(environ, PORTABLE + CHEAP, more)
+
+
+def reference_environment(environ: Optional[Mapping[str, str]] = None,
+                          **more: str) -> Dict[str, str]:
+  """Return `environ` (default: this process's) updated by `more`, for a run
+  compared with a recorded one: portable, compiled as a user's run is."""
+  return _environment(environ, PORTABLE, more)

@@ -31,10 +31,10 @@ if _CACHE_ENV not in os.environ:
   })
 
 
-# Every process of the suite compiles cheaply (tests/compile_flags.py); the
-# runs compared with a user's recorded numbers start in a user's environment.
-os.environ['XLA_FLAGS'] = compile_flags.with_cheap_compiles(
-    os.environ.get('XLA_FLAGS', ''))
+# Every process of the suite compiles for one instruction set, cheaply
+# (tests/compile_flags.py); the runs compared with recorded numbers start in
+# compile_flags.reference_environment().
+os.environ.update(compile_flags.suite_environment())
 
 
 def pytest_collection_modifyitems(items):

@@ -271,10 +271,9 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
   # One XLA thread: multi-threaded CPU kernels may split sums differently
   # from run to run (a 1-ulp difference seen once under load), which would
   # make even two uninterrupted runs differ.
-  env = dict(os.environ, PYTHONPATH=ROOT,
-             XLA_FLAGS=compile_flags.with_cheap_compiles(
-                 '--xla_cpu_multi_thread_eigen=false '
-                 'intra_op_parallelism_threads=1'))
+  env = compile_flags.suite_environment(
+      PYTHONPATH=ROOT, XLA_FLAGS='--xla_cpu_multi_thread_eigen=false '
+      'intra_op_parallelism_threads=1')
   subprocess.run(_command(tmp_path, 'full'), check=True, cwd=ROOT, env=env,
                  capture_output=True, timeout=300)
   process = subprocess.Popen(_command(tmp_path, 'killed'), cwd=ROOT, env=env,
