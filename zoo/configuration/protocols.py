@@ -5,7 +5,7 @@ flag wins, as over a preset); `zoo.configuration.settings.resolve_settings`
 applies it. docs/atari100k.md tables atari100k's values beside DQN Zoo's.
 """
 
-from typing import Any, Mapping, NamedTuple, Tuple
+from typing import Any, Mapping, NamedTuple, Optional, Tuple
 
 from zoo.configuration import agent_registry
 
@@ -13,7 +13,7 @@ from zoo.configuration import agent_registry
 class Protocol(NamedTuple):
   """One protocol: the suites it runs on and the values it gives."""
   summary: str  # One line for --help and the docs.
-  suites: Tuple[str, ...]  # The suites' names it runs on.
+  suites: Optional[Tuple[str, ...]]  # The suites' names it runs on; None: all.
   values: Mapping[str, Any]  # Flag values (by setting name), counts in frames.
   # Adam's ε before the 2/N rule of the Cramér losses and --scale_grad
   # (agent_registry.default_optimizer_epsilon), where --optimizer_epsilon is
@@ -51,8 +51,7 @@ _ATARI_100K = dict(
 )
 
 PROTOCOLS = {
-    'dqn_zoo': Protocol("DQN Zoo's: the flags' defaults", ('atari', 'minatar'),
-                        {}),
+    'dqn_zoo': Protocol("DQN Zoo's: the flags' defaults", None, {}),
     'atari100k': Protocol(
         'Atari 100k (DER.gin): 10 iterations of 10,000 agent steps, DER '
         "network and settings", ('atari',), _ATARI_100K,

@@ -60,11 +60,9 @@ class Settings:
   """Every setting of a run. None: unset (only before resolve_settings)."""
   environment_name: str = _flag('pong', 'Game of the suite.')
   protocol: str = _flag(
-      'dqn_zoo', 'Named setting values that fill every flag left unset '
-      '(zoo.configuration.protocols; docs/atari100k.md). dqn_zoo: the '
-      "defaults; atari100k (Atari): Dopamine's DER.gin, 10 iterations of "
-      '10,000 agent steps, the DER network and settings, 100 evaluation '
-      'episodes after the last.', enum_values=list(protocols_lib.PROTOCOLS))
+      'dqn_zoo', 'Values for every flag left unset: dqn_zoo (the '
+      "defaults) or atari100k (Atari; DER.gin's: docs/atari100k.md).",
+      enum_values=list(protocols_lib.PROTOCOLS))
   environment_height: int = _flag(84, 'Processed frame height.')
   environment_width: int = _flag(84, 'Processed frame width.')
   replay_capacity: int = _flag(int(1e6), 'Transitions (all streams).', 'count')
@@ -73,12 +71,8 @@ class Settings:
   batch_size: int = _flag(32, 'Transitions per update.')
   max_frames_per_episode: int = _flag(108000, 'Episode frame cap.', 'count')
   life_loss_ends_train_episode: bool = _flag(
-      False, 'Atari, training only: a life lost ends the episode (discount 0, '
-      'as always) and the next one starts on the same game without a reset or '
-      "no-ops, its frame stack restarted (Dopamine's terminal_on_life_loss); "
-      'the game goes on to game over or the frame cap, and training returns '
-      'are per life. Evaluation episodes are whole games. Reference mode '
-      'only.')
+      False, 'Atari training: a life lost ends the episode; the game goes on '
+      "(Dopamine's terminal_on_life_loss; docs/atari100k.md). Reference mode.")
   num_action_repeats: int = _flag(4, 'Frames per agent step.')
   num_stacked_frames: int = _flag(4, 'Frames per observation.')
   exploration_epsilon_begin_value: float = _flag(1.0, 'Initial ε.')
@@ -95,8 +89,7 @@ class Settings:
       'the IQN head).', 'float')
   additional_discount: float = _flag(0.99, 'γ applied to env discounts.')
   n_steps: int = _flag(
-      1, 'Agent steps summed in each n-step return (stopping at a discount '
-      "of 0 or an episode's end). 1: DQN Zoo.")
+      1, 'Rewards summed in each TD target (n-step return). 1: DQN Zoo.')
   max_abs_reward: float = _flag(1.0, 'Rewards clipped to ± this.')
   max_global_grad_norm: float = _flag(
       10.0, 'Gradient clipping norm (<= 0: no clipping).')
@@ -104,12 +97,11 @@ class Settings:
   num_train_frames: int = _flag(int(1e6), 'Frames per iteration.', 'count')
   num_eval_frames: int = _flag(int(5e5), 'Eval frames per iteration.', 'count')
   num_eval_episodes: int = _flag(
-      0, 'Evaluate exactly this many whole episodes per iteration, each '
-      'ended by the game or --max_frames_per_episode (0: --num_eval_frames, '
-      'docs/evaluation-rule.md). Python loop.')
+      0, 'Whole episodes evaluated per iteration (0: --num_eval_frames). '
+      'Python loop.')
   num_final_eval_episodes: int = _flag(
-      0, "The last iteration's evaluation: exactly this many whole episodes "
-      '(0: as the other iterations). Python loop.')
+      0, "Whole episodes of the last iteration's evaluation (0: as the "
+      'others). Python loop.')
   learn_period: int = _flag(16, 'Frames between updates.', 'count')
   num_quantiles: int = _flag(201, 'Atoms N per action (fixed-level heads).')
   # The IQN head's levels, sampled uniformly per state and per use (DQN
@@ -144,14 +136,11 @@ class Settings:
   num_hidden_layers: int = _flag(1, 'Head hidden layers λ.')
   hidden_size: int = _flag(512, 'Head hidden units η.')
   torso: str = _flag(
-      'dqn', "Atari network torso: dqn (DQN's Nature torso) or der "
-      "(Data-Efficient Rainbow's: 32 and 64 filters, 5x5, stride 5). MinAtar "
-      'has its own.', enum_values=['dqn', 'der'])
+      'dqn', "Atari torso: DQN's (Nature) or DER's (data-efficient "
+      'Rainbow).', enum_values=['dqn', 'der'])
   num_envs: int = _flag(
-      1, 'Environment streams K acting in lockstep (one batched action '
-      'selection per step). Counts are frames summed over the streams and '
-      'the replay capacity is in transitions over all streams, so one update '
-      'per --learn_period frames holds for any K. 1: DQN Zoo exactly.')
+      1, 'Environment streams K acting in lockstep; counts are frames and '
+      'transitions summed over the streams. 1: DQN Zoo exactly.')
   environment_mode: str = _flag(
       'auto', "Atari: streams as Python envs ('reference') or ale_py's "
       "AtariVectorEnv ('vector'); auto: vector when num_envs > 1 or "
@@ -167,20 +156,16 @@ class Settings:
   progress_interval_seconds: float = _flag(
       30.0, 'Seconds between progress lines within a phase (<= 0: none).')
   num_fused_updates: int = _flag(
-      1, 'U: updates that fall due are held until U are, then run as one '
-      'jitted dispatch. Same updates and target copies per frame; acting '
-      'lags the learner by at most U - 1 updates. 1: DQN Zoo.')
+      1, 'U: updates that fall due run U at a time in one jitted dispatch '
+      '(acting lags by at most U - 1 updates). 1: DQN Zoo.')
   replay_on_device: bool = _flag(
       False, 'Mirror the replay on the JAX device, where the update samples '
       "its batches. Doubles the replay's memory (the host copy is kept for "
       'checkpoints).')
   overlap_learning: bool = _flag(
-      False, 'Python loop: act on a snapshot of the parameters taken before '
-      "each block's updates (one agent step of the K streams), so that the "
-      'emulators step the next block while the updates run. Acting lags the '
-      'learner by one block; same updates and target copies per frame. Runs '
-      'at once only on two devices (on a CPU host, ask XLA for two host '
-      'platform devices: docs/performance.md). Off: DQN Zoo.')
+      False, 'Python loop: the emulators step the next block while the '
+      "updates run, acting on the parameters of before the block's updates "
+      '(two devices; docs/performance.md). Off: DQN Zoo.')
   loop: str = _flag(
       'python', 'The iteration loop (zoo.loops.<loop>_loop). python: one seed '
       'per process, any suite; jitted: acting, stepping and learning compiled '
@@ -313,7 +298,7 @@ def validate_settings(suite, s: Settings) -> None:
   except ValueError as e:
     raise ConfigError(str(e)) from e
   runs_on = protocols_lib.PROTOCOLS[s.protocol].suites
-  if suite.name not in runs_on:
+  if runs_on is not None and suite.name not in runs_on:
     raise ConfigError(
         f'--protocol={s.protocol} runs on the {"/".join(runs_on)} suite, not '
         f'{suite.name}; leave --protocol unset.')

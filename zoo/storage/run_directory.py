@@ -19,7 +19,7 @@ from zoo.storage import run_json
 
 LOCK_FILE = 'run.lock'
 # The number of an open descriptor of LOCK_FILE, locked by the parent process
-# (scripts.experiments.sweep) and handed down: the run takes that lock over.
+# (a launcher) and handed down: the run takes that lock over.
 LOCK_FD_ENV = 'ZOO_RUN_LOCK_FD'
 
 
