@@ -7,7 +7,7 @@
 A full replay that then receives one iteration's steps (a default Atari
 iteration: 1M training frames = 250,000 steps) is checkpointed in turns, in
 one process, by
-- "whole replay": the format before chunks (until commit 050d104): every
+- "whole replay": the format before chunks: every
   checkpoint rewrites the replay's arrays into its new directory, then
   deletes the previous one;
 - "chunks" (zoo.storage.checkpoint.save): only the steps added since the previous
