@@ -75,33 +75,37 @@ def record(name: str, csv_path: str, emulated_cpu: Optional[str] = None,
     shutil.copyfile(results, csv_path)
 
 
-_OUTPUT_DIR = flags.DEFINE_string(
-    'output_dir', None, 'Directory for the CSVs (tests/data/reference_runs '
-    'to record the references).', required=True)
-_EMULATED_CPU = flags.DEFINE_string(
-    'emulated_cpu', None, f"Run under {EMULATOR} as this CPU model "
-    "('qemu-x86_64 -cpu help' lists them); unset: this machine's CPU.")
-_RUNS = flags.DEFINE_list('runs', sorted(RUNS), 'The runs to record.')
+def _define_flags() -> None:
+  """Define the tool's flags (not at import: the tests import this module)."""
+  flags.DEFINE_string(
+      'output_dir', None, 'Directory for the CSVs (tests/data/reference_runs '
+      'to record the references).', required=True)
+  flags.DEFINE_string(
+      'emulated_cpu', None, f"Run under {EMULATOR} as this CPU model "
+      "('qemu-x86_64 -cpu help' lists them); unset: this machine's CPU.")
+  flags.DEFINE_list('runs', sorted(RUNS), 'The runs to record.')
 
 
 def main(argv: Sequence[str]) -> None:
   del argv
-  unknown = sorted(set(_RUNS.value) - set(RUNS))
+  output_dir, emulated_cpu = flags.FLAGS.output_dir, flags.FLAGS.emulated_cpu
+  unknown = sorted(set(flags.FLAGS.runs) - set(RUNS))
   if unknown:
     sys.exit(f'Error: unknown runs {unknown}; choose among {sorted(RUNS)}.')
-  if _EMULATED_CPU.value and not shutil.which(EMULATOR):
+  if emulated_cpu and not shutil.which(EMULATOR):
     sys.exit(f'Error: {EMULATOR} is not installed; on Debian: '
              'apt-get install qemu-user.')
-  os.makedirs(_OUTPUT_DIR.value, exist_ok=True)
-  for name in _RUNS.value:
-    path = os.path.join(_OUTPUT_DIR.value, name + '.csv')
+  os.makedirs(output_dir, exist_ok=True)
+  for name in flags.FLAGS.runs:
+    path = os.path.join(output_dir, name + '.csv')
     print(f'{name}: running ...', flush=True)
     try:
-      record(name, path, _EMULATED_CPU.value)
+      record(name, path, emulated_cpu)
     except RuntimeError as error:
       sys.exit(f'Error: {error}')
     print(f'{name}: wrote {path}', flush=True)
 
 
 if __name__ == '__main__':
+  _define_flags()
   app.run(main)
