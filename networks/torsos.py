@@ -10,22 +10,28 @@ import jax.numpy as jnp
 from networks import layers
 
 
+def _pixel_torso(name: str, convs) -> layers.NetworkFn:
+  """Return a torso of ReLU convolutions `convs` ((filters, kernel, stride))
+  over uint8 frames scaled from [0, 255] to [0, 1]: [B, H, W, C] -> [B, D]."""
+
+  def net_fn(inputs):
+    chex.assert_rank(inputs, 4)
+    with hk.name_scope(name):
+      x = inputs.astype(jnp.float32) / 255.0
+      for filters, kernel, stride in convs:
+        x = jax.nn.relu(layers.conv(filters, kernel_shape=(kernel, kernel),
+                                    stride=(stride, stride))(x))
+      return hk.Flatten()(x)
+
+  return net_fn
+
+
 def dqn_torso() -> layers.NetworkFn:
   """Return DQN's convolutional torso: uint8 [B, H, W, C] -> float32 [B, D].
 
   Frames are scaled from [0, 255] to [0, 1]. For 84x84 inputs D = 7*7*64 = 3136.
   """
-
-  def net_fn(inputs):
-    chex.assert_rank(inputs, 4)
-    with hk.name_scope('dqn_torso'):
-      x = inputs.astype(jnp.float32) / 255.0
-      x = jax.nn.relu(layers.conv(32, kernel_shape=(8, 8), stride=(4, 4))(x))
-      x = jax.nn.relu(layers.conv(64, kernel_shape=(4, 4), stride=(2, 2))(x))
-      x = jax.nn.relu(layers.conv(64, kernel_shape=(3, 3), stride=(1, 1))(x))
-      return hk.Flatten()(x)
-
-  return net_fn
+  return _pixel_torso('dqn_torso', ((32, 8, 4), (64, 4, 2), (64, 3, 1)))
 
 
 def der_torso() -> layers.NetworkFn:
@@ -39,16 +45,7 @@ def der_torso() -> layers.NetworkFn:
   84x84 inputs: 84 -> 16 -> 3, D = 3*3*64 = 576. (Dopamine's DER.gin runs
   its FullRainbowNetwork, the Nature torso and 512 units, instead.)
   """
-
-  def net_fn(inputs):
-    chex.assert_rank(inputs, 4)
-    with hk.name_scope('der_torso'):
-      x = inputs.astype(jnp.float32) / 255.0
-      x = jax.nn.relu(layers.conv(32, kernel_shape=(5, 5), stride=(5, 5))(x))
-      x = jax.nn.relu(layers.conv(64, kernel_shape=(5, 5), stride=(5, 5))(x))
-      return hk.Flatten()(x)
-
-  return net_fn
+  return _pixel_torso('der_torso', ((32, 5, 5), (64, 5, 5)))
 
 
 # The Atari torsos by name (`--torso`); the settings' choices equal these (a
