@@ -70,6 +70,21 @@ def test_read_runs_csv_rejects_missing_columns_and_repeats(tmp_path):
     run_data.read_runs_csv(str(path), 'ours')
 
 
+def test_read_rows_checks_columns_and_damage(tmp_path):
+  path = tmp_path / 'r.csv'
+  path.write_text('seed,iteration,frame_rate\n1,0,5\n1,1,nan\n')
+  assert run_data.read_rows(str(path), ('frame_rate',)) == [
+      dict(seed='1', iteration='0', frame_rate='5'),
+      dict(seed='1', iteration='1', frame_rate='nan')]
+  with pytest.raises(run_data.NotRunCsvError, match=r"\['agent'"):
+    run_data.read_rows(str(path))
+  path.write_text('seed,iteration,frame_rate\n1,0,5\n1,1')  # Cut off.
+  with pytest.raises(run_data.DamagedRunCsvError, match='line 3.*cut short'):
+    run_data.read_rows(str(path), ())
+  with pytest.raises(run_data.DamagedRunCsvError, match='cannot be read'):
+    run_data.read_rows(str(tmp_path / 'none.csv'), ())
+
+
 def test_is_complete():
   run = run_data.Run('s', 'a', 'pong', 1, np.arange(4), np.arange(4) * 1.0,
                      np.zeros(4), 'p')

@@ -26,7 +26,6 @@ IQM over games.
 Incomplete and missing runs are listed, never averaged in.
 """
 
-import csv
 import datetime
 import math
 import os
@@ -115,40 +114,9 @@ class RunResult(NamedTuple):
     return float(self.train_return[-1])
 
 
-def _float(text: str) -> float:
-  try:
-    return float(text)
-  except (TypeError, ValueError):
-    return math.nan
-
-
 # The columns load_run reads.
 _RUN_COLUMNS = ('iteration', 'frame', 'eval_episode_return',
                 'train_episode_return', 'eval_frame_rate', 'train_frame_rate')
-
-
-def read_run_rows(path: str) -> List[Dict[str, str]]:
-  """Return a run CSV's rows; ValueError naming the file if it is unusable."""
-  try:
-    with open(path, newline='') as f:
-      reader = csv.DictReader(f)
-      columns = reader.fieldnames or []
-      missing = [c for c in _RUN_COLUMNS if c not in columns]
-      if missing:
-        raise ValueError(f'{path}: missing column(s) {missing}: not a run '
-                         f'CSV. {run_data.RUN_CSV_HELP}')
-      rows = []
-      for row in reader:
-        iteration = _float(row.get('iteration'))
-        if (None in row or any(row.get(c) is None for c in columns)
-            or not math.isfinite(iteration)):
-          raise ValueError(f'{path}, line {reader.line_num}: cut short or '
-                           f'unreadable. {run_data.DAMAGED_CSV_FIX}')
-        rows.append(row)
-      return rows
-  except (OSError, UnicodeDecodeError, csv.Error) as e:
-    raise ValueError(f'{path}: cannot be read ({e}). '
-                     f'{run_data.DAMAGED_CSV_FIX}') from e
 
 
 def load_run(label: str, game: str, seed: int, path: str,
@@ -160,22 +128,22 @@ def load_run(label: str, game: str, seed: int, path: str,
   """
   if not os.path.exists(path):
     return None
-  rows = [r for r in read_run_rows(path)
-          if 0 <= int(_float(r['iteration'])) <= num_iterations]
-  rows.sort(key=lambda r: int(_float(r['iteration'])))
-  iteration = np.array([int(_float(r['iteration'])) for r in rows], np.int64)
-  steps = np.array([_float(r['frame']) for r in rows])
+  rows = [r for r in run_data.read_rows(path, _RUN_COLUMNS)
+          if 0 <= int(run_data.to_float(r['iteration'])) <= num_iterations]
+  rows.sort(key=lambda r: int(run_data.to_float(r['iteration'])))
+  iteration = np.array([int(run_data.to_float(r['iteration'])) for r in rows], np.int64)
+  steps = np.array([run_data.to_float(r['frame']) for r in rows])
   seconds = 0.0
   for i, row in enumerate(rows):
-    seconds += num_eval_frames / _float(row['eval_frame_rate'])
+    seconds += num_eval_frames / run_data.to_float(row['eval_frame_rate'])
     if i > 0 and iteration[i] > 0:
       trained = steps[i] - steps[i - 1]
-      seconds += trained / _float(row['train_frame_rate'])
+      seconds += trained / run_data.to_float(row['train_frame_rate'])
   complete = set(iteration.tolist()) >= set(range(num_iterations + 1))
   return RunResult(
       label, game, seed, path, complete, iteration, steps,
-      np.array([_float(r['eval_episode_return']) for r in rows]),
-      np.array([_float(r['train_episode_return']) for r in rows]),
+      np.array([run_data.to_float(r['eval_episode_return']) for r in rows]),
+      np.array([run_data.to_float(r['train_episode_return']) for r in rows]),
       seconds if np.isfinite(seconds) else math.nan)
 
 
