@@ -46,17 +46,18 @@ def test_read_runs_csv_groups_and_sorts_runs(tmp_path):
   # No frame column (as in dqn_zoo_runs.csv.gz): frame = iteration x 1M.
   np.testing.assert_array_equal(run.frame, [0.0, 1e6])
   assert np.isnan(runs[('src', 'b', 'pong', 1)].eval_return[0])
-  assert run.eval_num_episodes is None  # No such column.
+  assert run.eval_num_episodes is None and run.train_return is None
 
 
-def test_read_runs_csv_keeps_eval_episode_counts(tmp_path):
+def test_read_runs_csv_keeps_eval_episode_counts_and_train_returns(tmp_path):
   path = tmp_path / 'run.csv'
   path.write_text('agent,environment_name,seed,iteration,eval_episode_return,'
-                  'eval_num_episodes\n'
-                  'a,pong,1,1,-20,0\n'
-                  'a,pong,1,0,-21,3\n')
+                  'eval_num_episodes,train_episode_return\n'
+                  'a,pong,1,1,-20,0,-19\n'
+                  'a,pong,1,0,-21,3,\n')
   (run,) = run_data.read_runs_csv(str(path), 'ours')
   np.testing.assert_array_equal(run.eval_num_episodes, [3.0, 0.0])
+  np.testing.assert_array_equal(run.train_return, [np.nan, -19.0])
 
 
 def test_read_runs_csv_rejects_missing_columns_and_repeats(tmp_path):

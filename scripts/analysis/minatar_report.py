@@ -131,7 +131,8 @@ def load_run(label: str, game: str, seed: int, path: str,
   rows = [r for r in run_data.read_rows(path, _RUN_COLUMNS)
           if 0 <= int(run_data.to_float(r['iteration'])) <= num_iterations]
   rows.sort(key=lambda r: int(run_data.to_float(r['iteration'])))
-  iteration = np.array([int(run_data.to_float(r['iteration'])) for r in rows], np.int64)
+  iteration = np.array([int(run_data.to_float(r['iteration'])) for r in rows],
+                       np.int64)
   steps = np.array([run_data.to_float(r['frame']) for r in rows])
   seconds = 0.0
   for i, row in enumerate(rows):
@@ -175,56 +176,6 @@ def study_span(csv_paths: Sequence[str]
   return min(starts), max(ends)
 
 
-class Cell(NamedTuple):
-  """Mean over seeds of one statistic, and its bootstrap CI."""
-  mean: float
-  lower: float
-  upper: float
-  num_seeds: int
-
-
-def mean_with_ci(values: Sequence[float], reps: int = 50_000,
-                 confidence: float = 0.95, seed: int = 0) -> Cell:
-  """Return the mean over seeds and its percentile bootstrap CI (NaN if < 2)."""
-  values = np.asarray(values, np.float64)
-  if values.size == 0:
-    return Cell(math.nan, math.nan, math.nan, 0)
-  if values.size < 2:
-    return Cell(float(values[0]), math.nan, math.nan, 1)
-  interval = bootstrap.confidence_interval(
-      values[:, None], bootstrap.mean_of_means, reps=reps,
-      confidence=confidence, seed=seed)
-  return Cell(interval.point, interval.lower, interval.upper, values.size)
-
-
-def difference_ci(a: Sequence[float], b: Sequence[float], reps: int = 50_000,
-                  confidence: float = 0.95, seed: int = 0) -> Cell:
-  """Return mean(a) - mean(b) and its bootstrap CI over each group's seeds."""
-  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-  if a.size < 2 or b.size < 2:
-    point = float(a.mean() - b.mean()) if a.size and b.size else math.nan
-    return Cell(point, math.nan, math.nan, min(a.size, b.size))
-  interval = bootstrap.difference_interval(a, b, reps, confidence, seed)
-  return Cell(interval.point, interval.lower, interval.upper,
-              min(a.size, b.size))
-
-
-def _cell_text(cell: Cell) -> str:
-  if cell.num_seeds == 0:
-    return '–'
-  if math.isnan(cell.lower):
-    return f'{cell.mean:.2f}'
-  return f'{cell.mean:.2f} [{cell.lower:.2f}, {cell.upper:.2f}]'
-
-
-def comparison_cells(new: Sequence[float], reference: Sequence[float],
-                     reps: int) -> str:
-  """Return '| reference | new | new - reference |': means, CIs, seeds."""
-  return (f'{_cell_text(mean_with_ci(reference, reps))} ({len(reference)}) | '
-          f'{_cell_text(mean_with_ci(new, reps))} ({len(new)}) | '
-          f'{_cell_text(difference_ci(new, reference, reps))} |')
-
-
 def group_complete(results: Sequence[RunResult]
                    ) -> Dict[Tuple[str, str], List[RunResult]]:
   """Return {(label, game): complete runs}, in planned order."""
@@ -243,9 +194,10 @@ def final_rows(results: Sequence[RunResult], random_returns: Dict[str, float],
   for (label, game), runs in group_complete(results).items():
     if not runs:
       continue  # Listed with the runs not complete.
-    final = mean_with_ci([r.final for r in runs], reps, confidence, seed)
-    mean = mean_with_ci([r.mean_over_iterations for r in runs], reps,
-                        confidence, seed)
+    final = bootstrap.mean_with_ci([r.final for r in runs], reps, confidence,
+                                   seed)
+    mean = bootstrap.mean_with_ci([r.mean_over_iterations for r in runs],
+                                  reps, confidence, seed)
     train = [r.final_train for r in runs]
     random_return = random_returns.get(game, math.nan)
     rows.append({
@@ -324,9 +276,10 @@ def k_stream_rows(results: Sequence[RunResult], game: str, k_label: str,
     a = [getattr(r, statistic) for r in eight]
     b = [getattr(r, statistic) for r in one]
     rows.append({'statistic': statistic,
-                 'k1': mean_with_ci(b, reps, confidence, seed),
-                 'k8': mean_with_ci(a, reps, confidence, seed),
-                 'difference': difference_ci(a, b, reps, confidence, seed)})
+                 'k1': bootstrap.mean_with_ci(b, reps, confidence, seed),
+                 'k8': bootstrap.mean_with_ci(a, reps, confidence, seed),
+                 'difference': bootstrap.difference_ci(a, b, reps, confidence,
+                                                       seed)})
   return rows
 
 
@@ -411,8 +364,8 @@ def markdown(final: Sequence[Dict], k_rows: Sequence[Dict], k_game: str,
     above = 'yes' if row['above_random'] else 'no'
     lines.append(
         f'| {row["game"]} | {row["configuration"]} | {row["seeds"]} | '
-        f'{_cell_text(row["final"])} | '
-        f'{_cell_text(row["mean_over_iterations"])} | '
+        f'{bootstrap.cell_text(row["final"])} | '
+        f'{bootstrap.cell_text(row["mean_over_iterations"])} | '
         f'{row["final_train"]:.2f} | {row["random"]:.2f} | {above} |')
   if k_rows:
     lines += ['', f'## K = 8 streams vs K = 1 ({k_game}, CR-DQN)', '',
@@ -420,8 +373,9 @@ def markdown(final: Sequence[Dict], k_rows: Sequence[Dict], k_game: str,
               'K = 8 minus K = 1 |', '|---|---:|---:|---:|']
     for row in k_rows:
       lines.append(f'| {row["statistic"].replace("_", " ")} | '
-                   f'{_cell_text(row["k1"])} | {_cell_text(row["k8"])} | '
-                   f'{_cell_text(row["difference"])} |')
+                   f'{bootstrap.cell_text(row["k1"])} | '
+                   f'{bootstrap.cell_text(row["k8"])} | '
+                   f'{bootstrap.cell_text(row["difference"])} |')
   lines += ['', '## Random policy', '',
             random_markdown(random_results), '']
   lines += ['## Wall time', '',
@@ -550,11 +504,11 @@ def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
            '| game | seeds | difference [95% CI] |', '|---|---:|---|']
   for game in games:
     if (a, game) in final and (b, game) in final:
-      cell = difference_ci(
+      cell = bootstrap.difference_ci(
           list(final[(a, game)].values()), list(final[(b, game)].values()),
           reps=reps, seed=seed)
       lines.append(f'| {game} | {cell.num_seeds} | '
-                   f'{_cell_text(cell)} |')
+                   f'{bootstrap.cell_text(cell)} |')
     else:
       lines.append(f'| {game} | 0 | – |')
   best = {}

@@ -68,6 +68,8 @@ class Run:
   # [T] float (NaN where unknown), when the file has the column: 0 marks a
   # partial return (no evaluation episode completed).
   eval_num_episodes: Optional[np.ndarray] = None
+  # [T] float, when the file has the column (NaN at iteration 0).
+  train_return: Optional[np.ndarray] = None
 
   @property
   def key(self) -> RunKey:
@@ -188,7 +190,9 @@ def read_runs_csv(path: str, source: str) -> List[Run]:
                else iterations * float(FRAMES_PER_ITERATION)),
         eval_return=column('eval_episode_return'), path=path,
         eval_num_episodes=(column('eval_num_episodes')
-                           if 'eval_num_episodes' in rows[0] else None)))
+                           if 'eval_num_episodes' in rows[0] else None),
+        train_return=(column('train_episode_return')
+                      if 'train_episode_return' in rows[0] else None)))
   return runs
 
 
