@@ -31,6 +31,7 @@ import numpy as np
 
 from scripts.analysis import bootstrap
 from scripts.analysis import run_data
+from scripts.analysis import tables
 from zoo.configuration import cli
 from zoo.storage import run_json
 
@@ -141,9 +142,7 @@ def comparison_lines(a_sides: Sequence[Side], b_sides: Sequence[Side],
                      games: Sequence[str], column: str, reps: int,
                      num_iterations: Optional[int] = None) -> List[str]:
   """Return the table of each game and (A, B) pair (markdown)."""
-  lines = ['| game | iteration | A | A: mean [95% CI] (seeds) | B | '
-           'B: mean [95% CI] (seeds) | A - B [95% CI] |',
-           '|---|---:|---|---|---|---|---|']
+  rows = []
   for game in games:
     for a in a_sides:
       for b in b_sides:
@@ -151,11 +150,12 @@ def comparison_lines(a_sides: Sequence[Side], b_sides: Sequence[Side],
              else last_iteration((a, b), game))
         new, old = (values_at(s, game, n, column) for s in (a, b))
         difference = bootstrap.difference_ci(new, old, reps)
-        lines.append(
-            f'| {game} | {"final" if n is None else n} | {a.label} | '
-            f'{_seeds_cell(new, reps)} | {b.label} | {_seeds_cell(old, reps)}'
-            f' | {bootstrap.cell_text(difference)} |')
-  return lines
+        rows.append([game, 'final' if n is None else n, a.label,
+                     _seeds_cell(new, reps), b.label, _seeds_cell(old, reps),
+                     bootstrap.cell_text(difference)])
+  return tables.markdown(
+      ['game', 'iteration', 'A', 'A: mean [95% CI] (seeds)', 'B',
+       'B: mean [95% CI] (seeds)', 'A - B [95% CI]'], rows, 'lr')
 
 
 def _spread(values: List[float]) -> str:
@@ -175,14 +175,11 @@ def iteration_lines(a: Side, b: Side, game: str, column: str) -> List[str]:
     return []
   frames = {int(i): int(f) for r in a.runs[game]
             for i, f in zip(r.iteration, r.frame) if np.isfinite(f)}
-  lines = [f'{game}, {column}: {a.label} | {b.label}', '',
-           f'| iteration | frame | {a.label} | {b.label} |',
-           '|---:|---:|---|---|']
-  for i in range(last + 1):
-    lines.append(f'| {i} | {frames.get(i, "–")} | '
-                 f'{_spread(values_at(a, game, i, column))} | '
-                 f'{_spread(values_at(b, game, i, column))} |')
-  return lines + ['']
+  return [f'{game}, {column}: {a.label} | {b.label}', ''] + tables.markdown(
+      ['iteration', 'frame', a.label, b.label],
+      [[i, frames.get(i, '–'), _spread(values_at(a, game, i, column)),
+        _spread(values_at(b, game, i, column))] for i in range(last + 1)],
+      'rr') + ['']
 
 
 def define_flags() -> None:

@@ -40,6 +40,7 @@ import numpy as np
 from scripts.analysis import bootstrap
 from scripts.analysis import plot_curves
 from scripts.analysis import run_data
+from scripts.analysis import tables
 from zoo.storage import files
 
 K_ONE_LABEL = 'CR-DQN'  # The K = 1 runs the K-stream check compares with.
@@ -61,13 +62,11 @@ class RandomReturn(NamedTuple):
 
 def random_markdown(results: Sequence[RandomReturn]) -> str:
   """Return the random policy's returns as a markdown table."""
-  lines = ['| game | random policy return (mean over seeds) | per seed | '
-           'episodes | steps per seed |', '|---|---:|---|---:|---:|']
-  for r in results:
-    lines.append(f'| {r.game} | {r.mean:.2f} | '
-                 + ', '.join(f'{x:.2f}' for x in r.returns)
-                 + f' | {sum(r.episodes)} | {r.num_steps:,} |')
-  return '\n'.join(lines)
+  return '\n'.join(tables.markdown(
+      ['game', 'random policy return (mean over seeds)', 'per seed',
+       'episodes', 'steps per seed'],
+      [[r.game, f'{r.mean:.2f}', ', '.join(f'{x:.2f}' for x in r.returns),
+        sum(r.episodes), f'{r.num_steps:,}'] for r in results], 'lrlrr'))
 
 
 def cpu_description() -> str:
@@ -357,25 +356,24 @@ def markdown(final: Sequence[Dict], k_rows: Sequence[Dict], k_game: str,
       f'1..{num_iterations}; mean over seeds [{pct}% percentile bootstrap CI '
       'over seeds]. "above random": the lower CI end (one seed: the value) '
       'exceeds the random policy\'s return.', '']
-  lines += ['| game | configuration | seeds | final eval return | mean over '
-            'iterations | final train return | random policy | above random |',
-            '|---|---|---:|---:|---:|---:|---:|---|']
-  for row in final:
-    above = 'yes' if row['above_random'] else 'no'
-    lines.append(
-        f'| {row["game"]} | {row["configuration"]} | {row["seeds"]} | '
-        f'{bootstrap.cell_text(row["final"])} | '
-        f'{bootstrap.cell_text(row["mean_over_iterations"])} | '
-        f'{row["final_train"]:.2f} | {row["random"]:.2f} | {above} |')
+  lines += tables.markdown(
+      ['game', 'configuration', 'seeds', 'final eval return',
+       'mean over iterations', 'final train return', 'random policy',
+       'above random'],
+      [[row['game'], row['configuration'], row['seeds'],
+        bootstrap.cell_text(row['final']),
+        bootstrap.cell_text(row['mean_over_iterations']),
+        f'{row["final_train"]:.2f}', f'{row["random"]:.2f}',
+        'yes' if row['above_random'] else 'no'] for row in final],
+      'llrrrrrl')
   if k_rows:
-    lines += ['', f'## K = 8 streams vs K = 1 ({k_game}, CR-DQN)', '',
-              f'| statistic | K = 1 ({K_ONE_LABEL}) | K = 8 ({k_label}) | '
-              'K = 8 minus K = 1 |', '|---|---:|---:|---:|']
-    for row in k_rows:
-      lines.append(f'| {row["statistic"].replace("_", " ")} | '
-                   f'{bootstrap.cell_text(row["k1"])} | '
-                   f'{bootstrap.cell_text(row["k8"])} | '
-                   f'{bootstrap.cell_text(row["difference"])} |')
+    lines += ['', f'## K = 8 streams vs K = 1 ({k_game}, CR-DQN)', '']
+    lines += tables.markdown(
+        ['statistic', f'K = 1 ({K_ONE_LABEL})', f'K = 8 ({k_label})',
+         'K = 8 minus K = 1'],
+        [[row['statistic'].replace('_', ' ')] +
+         [bootstrap.cell_text(row[c]) for c in ('k1', 'k8', 'difference')]
+         for row in k_rows], 'lrrr')
   lines += ['', '## Random policy', '',
             random_markdown(random_results), '']
   lines += ['## Wall time', '',
@@ -390,13 +388,11 @@ def markdown(final: Sequence[Dict], k_rows: Sequence[Dict], k_game: str,
   lines.append('')
   unfinished = [r for r in runs_table if r['state'] != 'complete']
   if unfinished:
-    lines += ['## Runs not complete (not in the tables)', '',
-              '| configuration | game | seed | state | last iteration |',
-              '|---|---|---:|---|---:|']
-    for r in unfinished:
-      lines.append(f'| {r["configuration"]} | {r["game"]} | {r["seed"]} | '
-                   f'{r["state"]} | {r["last_iteration"]} |')
-    lines.append('')
+    lines += ['## Runs not complete (not in the tables)', ''] + tables.markdown(
+        ['configuration', 'game', 'seed', 'state', 'last iteration'],
+        [[r[c] for c in ('configuration', 'game', 'seed', 'state',
+                         'last_iteration')] for r in unfinished],
+        'llrlr') + ['']
   for figure in figures:
     lines.append(f'![{os.path.splitext(figure)[0]}]({figure})')
   return '\n'.join(lines) + '\n'
@@ -500,17 +496,18 @@ def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
   lines = [f'## {a} - {b} per game', '',
            f'Final evaluation return of {a} minus {b}: difference of the '
            'means over seeds, 95% percentile bootstrap CI resampling each '
-           "configuration's seeds.", '',
-           '| game | seeds | difference [95% CI] |', '|---|---:|---|']
+           "configuration's seeds.", '']
+  rows = []
   for game in games:
     if (a, game) in final and (b, game) in final:
       cell = bootstrap.difference_ci(
           list(final[(a, game)].values()), list(final[(b, game)].values()),
           reps=reps, seed=seed)
-      lines.append(f'| {game} | {cell.num_seeds} | '
-                   f'{bootstrap.cell_text(cell)} |')
+      rows.append([game, cell.num_seeds, bootstrap.cell_text(cell)])
     else:
-      lines.append(f'| {game} | 0 | – |')
+      rows.append([game, 0, '–'])
+  lines += tables.markdown(['game', 'seeds', 'difference [95% CI]'], rows,
+                           'lrl')
   best = {}
   for game in games:
     means = [np.mean(list(final[(label, game)].values())) for label in labels
@@ -530,20 +527,21 @@ def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
   if not usable:
     return '\n'.join(lines + ['No game has complete runs of every '
                               'configuration yet.', '']) + '\n'
-  lines += [f'Games: {", ".join(usable)}.', '',
-            '| configuration | seeds | normalised IQM [95% CI] |',
-            '|---|---:|---|']
+  lines += [f'Games: {", ".join(usable)}.', '']
+  rows = []
   for label in labels:
     seeds = sorted(set.intersection(*[set(final[(label, g)])
                                       for g in usable]))
     if not seeds:
-      lines.append(f'| {label} | 0 | – |')
+      rows.append([label, 0, '–'])
       continue
     scores = np.array([[(final[(label, g)][s] - random_returns[g]) /
                         (best[g] - random_returns[g]) for g in usable]
                        for s in seeds])
     interval = bootstrap.confidence_interval(
         scores, bootstrap.interquartile_mean, reps=reps, seed=seed)
-    lines.append(f'| {label} | {len(seeds)} | {interval.point:.3f} '
-                 f'[{interval.lower:.3f}, {interval.upper:.3f}] |')
+    rows.append([label, len(seeds), f'{interval.point:.3f} '
+                 f'[{interval.lower:.3f}, {interval.upper:.3f}]'])
+  lines += tables.markdown(['configuration', 'seeds',
+                            'normalised IQM [95% CI]'], rows, 'lrl')
   return '\n'.join(lines) + '\n'
