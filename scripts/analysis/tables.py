@@ -13,16 +13,17 @@ def markdown(header: Sequence[str], rows: Iterable[Sequence],
   align = align.ljust(len(header), 'l')
   if set(align) - {'l', 'r'} or len(align) != len(header):
     raise ValueError(f'align {align!r}: one l or r per column of {header}.')
-  lines = [_line(header),
+  lines = [line(header),
            '|' + '|'.join('---:' if a == 'r' else '---' for a in align) + '|']
   for row in rows:
     row = list(row)
     if len(row) != len(header):
       raise ValueError(f'row {row} has {len(row)} cells; the header has '
                        f'{len(header)}.')
-    lines.append(_line(row))
+    lines.append(line(row))
   return lines
 
 
-def _line(cells: Iterable) -> str:
+def line(cells: Iterable) -> str:
+  """Return one row of a markdown table (to print rows as they come)."""
   return '| ' + ' | '.join(str(c) for c in cells) + ' |'
