@@ -122,6 +122,16 @@ def test_load_run_dir_errors():
     run_data.load_run_dir('/nonexistent/dir')
 
 
+def test_load_runs_args_labels_and_checks_every_directory_first(tmp_path):
+  write_run(str(tmp_path / 'a' / 'r.csv'), 'cr_dqn', 'pong', 1, [1.0])
+  runs = run_data.load_runs_args([f'mine={tmp_path / "a"}', str(tmp_path)])
+  assert [r.source for r in runs] == ['mine', 'ours']
+  (tmp_path / 'broken').mkdir()
+  (tmp_path / 'broken' / 'r.csv').write_text('agent,seed\ncr_dqn,1,2\n')
+  with pytest.raises(ValueError, match='nonexistent.*not a directory'):
+    run_data.load_runs_args([str(tmp_path / 'broken'), '/nonexistent/dir'])
+
+
 def test_parse_runs_arg(tmp_path):
   assert run_data.parse_runs_arg('mine=/some/dir') == ('mine', '/some/dir')
   assert run_data.parse_runs_arg(str(tmp_path)) == ('ours', str(tmp_path))

@@ -211,12 +211,8 @@ def summarise_minatar(runs: Sequence[run_data.Run],
       iterations.append(int(run.iteration[kept][-1]))
     if not best:
       continue
-    ci = (math.nan, math.nan)
-    if len(best) > 1:
-      interval = bootstrap.confidence_interval(
-          np.asarray(best)[:, None], bootstrap.mean_of_means, reps=reps,
-          confidence=confidence, seed=seed)
-      ci = (interval.lower, interval.upper)
+    cell = bootstrap.mean_with_ci(best, reps, confidence, seed)
+    ci = (cell.lower, cell.upper)
     rows.append(RawSummary(source, agent, game[len(run_data.MINATAR_PREFIX):],
                            len(best), (min(iterations), max(iterations)),
                            float(np.mean(best)), ci, float(np.mean(last))))
@@ -352,10 +348,7 @@ def load_requested_runs(runs_args: Sequence[str], with_reference: bool,
                         reference_agents: Optional[Sequence[str]]
                         ) -> List[run_data.Run]:
   """Load --runs directories, then the references (ours come first)."""
-  runs = []
-  for arg in runs_args:
-    label, path = run_data.parse_runs_arg(arg)
-    runs.extend(run_data.load_run_dir(path, label))
+  runs = run_data.load_runs_args(runs_args)
   if with_reference:
     agents = reference_agents
     if agents is not None:
@@ -372,9 +365,6 @@ def main(argv):
                          'references) or --reference (references only).')
   # Check the inputs before the slow bootstrap.
   try:
-    for arg in FLAGS.runs:
-      _, path = run_data.parse_runs_arg(arg)
-      run_data.find_run_files(path)  # Not a directory: error.
     runs = load_requested_runs(FLAGS.runs, True, FLAGS.reference_agents)
   except ValueError as e:
     sys.exit(f'Error: {e}')

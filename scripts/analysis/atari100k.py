@@ -251,10 +251,7 @@ def plot_profiles(path: str, matrices: Mapping[str, np.ndarray],
 def gather(runs_args: Sequence[str], agents: Sequence[str]) -> Scores:
   """Return the published `agents`' scores, then ours from --runs."""
   scores = load_published(agents=agents) if agents else {}
-  runs = []
-  for arg in runs_args:
-    label, path = run_data.parse_runs_arg(arg)
-    runs.extend(run_data.load_run_dir(path, label))
+  runs = run_data.load_runs_args(runs_args)
   if runs:
     ours = our_scores(run_data.check_unique(runs))
     clash = sorted(set(ours) & set(scores))

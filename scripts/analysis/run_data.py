@@ -316,6 +316,14 @@ def parse_runs_arg(arg: str) -> Tuple[str, str]:
   return 'ours', arg
 
 
+def load_runs_args(args: Sequence[str]) -> List[Run]:
+  """Load the runs of --runs values, LABEL=DIR or DIR; check every DIR first."""
+  parsed = [parse_runs_arg(arg) for arg in args]
+  for _, path in parsed:
+    find_run_files(path)  # Not a directory: an error before any reading.
+  return [run for label, path in parsed for run in load_run_dir(path, label)]
+
+
 def load_reference(name: str) -> List[Run]:
   """Load a shipped reference run set: 'paper' or 'dqn_zoo'."""
   if name not in REFERENCE_FILES:
