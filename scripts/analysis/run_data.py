@@ -159,6 +159,15 @@ def read_rows(path: str, columns: Sequence[str] = _REQUIRED_COLUMNS
                              f'{DAMAGED_CSV_FIX}') from e
 
 
+def iterations(path: str) -> List[int]:
+  """Return the iterations a run CSV holds ([]: no file, or a damaged one)."""
+  try:
+    return [int(float(row['iteration']))
+            for row in read_rows(path, ('iteration',))]
+  except ValueError:
+    return []
+
+
 def read_runs_csv(path: str, source: str) -> List[Run]:
   """Read every run in one CSV (or .csv.gz) file.
 
