@@ -1,8 +1,5 @@
 """Tests for scripts.analysis.compare on runs and reports written here."""
 
-import csv
-import os
-
 import pytest
 
 from scripts.analysis import compare
@@ -10,36 +7,23 @@ from zoo.storage import run_json
 from tests.test_analysis_minatar_report import write_fake_run
 
 
-def _write(root, seed, evals, trains):
-  directory = os.path.join(root, 'cr_dqn', 'breakout', f'seed_{seed}')
-  os.makedirs(directory)
-  with open(os.path.join(directory, 'results.csv'), 'w', newline='') as f:
-    writer = csv.DictWriter(f, ['agent', 'environment_name', 'seed',
-                                'iteration', 'frame', 'eval_episode_return',
-                                'train_episode_return'])
-    writer.writeheader()
-    for i, (e, t) in enumerate(zip(evals, trains)):
-      writer.writerow(dict(agent='cr_dqn', environment_name='breakout',
-                           seed=seed, iteration=i, frame=1000 * i,
-                           eval_episode_return=e, train_episode_return=t))
-
-
 def test_two_run_directories_per_iteration_and_at_the_last(tmp_path):
-  python, jitted = str(tmp_path / 'python'), str(tmp_path / 'jitted')
-  for seed, final in ((1, 2.0), (2, 4.0)):
-    _write(python, seed, [0.0, final], ['nan', 1.0])
-  for seed, final in ((1, 3.0), (2, 5.0), (3, 7.0)):
-    _write(jitted, seed, [0.0, final], ['nan', 2.0])
-  a = compare.load_side(f'jitted={jitted}')
-  b = compare.load_side(f'python={python}')
-  lines = compare.iteration_lines(a, b, 'breakout', 'eval_episode_return')
+  for side, finals in (('python', (2.0, 4.0)), ('jitted', (3.0, 5.0, 7.0))):
+    for seed, final in enumerate(finals, 1):
+      write_fake_run(str(tmp_path / side / f'seed_{seed}' / 'results.csv'),
+                     'cr_dqn', seed, [0.0, final])
+  a = compare.load_side(f'jitted={tmp_path / "jitted"}')
+  b = compare.load_side(f'python={tmp_path / "python"}')
+  game = 'minatar-breakout'  # No run.json: the CSV's name.
+  lines = compare.iteration_lines(a, b, game, 'eval_episode_return')
   assert lines[4] == '| 0 | 0 | 0.00 (0.00–0.00, 3) | 0.00 (0.00–0.00, 2) |'
   assert lines[5] == '| 1 | 1000 | 5.00 (3.00–7.00, 3) | 3.00 (2.00–4.00, 2) |'
-  train = compare.iteration_lines(a, b, 'breakout', 'train_episode_return')
-  assert train[4] == '| 0 | 0 | – | – |'
-  (row,) = compare.comparison_lines([a], [b], ['breakout'],
-                                    'eval_episode_return', 2000)[2:]
-  assert row.startswith('| breakout | 1 | jitted | 5.00 [')
+  train = compare.iteration_lines(a, b, game, 'train_episode_return')
+  assert train[4:6] == ['| 0 | 0 | – | – |', '| 1 | 1000 | 1.00 (1.00–1.00, '
+                        '3) | 1.00 (1.00–1.00, 2) |']
+  (row,) = compare.comparison_lines([a], [b], [game], 'eval_episode_return',
+                                    2000)[2:]
+  assert row.startswith(f'| {game} | 1 | jitted | 5.00 [')
   assert '| python | 3.00 [2.00, 4.00] (2) | 2.00 [' in row
 
 
