@@ -1,6 +1,7 @@
 """Tests for scripts.analysis.bootstrap: aggregates and the stratified bootstrap."""
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -160,3 +161,21 @@ def test_difference_interval_refuses_empty_groups_and_bad_confidence():
     bootstrap.difference_interval([], [1.0])
   with pytest.raises(ValueError, match='confidence'):
     bootstrap.difference_interval([1.0], [2.0], confidence=1.5)
+
+
+def test_mean_with_ci_over_seeds():
+  cell = bootstrap.mean_with_ci([1.0, 2.0, 6.0], reps=2000)
+  assert cell.mean == pytest.approx(3.0) and cell.num_seeds == 3
+  assert 1.0 <= cell.lower < 3.0 < cell.upper <= 6.0
+  one = bootstrap.mean_with_ci([4.0])
+  assert one.mean == 4.0 and math.isnan(one.lower) and math.isnan(one.upper)
+  assert bootstrap.mean_with_ci([]).num_seeds == 0
+
+
+def test_difference_ci_resamples_each_group():
+  cell = bootstrap.difference_ci([5.0, 6.0, 7.0], [1.0, 2.0, 3.0],
+                                      reps=2000)
+  assert cell.mean == pytest.approx(4.0)
+  assert 2.0 <= cell.lower < 4.0 < cell.upper <= 6.0
+  same = bootstrap.difference_ci([1.0, 2.0], [1.0, 2.0], reps=2000)
+  assert same.lower < 0.0 < same.upper

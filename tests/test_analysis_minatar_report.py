@@ -2,7 +2,6 @@
 
 import csv
 import datetime
-import math
 import os
 import re
 
@@ -46,24 +45,6 @@ def test_load_run_reads_curves_completeness_and_phase_time(tmp_path):
   assert not longer.complete
   assert minatar_report.load_run('CR-DQN', 'breakout', 1,
                                  str(tmp_path / 'none.csv'), 2, 200) is None
-
-
-def test_mean_with_ci_over_seeds():
-  cell = minatar_report.mean_with_ci([1.0, 2.0, 6.0], reps=2000)
-  assert cell.mean == pytest.approx(3.0) and cell.num_seeds == 3
-  assert 1.0 <= cell.lower < 3.0 < cell.upper <= 6.0
-  one = minatar_report.mean_with_ci([4.0])
-  assert one.mean == 4.0 and math.isnan(one.lower) and math.isnan(one.upper)
-  assert minatar_report.mean_with_ci([]).num_seeds == 0
-
-
-def test_difference_ci_resamples_each_group():
-  cell = minatar_report.difference_ci([5.0, 6.0, 7.0], [1.0, 2.0, 3.0],
-                                      reps=2000)
-  assert cell.mean == pytest.approx(4.0)
-  assert 2.0 <= cell.lower < 4.0 < cell.upper <= 6.0
-  same = minatar_report.difference_ci([1.0, 2.0], [1.0, 2.0], reps=2000)
-  assert same.lower < 0.0 < same.upper
 
 
 def test_write_report_tables_figures_and_missing_runs(tmp_path):

@@ -46,17 +46,18 @@ def test_read_runs_csv_groups_and_sorts_runs(tmp_path):
   # No frame column (as in dqn_zoo_runs.csv.gz): frame = iteration x 1M.
   np.testing.assert_array_equal(run.frame, [0.0, 1e6])
   assert np.isnan(runs[('src', 'b', 'pong', 1)].eval_return[0])
-  assert run.eval_num_episodes is None  # No such column.
+  assert run.eval_num_episodes is None and run.train_return is None
 
 
-def test_read_runs_csv_keeps_eval_episode_counts(tmp_path):
+def test_read_runs_csv_keeps_eval_episode_counts_and_train_returns(tmp_path):
   path = tmp_path / 'run.csv'
   path.write_text('agent,environment_name,seed,iteration,eval_episode_return,'
-                  'eval_num_episodes\n'
-                  'a,pong,1,1,-20,0\n'
-                  'a,pong,1,0,-21,3\n')
+                  'eval_num_episodes,train_episode_return\n'
+                  'a,pong,1,1,-20,0,-19\n'
+                  'a,pong,1,0,-21,3,\n')
   (run,) = run_data.read_runs_csv(str(path), 'ours')
   np.testing.assert_array_equal(run.eval_num_episodes, [3.0, 0.0])
+  np.testing.assert_array_equal(run.train_return, [np.nan, -19.0])
 
 
 def test_read_runs_csv_rejects_missing_columns_and_repeats(tmp_path):
@@ -68,6 +69,26 @@ def test_read_runs_csv_rejects_missing_columns_and_repeats(tmp_path):
                   'a,pong,1,0,1\na,pong,1,0,2\n')
   with pytest.raises(ValueError, match='repeats an iteration'):
     run_data.read_runs_csv(str(path), 'ours')
+
+
+def test_read_rows_checks_columns_and_damage(tmp_path):
+  path = tmp_path / 'r.csv'
+  path.write_text('seed,iteration,frame_rate\n1,0,5\n1,1,nan\n')
+  assert run_data.read_rows(str(path), ('frame_rate',)) == [
+      dict(seed='1', iteration='0', frame_rate='5'),
+      dict(seed='1', iteration='1', frame_rate='nan')]
+  with pytest.raises(run_data.NotRunCsvError, match=r"\['agent'"):
+    run_data.read_rows(str(path))
+  path.write_text('seed,iteration,frame_rate\n1,0,5\n1,1')  # Cut off.
+  with pytest.raises(run_data.DamagedRunCsvError, match='line 3.*cut short'):
+    run_data.read_rows(str(path), ())
+  with pytest.raises(run_data.DamagedRunCsvError, match='cannot be read'):
+    run_data.read_rows(str(tmp_path / 'none.csv'), ())
+  # Iterations: none for a damaged CSV or none at all.
+  assert run_data.iterations(str(path)) == []
+  assert run_data.iterations(str(tmp_path / 'none.csv')) == []
+  path.write_text('seed,iteration\n1,0\n1,1\n')
+  assert run_data.iterations(str(path)) == [0, 1]
 
 
 def test_is_complete():
@@ -104,6 +125,16 @@ def test_duplicate_runs_are_an_error_naming_both_files(tmp_path):
 def test_load_run_dir_errors():
   with pytest.raises(ValueError, match='not a directory'):
     run_data.load_run_dir('/nonexistent/dir')
+
+
+def test_load_runs_args_labels_and_checks_every_directory_first(tmp_path):
+  write_run(str(tmp_path / 'a' / 'r.csv'), 'cr_dqn', 'pong', 1, [1.0])
+  runs = run_data.load_runs_args([f'mine={tmp_path / "a"}', str(tmp_path)])
+  assert [r.source for r in runs] == ['mine', 'ours']
+  (tmp_path / 'broken').mkdir()
+  (tmp_path / 'broken' / 'r.csv').write_text('agent,seed\ncr_dqn,1,2\n')
+  with pytest.raises(ValueError, match='nonexistent.*not a directory'):
+    run_data.load_runs_args([str(tmp_path / 'broken'), '/nonexistent/dir'])
 
 
 def test_parse_runs_arg(tmp_path):

@@ -20,6 +20,7 @@ import tarfile
 import pytest
 
 from tests.test_analysis_run_data import write_run
+from zoo.storage import run_json
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN_CSV_COLUMNS = ('agent', 'environment_name', 'seed', 'iteration',
@@ -224,9 +225,11 @@ def test_minatar_report(inputs, tmp_path):
   assert not (tmp_path / 'report').exists()
 
 
-def test_compare_jitted_minatar(inputs, tmp_path):
+def test_compare(inputs, tmp_path):
   jitted = tmp_path / 'jitted'
-  _minatar_run(jitted, 'CR-DQN', 'breakout', 1)
+  # run.json gives the run's game, breakout: the report's name for it.
+  run_json.write(str(_minatar_run(jitted, 'CR-DQN', 'breakout', 1)),
+                 'cr_dqn', 'minatar', {'environment_name': 'breakout'})
   damaged = tmp_path / 'damaged'
   _minatar_run(damaged, 'CR-DQN', 'breakout', 1, truncated=True)
   reference = tmp_path / 'runs.csv'
@@ -234,35 +237,31 @@ def test_compare_jitted_minatar(inputs, tmp_path):
                        'CR-DQN,breakout,1,complete,8.5\n'
                        'CR-DQN,breakout,2,complete,9.')
   truncate(reference, 3)
-  common = ['--configs=CR-DQN', '--games=breakout', '--num_iterations=1',
-            '--bootstrap_reps=100']
-  good_reference = tmp_path / 'good.csv'
-  good_reference.write_text('configuration,game,seed,state,final_eval_return'
-                            '\nCR-DQN,breakout,1,complete,8.5\n')
-  results = run_cases('scripts.analysis.compare_jitted_minatar', [
-      [f'--root_dir={inputs["empty"]}'] + common,
-      [f'--root_dir={jitted}', f'--reference_runs={reference}'] + common,
-      [f'--root_dir={jitted}',
-       f'--reference_runs={inputs["unrelated"] / "notes.csv"}'] + common,
-      [f'--root_dir={jitted}', f'--reference_runs={inputs["missing"]}']
+  good = tmp_path / 'good.csv'
+  good.write_text('configuration,game,seed,state,final_eval_return'
+                  '\nCR-DQN,breakout,1,complete,8.5\n')
+  common = ['--bootstrap_reps=100']
+  results = run_cases('scripts.analysis.compare', [
+      [f'--a={inputs["empty"]}', f'--b=CR-DQN={good}'] + common,
+      [f'--a={jitted}', f'--b=CR-DQN={reference}'] + common,
+      [f'--a={jitted}', f'--b=CR-DQN={inputs["unrelated"] / "notes.csv"}']
       + common,
-      [f'--root_dir={damaged}', f'--reference_runs={good_reference}']
-      + common,
-      [f'--root_dir={jitted}', f'--reference_runs={good_reference}']
-      + common,
-      [f'--root_dir={jitted}', f'--reference_runs={good_reference}',
-       '--against=QR-DQN-1'] + common,
+      [f'--a={jitted}', f'--b=CR-DQN={inputs["missing"]}'] + common,
+      [f'--a={damaged}', f'--b=CR-DQN={good}'] + common,
+      [f'--a={jitted}', f'--b=CR-DQN={good}'] + common,
+      [f'--a={jitted}', f'--b=QR-DQN-1={good}'] + common,
+      [f'--a={jitted}', f'--b={jitted}', '--per_iteration'],
   ], tmp_path)
-  assert_clean_error(results[0], 'no jitted run of CR-DQN on breakout',
-                     'Pass the --root_dir of python -m scripts.campaign '
-                     '--campaign=minatar_study_jitted, then minatar_jitted')
+  assert_clean_error(results[0], *WHAT_A_RUN_CSV_IS)
   assert_clean_error(results[1], 'line 3', 'cut short or damaged',
                      'Pass the runs.csv')
   assert_clean_error(results[2], 'missing column(s)', 'Pass the runs.csv')
-  assert_clean_error(results[3], 'no such file', "the study report's runs.csv")
+  assert_clean_error(results[3], 'no such file', "study report's runs.csv")
   assert_clean_error(results[4], 'seed_1/results.csv, line 3',
                      'cut short or damaged')
   assert_accepted(results[5])
-  assert '| breakout | CR-DQN |' in results[5]['stdout']
-  assert_clean_error(results[6], '--against: QR-DQN-1 not in',
-                     'it holds CR-DQN')
+  assert f'| breakout | 1 | {jitted} | 2.00 (1) | CR-DQN | 8.50 (1) | ' \
+      '-6.50 |' in results[5]['stdout']
+  assert_clean_error(results[6], 'QR-DQN-1 not in', 'it holds CR-DQN')
+  assert_accepted(results[7])
+  assert '| 1 | 1000 | 2.00 (2.00–2.00, 1) | 2.00' in results[7]['stdout']

@@ -35,6 +35,7 @@ import numpy as np
 
 from scripts.analysis import bootstrap
 from scripts.analysis import run_data
+from scripts.analysis import tables
 from zoo.storage import files
 from zoo.configuration import cli
 
@@ -210,12 +211,8 @@ def summarise_minatar(runs: Sequence[run_data.Run],
       iterations.append(int(run.iteration[kept][-1]))
     if not best:
       continue
-    ci = (math.nan, math.nan)
-    if len(best) > 1:
-      interval = bootstrap.confidence_interval(
-          np.asarray(best)[:, None], bootstrap.mean_of_means, reps=reps,
-          confidence=confidence, seed=seed)
-      ci = (interval.lower, interval.upper)
+    cell = bootstrap.mean_with_ci(best, reps, confidence, seed)
+    ci = (cell.lower, cell.upper)
     rows.append(RawSummary(source, agent, game[len(run_data.MINATAR_PREFIX):],
                            len(best), (min(iterations), max(iterations)),
                            float(np.mean(best)), ci, float(np.mean(last))))
@@ -233,18 +230,19 @@ def minatar_markdown(rows: Sequence[RawSummary], confidence: float = 0.95
           'evaluation return over a run\'s iterations, mean over seeds '
           f'[{pct}% bootstrap CI over seeds]; last: the last iteration\'s '
           'return, mean over seeds. `python -m scripts.campaign '
-          '--campaign=minatar_study --report=DIR` gives the study\'s full report.\n\n'
-          '| source | agent | game | seeds | last iteration | best return '
-          '[CI] | last return |\n|---|---|---|---:|---:|---:|---:|\n')
+          '--campaign=minatar_study --report=DIR` gives the study\'s full report.\n\n')
+  cells = []
   for r in rows:
     low, high = r.iterations
     best = f'{r.best:.2f}'
     if not math.isnan(r.best_ci[0]):
       best += f' [{r.best_ci[0]:.2f}, {r.best_ci[1]:.2f}]'
-    text += (f'| {r.source} | {r.agent} | {r.game} | {r.num_seeds} | '
-             f'{low if low == high else f"{low}-{high}"} | {best} | '
-             f'{r.last:.2f} |\n')
-  return text
+    cells.append([r.source, r.agent, r.game, r.num_seeds,
+                  low if low == high else f'{low}-{high}', best,
+                  f'{r.last:.2f}'])
+  return text + '\n'.join(tables.markdown(
+      ['source', 'agent', 'game', 'seeds', 'last iteration',
+       'best return [CI]', 'last return'], cells, 'lllrrrr')) + '\n'
 
 
 MINATAR_CSV_COLUMNS = ('source', 'agent', 'game', 'num_seeds',
@@ -299,15 +297,6 @@ def to_markdown(summaries: Sequence[AgentSummary], confidence: float = 0.95,
                 num_iterations: int = run_data.DEFAULT_NUM_ITERATIONS) -> str:
   """Return the summary as Markdown tables: full/subset agents, then partial ones."""
   pct = int(round(100 * confidence))
-  header = (f'| source | agent | status | games | seeds | best-agent median % '
-            f'[{pct}% CI] | median % [CI] | IQM % [CI] | mean % [CI] |\n'
-            '|---|---|---|---:|---:|---:|---:|---:|---:|\n')
-
-  def line(s):
-    cells = [_pct(s.point[m], s.ci.get(m)) for m in METRICS]
-    return (f'| {s.source} | {s.agent} | {s.status} | {s.num_games} | '
-            f'{s.num_seeds} | ' + ' | '.join(cells) + ' |\n')
-
   full = [s for s in summaries if s.status != STATUS_PARTIAL]
   partial = [s for s in summaries if s.status == STATUS_PARTIAL]
   text = ('Human-normalised best scores (max over iterations '
@@ -316,18 +305,25 @@ def to_markdown(summaries: Sequence[AgentSummary], confidence: float = 0.95,
           f'over the [seeds, games] matrix, {pct}% stratified-bootstrap '
           'percentile CIs. status "subset": fewer games than the full set.\n\n')
   if full:
-    text += header + ''.join(line(s) for s in full)
+    text += '\n'.join(tables.markdown(
+        ['source', 'agent', 'status', 'games', 'seeds',
+         f'best-agent median % [{pct}% CI]', 'median % [CI]', 'IQM % [CI]',
+         'mean % [CI]'],
+        [[s.source, s.agent, s.status, s.num_games, s.num_seeds] +
+         [_pct(s.point[m], s.ci.get(m)) for m in METRICS] for s in full],
+        'lllrrrrrr')) + '\n'
   if partial:
     text += ('\n**Partial agents** (some runs incomplete or missing; '
              'best-so-far scores, no CIs, not comparable with the rows above):'
-             '\n\n| source | agent | games | seeds | runs complete | '
-             'runs incomplete | runs missing | best-agent median % so far | '
-             'median % | IQM % | mean % |\n'
-             '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n')
-    for s in partial:
-      text += (f'| {s.source} | {s.agent} | {s.num_games} | {s.num_seeds} | '
-               f'{s.runs_complete} | {s.runs_incomplete} | {s.runs_missing} | '
-               + ' | '.join(_pct(s.point[m], None) for m in METRICS) + ' |\n')
+             '\n\n') + '\n'.join(tables.markdown(
+                 ['source', 'agent', 'games', 'seeds', 'runs complete',
+                  'runs incomplete', 'runs missing',
+                  'best-agent median % so far', 'median %', 'IQM %',
+                  'mean %'],
+                 [[s.source, s.agent, s.num_games, s.num_seeds,
+                   s.runs_complete, s.runs_incomplete, s.runs_missing] +
+                  [_pct(s.point[m], None) for m in METRICS]
+                  for s in partial], 'llrrrrrrrrr')) + '\n'
   return text
 
 
@@ -352,10 +348,7 @@ def load_requested_runs(runs_args: Sequence[str], with_reference: bool,
                         reference_agents: Optional[Sequence[str]]
                         ) -> List[run_data.Run]:
   """Load --runs directories, then the references (ours come first)."""
-  runs = []
-  for arg in runs_args:
-    label, path = run_data.parse_runs_arg(arg)
-    runs.extend(run_data.load_run_dir(path, label))
+  runs = run_data.load_runs_args(runs_args)
   if with_reference:
     agents = reference_agents
     if agents is not None:
@@ -372,9 +365,6 @@ def main(argv):
                          'references) or --reference (references only).')
   # Check the inputs before the slow bootstrap.
   try:
-    for arg in FLAGS.runs:
-      _, path = run_data.parse_runs_arg(arg)
-      run_data.find_run_files(path)  # Not a directory: error.
     runs = load_requested_runs(FLAGS.runs, True, FLAGS.reference_agents)
   except ValueError as e:
     sys.exit(f'Error: {e}')

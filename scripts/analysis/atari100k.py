@@ -28,6 +28,7 @@ import numpy as np
 
 from scripts.analysis import bootstrap
 from scripts.analysis import run_data
+from scripts.analysis import tables
 from zoo.configuration import cli
 from zoo.storage import run_json
 
@@ -198,14 +199,12 @@ def aggregate_markdown(summaries: Sequence[Summary],
   pct = int(round(100 * confidence))
   lines = [f'Human-normalised score over the 26 games, point '
            f'[{pct}% stratified-bootstrap CI]; optimality gap: lower is '
-           'better.', '',
-           '| agent | runs/game | ' + ' | '.join(METRICS) + ' |',
-           '| --- | --: |' + ' --- |' * len(METRICS)]
-  for s in summaries:
-    cells = [f'{i.point:.3f} [{i.lower:.3f}, {i.upper:.3f}]'
-             for i in (s.intervals[m] for m in METRICS)]
-    lines.append(f'| {s.agent} | {s.runs_per_game} | ' + ' | '.join(cells)
-                 + ' |')
+           'better.', '']
+  lines += tables.markdown(
+      ['agent', 'runs/game'] + list(METRICS),
+      [[s.agent, s.runs_per_game] +
+       [f'{i.point:.3f} [{i.lower:.3f}, {i.upper:.3f}]'
+        for i in (s.intervals[m] for m in METRICS)] for s in summaries], 'lr')
   return '\n'.join(lines) + '\n'
 
 
@@ -213,12 +212,12 @@ def per_game_markdown(scores: Scores) -> str:
   """Return the markdown table of each agent's mean raw score per game."""
   agents = list(scores)
   lines = ['Mean final evaluation return per game (all runs of each agent).',
-           '', '| game | ' + ' | '.join(agents) + ' |',
-           '| --- |' + ' --: |' * len(agents)]
-  for game in GAMES:
-    cells = [f'{np.mean(scores[a][game]):.1f}' if len(scores[a].get(game, ()))
-             else '–' for a in agents]
-    lines.append(f'| {game} | ' + ' | '.join(cells) + ' |')
+           ''] + tables.markdown(
+               ['game'] + agents,
+               [[game] + [f'{np.mean(scores[a][game]):.1f}'
+                          if len(scores[a].get(game, ())) else '–'
+                          for a in agents] for game in GAMES],
+               'l' + 'r' * len(agents))
   return '\n'.join(lines) + '\n'
 
 
@@ -252,10 +251,7 @@ def plot_profiles(path: str, matrices: Mapping[str, np.ndarray],
 def gather(runs_args: Sequence[str], agents: Sequence[str]) -> Scores:
   """Return the published `agents`' scores, then ours from --runs."""
   scores = load_published(agents=agents) if agents else {}
-  runs = []
-  for arg in runs_args:
-    label, path = run_data.parse_runs_arg(arg)
-    runs.extend(run_data.load_run_dir(path, label))
+  runs = run_data.load_runs_args(runs_args)
   if runs:
     ours = our_scores(run_data.check_unique(runs))
     clash = sorted(set(ours) & set(scores))

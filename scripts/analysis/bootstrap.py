@@ -8,7 +8,8 @@ Every aggregate here takes a batch of matrices [..., num_runs, num_tasks], so th
 all resamples are evaluated at once in numpy.
 """
 
-from typing import Callable, Dict, NamedTuple, Tuple
+import math
+from typing import Callable, Dict, NamedTuple, Sequence, Tuple
 
 import numpy as np
 
@@ -162,3 +163,46 @@ def difference_interval(a, b, reps: int = 50_000, confidence: float = 0.95,
   alpha = 100.0 * (1.0 - confidence) / 2.0
   lower, upper = np.percentile(values, [alpha, 100.0 - alpha])
   return Interval(float(a.mean() - b.mean()), float(lower), float(upper))
+
+
+class Cell(NamedTuple):
+  """Mean over seeds of one statistic, and its bootstrap CI."""
+  mean: float
+  lower: float
+  upper: float
+  num_seeds: int
+
+
+def mean_with_ci(values: Sequence[float], reps: int = 50_000,
+                 confidence: float = 0.95, seed: int = 0) -> Cell:
+  """Return the mean over seeds and its percentile bootstrap CI (NaN if < 2)."""
+  values = np.asarray(values, np.float64)
+  if values.size == 0:
+    return Cell(math.nan, math.nan, math.nan, 0)
+  if values.size < 2:
+    return Cell(float(values[0]), math.nan, math.nan, 1)
+  interval = confidence_interval(
+      values[:, None], mean_of_means, reps=reps,
+      confidence=confidence, seed=seed)
+  return Cell(interval.point, interval.lower, interval.upper, values.size)
+
+
+def difference_ci(a: Sequence[float], b: Sequence[float], reps: int = 50_000,
+                  confidence: float = 0.95, seed: int = 0) -> Cell:
+  """Return mean(a) - mean(b) and its bootstrap CI over each group's seeds."""
+  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  if a.size < 2 or b.size < 2:
+    point = float(a.mean() - b.mean()) if a.size and b.size else math.nan
+    return Cell(point, math.nan, math.nan, min(a.size, b.size))
+  interval = difference_interval(a, b, reps, confidence, seed)
+  return Cell(interval.point, interval.lower, interval.upper,
+              min(a.size, b.size))
+
+
+def cell_text(cell: Cell) -> str:
+  """Return 'mean [lower, upper]' ('mean' without a CI; '–' without seeds)."""
+  if cell.num_seeds == 0:
+    return '–'
+  if math.isnan(cell.lower):
+    return f'{cell.mean:.2f}'
+  return f'{cell.mean:.2f} [{cell.lower:.2f}, {cell.upper:.2f}]'

@@ -26,7 +26,6 @@ IQM over games.
 Incomplete and missing runs are listed, never averaged in.
 """
 
-import csv
 import datetime
 import math
 import os
@@ -41,6 +40,7 @@ import numpy as np
 from scripts.analysis import bootstrap
 from scripts.analysis import plot_curves
 from scripts.analysis import run_data
+from scripts.analysis import tables
 from zoo.storage import files
 
 K_ONE_LABEL = 'CR-DQN'  # The K = 1 runs the K-stream check compares with.
@@ -62,13 +62,11 @@ class RandomReturn(NamedTuple):
 
 def random_markdown(results: Sequence[RandomReturn]) -> str:
   """Return the random policy's returns as a markdown table."""
-  lines = ['| game | random policy return (mean over seeds) | per seed | '
-           'episodes | steps per seed |', '|---|---:|---|---:|---:|']
-  for r in results:
-    lines.append(f'| {r.game} | {r.mean:.2f} | '
-                 + ', '.join(f'{x:.2f}' for x in r.returns)
-                 + f' | {sum(r.episodes)} | {r.num_steps:,} |')
-  return '\n'.join(lines)
+  return '\n'.join(tables.markdown(
+      ['game', 'random policy return (mean over seeds)', 'per seed',
+       'episodes', 'steps per seed'],
+      [[r.game, f'{r.mean:.2f}', ', '.join(f'{x:.2f}' for x in r.returns),
+        sum(r.episodes), f'{r.num_steps:,}'] for r in results], 'lrlrr'))
 
 
 def cpu_description() -> str:
@@ -115,40 +113,9 @@ class RunResult(NamedTuple):
     return float(self.train_return[-1])
 
 
-def _float(text: str) -> float:
-  try:
-    return float(text)
-  except (TypeError, ValueError):
-    return math.nan
-
-
 # The columns load_run reads.
 _RUN_COLUMNS = ('iteration', 'frame', 'eval_episode_return',
                 'train_episode_return', 'eval_frame_rate', 'train_frame_rate')
-
-
-def read_run_rows(path: str) -> List[Dict[str, str]]:
-  """Return a run CSV's rows; ValueError naming the file if it is unusable."""
-  try:
-    with open(path, newline='') as f:
-      reader = csv.DictReader(f)
-      columns = reader.fieldnames or []
-      missing = [c for c in _RUN_COLUMNS if c not in columns]
-      if missing:
-        raise ValueError(f'{path}: missing column(s) {missing}: not a run '
-                         f'CSV. {run_data.RUN_CSV_HELP}')
-      rows = []
-      for row in reader:
-        iteration = _float(row.get('iteration'))
-        if (None in row or any(row.get(c) is None for c in columns)
-            or not math.isfinite(iteration)):
-          raise ValueError(f'{path}, line {reader.line_num}: cut short or '
-                           f'unreadable. {run_data.DAMAGED_CSV_FIX}')
-        rows.append(row)
-      return rows
-  except (OSError, UnicodeDecodeError, csv.Error) as e:
-    raise ValueError(f'{path}: cannot be read ({e}). '
-                     f'{run_data.DAMAGED_CSV_FIX}') from e
 
 
 def load_run(label: str, game: str, seed: int, path: str,
@@ -160,22 +127,23 @@ def load_run(label: str, game: str, seed: int, path: str,
   """
   if not os.path.exists(path):
     return None
-  rows = [r for r in read_run_rows(path)
-          if 0 <= int(_float(r['iteration'])) <= num_iterations]
-  rows.sort(key=lambda r: int(_float(r['iteration'])))
-  iteration = np.array([int(_float(r['iteration'])) for r in rows], np.int64)
-  steps = np.array([_float(r['frame']) for r in rows])
+  rows = [r for r in run_data.read_rows(path, _RUN_COLUMNS)
+          if 0 <= int(run_data.to_float(r['iteration'])) <= num_iterations]
+  rows.sort(key=lambda r: int(run_data.to_float(r['iteration'])))
+  iteration = np.array([int(run_data.to_float(r['iteration'])) for r in rows],
+                       np.int64)
+  steps = np.array([run_data.to_float(r['frame']) for r in rows])
   seconds = 0.0
   for i, row in enumerate(rows):
-    seconds += num_eval_frames / _float(row['eval_frame_rate'])
+    seconds += num_eval_frames / run_data.to_float(row['eval_frame_rate'])
     if i > 0 and iteration[i] > 0:
       trained = steps[i] - steps[i - 1]
-      seconds += trained / _float(row['train_frame_rate'])
+      seconds += trained / run_data.to_float(row['train_frame_rate'])
   complete = set(iteration.tolist()) >= set(range(num_iterations + 1))
   return RunResult(
       label, game, seed, path, complete, iteration, steps,
-      np.array([_float(r['eval_episode_return']) for r in rows]),
-      np.array([_float(r['train_episode_return']) for r in rows]),
+      np.array([run_data.to_float(r['eval_episode_return']) for r in rows]),
+      np.array([run_data.to_float(r['train_episode_return']) for r in rows]),
       seconds if np.isfinite(seconds) else math.nan)
 
 
@@ -207,56 +175,6 @@ def study_span(csv_paths: Sequence[str]
   return min(starts), max(ends)
 
 
-class Cell(NamedTuple):
-  """Mean over seeds of one statistic, and its bootstrap CI."""
-  mean: float
-  lower: float
-  upper: float
-  num_seeds: int
-
-
-def mean_with_ci(values: Sequence[float], reps: int = 50_000,
-                 confidence: float = 0.95, seed: int = 0) -> Cell:
-  """Return the mean over seeds and its percentile bootstrap CI (NaN if < 2)."""
-  values = np.asarray(values, np.float64)
-  if values.size == 0:
-    return Cell(math.nan, math.nan, math.nan, 0)
-  if values.size < 2:
-    return Cell(float(values[0]), math.nan, math.nan, 1)
-  interval = bootstrap.confidence_interval(
-      values[:, None], bootstrap.mean_of_means, reps=reps,
-      confidence=confidence, seed=seed)
-  return Cell(interval.point, interval.lower, interval.upper, values.size)
-
-
-def difference_ci(a: Sequence[float], b: Sequence[float], reps: int = 50_000,
-                  confidence: float = 0.95, seed: int = 0) -> Cell:
-  """Return mean(a) - mean(b) and its bootstrap CI over each group's seeds."""
-  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-  if a.size < 2 or b.size < 2:
-    point = float(a.mean() - b.mean()) if a.size and b.size else math.nan
-    return Cell(point, math.nan, math.nan, min(a.size, b.size))
-  interval = bootstrap.difference_interval(a, b, reps, confidence, seed)
-  return Cell(interval.point, interval.lower, interval.upper,
-              min(a.size, b.size))
-
-
-def _cell_text(cell: Cell) -> str:
-  if cell.num_seeds == 0:
-    return '–'
-  if math.isnan(cell.lower):
-    return f'{cell.mean:.2f}'
-  return f'{cell.mean:.2f} [{cell.lower:.2f}, {cell.upper:.2f}]'
-
-
-def comparison_cells(new: Sequence[float], reference: Sequence[float],
-                     reps: int) -> str:
-  """Return '| reference | new | new - reference |': means, CIs, seeds."""
-  return (f'{_cell_text(mean_with_ci(reference, reps))} ({len(reference)}) | '
-          f'{_cell_text(mean_with_ci(new, reps))} ({len(new)}) | '
-          f'{_cell_text(difference_ci(new, reference, reps))} |')
-
-
 def group_complete(results: Sequence[RunResult]
                    ) -> Dict[Tuple[str, str], List[RunResult]]:
   """Return {(label, game): complete runs}, in planned order."""
@@ -275,9 +193,10 @@ def final_rows(results: Sequence[RunResult], random_returns: Dict[str, float],
   for (label, game), runs in group_complete(results).items():
     if not runs:
       continue  # Listed with the runs not complete.
-    final = mean_with_ci([r.final for r in runs], reps, confidence, seed)
-    mean = mean_with_ci([r.mean_over_iterations for r in runs], reps,
-                        confidence, seed)
+    final = bootstrap.mean_with_ci([r.final for r in runs], reps, confidence,
+                                   seed)
+    mean = bootstrap.mean_with_ci([r.mean_over_iterations for r in runs],
+                                  reps, confidence, seed)
     train = [r.final_train for r in runs]
     random_return = random_returns.get(game, math.nan)
     rows.append({
@@ -356,9 +275,10 @@ def k_stream_rows(results: Sequence[RunResult], game: str, k_label: str,
     a = [getattr(r, statistic) for r in eight]
     b = [getattr(r, statistic) for r in one]
     rows.append({'statistic': statistic,
-                 'k1': mean_with_ci(b, reps, confidence, seed),
-                 'k8': mean_with_ci(a, reps, confidence, seed),
-                 'difference': difference_ci(a, b, reps, confidence, seed)})
+                 'k1': bootstrap.mean_with_ci(b, reps, confidence, seed),
+                 'k8': bootstrap.mean_with_ci(a, reps, confidence, seed),
+                 'difference': bootstrap.difference_ci(a, b, reps, confidence,
+                                                       seed)})
   return rows
 
 
@@ -436,24 +356,24 @@ def markdown(final: Sequence[Dict], k_rows: Sequence[Dict], k_game: str,
       f'1..{num_iterations}; mean over seeds [{pct}% percentile bootstrap CI '
       'over seeds]. "above random": the lower CI end (one seed: the value) '
       'exceeds the random policy\'s return.', '']
-  lines += ['| game | configuration | seeds | final eval return | mean over '
-            'iterations | final train return | random policy | above random |',
-            '|---|---|---:|---:|---:|---:|---:|---|']
-  for row in final:
-    above = 'yes' if row['above_random'] else 'no'
-    lines.append(
-        f'| {row["game"]} | {row["configuration"]} | {row["seeds"]} | '
-        f'{_cell_text(row["final"])} | '
-        f'{_cell_text(row["mean_over_iterations"])} | '
-        f'{row["final_train"]:.2f} | {row["random"]:.2f} | {above} |')
+  lines += tables.markdown(
+      ['game', 'configuration', 'seeds', 'final eval return',
+       'mean over iterations', 'final train return', 'random policy',
+       'above random'],
+      [[row['game'], row['configuration'], row['seeds'],
+        bootstrap.cell_text(row['final']),
+        bootstrap.cell_text(row['mean_over_iterations']),
+        f'{row["final_train"]:.2f}', f'{row["random"]:.2f}',
+        'yes' if row['above_random'] else 'no'] for row in final],
+      'llrrrrrl')
   if k_rows:
-    lines += ['', f'## K = 8 streams vs K = 1 ({k_game}, CR-DQN)', '',
-              f'| statistic | K = 1 ({K_ONE_LABEL}) | K = 8 ({k_label}) | '
-              'K = 8 minus K = 1 |', '|---|---:|---:|---:|']
-    for row in k_rows:
-      lines.append(f'| {row["statistic"].replace("_", " ")} | '
-                   f'{_cell_text(row["k1"])} | {_cell_text(row["k8"])} | '
-                   f'{_cell_text(row["difference"])} |')
+    lines += ['', f'## K = 8 streams vs K = 1 ({k_game}, CR-DQN)', '']
+    lines += tables.markdown(
+        ['statistic', f'K = 1 ({K_ONE_LABEL})', f'K = 8 ({k_label})',
+         'K = 8 minus K = 1'],
+        [[row['statistic'].replace('_', ' ')] +
+         [bootstrap.cell_text(row[c]) for c in ('k1', 'k8', 'difference')]
+         for row in k_rows], 'lrrr')
   lines += ['', '## Random policy', '',
             random_markdown(random_results), '']
   lines += ['## Wall time', '',
@@ -468,13 +388,11 @@ def markdown(final: Sequence[Dict], k_rows: Sequence[Dict], k_game: str,
   lines.append('')
   unfinished = [r for r in runs_table if r['state'] != 'complete']
   if unfinished:
-    lines += ['## Runs not complete (not in the tables)', '',
-              '| configuration | game | seed | state | last iteration |',
-              '|---|---|---:|---|---:|']
-    for r in unfinished:
-      lines.append(f'| {r["configuration"]} | {r["game"]} | {r["seed"]} | '
-                   f'{r["state"]} | {r["last_iteration"]} |')
-    lines.append('')
+    lines += ['## Runs not complete (not in the tables)', ''] + tables.markdown(
+        ['configuration', 'game', 'seed', 'state', 'last iteration'],
+        [[r[c] for c in ('configuration', 'game', 'seed', 'state',
+                         'last_iteration')] for r in unfinished],
+        'llrlr') + ['']
   for figure in figures:
     lines.append(f'![{os.path.splitext(figure)[0]}]({figure})')
   return '\n'.join(lines) + '\n'
@@ -578,17 +496,18 @@ def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
   lines = [f'## {a} - {b} per game', '',
            f'Final evaluation return of {a} minus {b}: difference of the '
            'means over seeds, 95% percentile bootstrap CI resampling each '
-           "configuration's seeds.", '',
-           '| game | seeds | difference [95% CI] |', '|---|---:|---|']
+           "configuration's seeds.", '']
+  rows = []
   for game in games:
     if (a, game) in final and (b, game) in final:
-      cell = difference_ci(
+      cell = bootstrap.difference_ci(
           list(final[(a, game)].values()), list(final[(b, game)].values()),
           reps=reps, seed=seed)
-      lines.append(f'| {game} | {cell.num_seeds} | '
-                   f'{_cell_text(cell)} |')
+      rows.append([game, cell.num_seeds, bootstrap.cell_text(cell)])
     else:
-      lines.append(f'| {game} | 0 | – |')
+      rows.append([game, 0, '–'])
+  lines += tables.markdown(['game', 'seeds', 'difference [95% CI]'], rows,
+                           'lrl')
   best = {}
   for game in games:
     means = [np.mean(list(final[(label, game)].values())) for label in labels
@@ -608,20 +527,21 @@ def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
   if not usable:
     return '\n'.join(lines + ['No game has complete runs of every '
                               'configuration yet.', '']) + '\n'
-  lines += [f'Games: {", ".join(usable)}.', '',
-            '| configuration | seeds | normalised IQM [95% CI] |',
-            '|---|---:|---|']
+  lines += [f'Games: {", ".join(usable)}.', '']
+  rows = []
   for label in labels:
     seeds = sorted(set.intersection(*[set(final[(label, g)])
                                       for g in usable]))
     if not seeds:
-      lines.append(f'| {label} | 0 | – |')
+      rows.append([label, 0, '–'])
       continue
     scores = np.array([[(final[(label, g)][s] - random_returns[g]) /
                         (best[g] - random_returns[g]) for g in usable]
                        for s in seeds])
     interval = bootstrap.confidence_interval(
         scores, bootstrap.interquartile_mean, reps=reps, seed=seed)
-    lines.append(f'| {label} | {len(seeds)} | {interval.point:.3f} '
-                 f'[{interval.lower:.3f}, {interval.upper:.3f}] |')
+    rows.append([label, len(seeds), f'{interval.point:.3f} '
+                 f'[{interval.lower:.3f}, {interval.upper:.3f}]'])
+  lines += tables.markdown(['configuration', 'seeds',
+                            'normalised IQM [95% CI]'], rows, 'lrl')
   return '\n'.join(lines) + '\n'

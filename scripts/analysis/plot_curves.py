@@ -270,13 +270,7 @@ def main(argv):
   if not FLAGS.output_dir:
     raise app.UsageError('--output_dir is required.')
   try:
-    for arg in FLAGS.runs:
-      _, path = run_data.parse_runs_arg(arg)
-      run_data.find_run_files(path)  # Not a directory: error.
-    runs = []
-    for arg in FLAGS.runs:
-      label, path = run_data.parse_runs_arg(arg)
-      runs.extend(run_data.load_run_dir(path, label))
+    runs = run_data.load_runs_args(FLAGS.runs)
     reference_agents = [a for a in (FLAGS.reference_agents or []) if a]
     if reference_agents:
       runs.extend(run_data.load_all_references(reference_agents))

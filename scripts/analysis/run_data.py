@@ -68,6 +68,8 @@ class Run:
   # [T] float (NaN where unknown), when the file has the column: 0 marks a
   # partial return (no evaluation episode completed).
   eval_num_episodes: Optional[np.ndarray] = None
+  # [T] float, when the file has the column (NaN at iteration 0).
+  train_return: Optional[np.ndarray] = None
 
   @property
   def key(self) -> RunKey:
@@ -118,11 +120,52 @@ def _open_text(path: str):
   return open(path, newline='')
 
 
-def _to_float(text: str) -> float:
+def to_float(text: Optional[str]) -> float:
+  """Return a CSV cell's number (NaN where empty or not a number)."""
   try:
     return float(text)
-  except ValueError:
+  except (TypeError, ValueError):
     return math.nan
+
+
+def read_rows(path: str, columns: Sequence[str] = _REQUIRED_COLUMNS
+              ) -> List[Dict[str, str]]:
+  """Return a run CSV's (or .csv.gz's) rows as dicts of strings.
+
+  The one reader of run CSVs: zoo.storage.results_csv's rule tells a damaged
+  row, as runs do.
+
+  Raises:
+    NotRunCsvError: the file lacks one of `columns`.
+    DamagedRunCsvError: a row is cut short or unreadable (a truncated file).
+  """
+  try:
+    with _open_text(path) as f:
+      lines = results_csv.checked_rows(f, path)
+      header = next(lines, (0, None))[1]
+      if header is None:
+        return []
+      missing = [c for c in columns if c not in header]
+      if missing:
+        raise NotRunCsvError(
+            f'{path}: missing column(s) {missing}: not a run CSV. Run CSVs '
+            f'must carry {list(columns)} (see ARCHITECTURE.md, "Run '
+            'results").')
+      return [dict(zip(header, row)) for _, row in lines]
+  except results_csv.DamagedError as e:
+    raise DamagedRunCsvError(f'{e}. {DAMAGED_CSV_FIX}') from None
+  except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:
+    raise DamagedRunCsvError(f'{path}: cannot be read ({e}). '
+                             f'{DAMAGED_CSV_FIX}') from e
+
+
+def iterations(path: str) -> List[int]:
+  """Return the iterations a run CSV holds ([]: no file, or a damaged one)."""
+  try:
+    return [int(float(row['iteration']))
+            for row in read_rows(path, ('iteration',))]
+  except ValueError:
+    return []
 
 
 def read_runs_csv(path: str, source: str) -> List[Run]:
@@ -133,61 +176,32 @@ def read_runs_csv(path: str, source: str) -> List[Run]:
     DamagedRunCsvError: a row is cut short or unreadable (a truncated file).
     ValueError: a run repeats an iteration.
   """
-  try:
-    return _read_runs_csv(path, source)
-  except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:
-    raise DamagedRunCsvError(f'{path}: cannot be read ({e}). '
-                             f'{DAMAGED_CSV_FIX}') from e
-
-
-def _read_runs_csv(path: str, source: str) -> List[Run]:
-  with _open_text(path) as f:
-    # zoo.storage.results_csv's rule tells a damaged row, as runs do.
-    lines = results_csv.checked_rows(f, path)
-    try:
-      header = next(lines)[1]
-    except StopIteration:
-      return []
-    missing = [c for c in _REQUIRED_COLUMNS if c not in header]
-    if missing:
-      raise NotRunCsvError(
-          f'{path}: missing column(s) {missing}. Run CSVs must carry '
-          f'{list(_REQUIRED_COLUMNS)} (see ARCHITECTURE.md, "Run results").')
-    col = {name: i for i, name in enumerate(header)}
-    i_agent, i_game, i_seed = (col[c] for c in _KEY_COLUMNS)
-    i_iter, i_eval = col['iteration'], col['eval_episode_return']
-    i_frame = col.get('frame')
-    i_episodes = col.get('eval_num_episodes')
-    grouped: Dict[Tuple[str, str, int],
-                  List[Tuple[int, float, float, float]]] = {}
-    try:
-      for _, row in lines:
-        iteration = int(float(row[i_iter]))
-        seed = int(float(row[i_seed]))
-        frame = (_to_float(row[i_frame]) if i_frame is not None
-                 else float(iteration * FRAMES_PER_ITERATION))
-        episodes = (_to_float(row[i_episodes]) if i_episodes is not None
-                    else math.nan)
-        key = (row[i_agent], row[i_game], seed)
-        grouped.setdefault(key, []).append(
-            (iteration, frame, _to_float(row[i_eval]), episodes))
-    except results_csv.DamagedError as e:
-      raise DamagedRunCsvError(f'{e}. {DAMAGED_CSV_FIX}') from None
+  grouped: Dict[Tuple[str, str, int], List[Dict[str, str]]] = {}
+  for row in read_rows(path):
+    key = (row['agent'], row['environment_name'], int(float(row['seed'])))
+    grouped.setdefault(key, []).append(row)
   runs = []
   for (agent, game, seed), rows in grouped.items():
-    rows.sort(key=lambda r: r[0])
-    iterations = np.array([r[0] for r in rows], dtype=np.int64)
+    rows.sort(key=lambda r: int(float(r['iteration'])))
+    iterations = np.array([int(float(r['iteration'])) for r in rows],
+                          dtype=np.int64)
     if np.any(np.diff(iterations) == 0):
       raise ValueError(f'{path}: run {agent}/{game}/seed {seed} repeats an '
                        'iteration; each iteration must have one row.')
+
+    def column(name, rows=rows):
+      return np.array([to_float(r[name]) for r in rows])
     runs.append(Run(
         source=source, agent=agent, game=game, seed=seed,
         iteration=iterations,
-        frame=np.array([r[1] for r in rows], dtype=np.float64),
-        eval_return=np.array([r[2] for r in rows], dtype=np.float64),
-        path=path,
-        eval_num_episodes=(np.array([r[3] for r in rows], dtype=np.float64)
-                           if i_episodes is not None else None)))
+        # Published runs have no frame column: one iteration per 1M frames.
+        frame=(column('frame') if 'frame' in rows[0]
+               else iterations * float(FRAMES_PER_ITERATION)),
+        eval_return=column('eval_episode_return'), path=path,
+        eval_num_episodes=(column('eval_num_episodes')
+                           if 'eval_num_episodes' in rows[0] else None),
+        train_return=(column('train_episode_return')
+                      if 'train_episode_return' in rows[0] else None)))
   return runs
 
 
@@ -309,6 +323,14 @@ def parse_runs_arg(arg: str) -> Tuple[str, str]:
     label, path = arg.split('=', 1)
     return label, path
   return 'ours', arg
+
+
+def load_runs_args(args: Sequence[str]) -> List[Run]:
+  """Load the runs of --runs values, LABEL=DIR or DIR; check every DIR first."""
+  parsed = [parse_runs_arg(arg) for arg in args]
+  for _, path in parsed:
+    find_run_files(path)  # Not a directory: an error before any reading.
+  return [run for label, path in parsed for run in load_run_dir(path, label)]
 
 
 def load_reference(name: str) -> List[Run]:

@@ -41,6 +41,7 @@ from absl import flags
 import jax
 import numpy as np
 
+from scripts.analysis import tables
 from scripts.benchmarks import timing
 from zoo.configuration import agent_registry
 from zoo.loops import build
@@ -224,15 +225,12 @@ def main(argv):
   for bench in benches:
     bench.close()
   columns = list(next(iter(rows.values())))
-  print()
-  print('| mode | ' + ' | '.join(columns) + ' |')
-  print('|' + '---|' * (len(columns) + 1))
-  for name, row in rows.items():
-    print(f'| {name} | ' + ' | '.join(row[c] for c in columns) + ' |')
+  table = [[name] + [row[c] for c in columns] for name, row in rows.items()]
   if suite is atari_suite.ATARI:
-    print('| DQN Zoo QR-DQN (not rerun; measured before on this 2-core '
-          'machine) | ' + ' | '.join(_DQN_ZOO.get(c, '') for c in columns) +
-          ' |')
+    table.append(['DQN Zoo QR-DQN (not rerun; measured before on this 2-core '
+                  'machine)'] + [_DQN_ZOO.get(c, '') for c in columns])
+  print()
+  print('\n'.join(tables.markdown(['mode'] + columns, table)))
   peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
   print(f'\nprocess peak resident memory: {peak:.2f} GB')
   rates = {b.name: statistics.median(b.frame_rates) for b in benches}

@@ -49,6 +49,7 @@ import jax
 import numpy as np
 
 from scripts.analysis import minatar_report
+from scripts.analysis import tables
 from scripts.benchmarks import timing
 from zoo.configuration import agent_registry
 from zoo.configuration import cli
@@ -271,25 +272,21 @@ def report(rounds: Dict[str, Dict[str, List[float]]], train_frames: int,
   names = list(rounds)
   stats = {name: {q: summary(v) for q, v in rounds[name].items()}
            for name in names}
-  lines = ['| agent | ' + ' | '.join(QUANTITIES) + ' |',
-           '|---|' + '---:|' * len(QUANTITIES)]
-  for name in names:
-    lines.append(f'| {name} | ' + ' | '.join(
-        cell(stats[name][q], q == 'update share') for q in QUANTITIES) + ' |')
-  lines += ['', '| agent | episode frames | training min | evaluation min | '
-            f'whole run min [min, max] | vs {fmt(goal_minutes)} min |',
-            '|---|---:|---:|---:|---:|---:|']
+  lines = tables.markdown(
+      ('agent',) + QUANTITIES,
+      [[name] + [cell(stats[name][q], q == 'update share') for q in QUANTITIES]
+       for name in names], 'l' + 'r' * len(QUANTITIES))
+  estimated = []
   figures = []
   for name in names:
     length = episode_frames or stats[name]['eval episode frames']['median']
     runs = estimates(stats[name], train_frames, eval_episodes, length)
     median = runs['median']
     ratio = median['total min'] / goal_minutes
-    lines.append(
-        f'| {name} | {fmt(length)} | {fmt(median["train min"])} | '
-        f'{fmt(median["eval min"])} | {fmt(median["total min"])} '
-        f'[{fmt(runs["fastest"]["total min"])}, '
-        f'{fmt(runs["slowest"]["total min"])}] | {ratio:.2f}x |')
+    estimated.append([
+        name, fmt(length), fmt(median['train min']), fmt(median['eval min']),
+        f'{fmt(median["total min"])} [{fmt(runs["fastest"]["total min"])}, '
+        f'{fmt(runs["slowest"]["total min"])}]', f'{ratio:.2f}x'])
     key = f'atari100k.bench_atari100k.{{}}:{name}'
     what = f'{{}}, {name}, Atari 100k on {game} (`bench_atari100k`)'
     for quantity, unit in (('train frames/s', 'frames/s'),
@@ -303,6 +300,10 @@ def report(rounds: Dict[str, Dict[str, List[float]]], train_frames: int,
     figures.append({'key': key.format('whole_run_min'),
                     'what': what.format('one whole run, estimated'),
                     'value': f'{median["total min"]:.4g}', 'unit': 'min'})
+  lines += [''] + tables.markdown(
+      ['agent', 'episode frames', 'training min', 'evaluation min',
+       'whole run min [min, max]', f'vs {fmt(goal_minutes)} min'], estimated,
+      'lrrrrr')
   return {'text': '\n'.join(lines), 'figures': figures, 'stats': stats}
 
 

@@ -30,6 +30,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
+from scripts.analysis import tables
 from zoo.storage import checkpoint
 from zoo.storage import files
 from zoo.replay import frame_replay as replay_lib
@@ -157,13 +158,15 @@ def main(argv):
       print(f'round {iteration - warm_up + 1}, {name}: {seconds:.1f} s, '
             f'{written / 1e9:.2f} GB written', flush=True)
 
-  print('\n| checkpoint format | seconds per iteration (median) | GB written '
-        'per iteration | GB on disk after | GB on disk at most |')
-  print('|---|---|---|---|---|')
+  table = []
   for name, rows in results.items():
     seconds, written, after, peak = (statistics.median(c) for c in zip(*rows))
-    print(f'| {name} | {seconds:.1f} | {written / 1e9:.2f} | '
-          f'{after / 1e9:.2f} | {peak / 1e9:.2f} |')
+    table.append([name, f'{seconds:.1f}', f'{written / 1e9:.2f}',
+                  f'{after / 1e9:.2f}', f'{peak / 1e9:.2f}'])
+  print('\n' + '\n'.join(tables.markdown(
+      ['checkpoint format', 'seconds per iteration (median)',
+       'GB written per iteration', 'GB on disk after', 'GB on disk at most'],
+      table)))
   ratio = (statistics.median(r[0] for r in results['whole replay']) /
            statistics.median(r[0] for r in results['chunks']))
   print(f'chunks are {ratio:.1f}x faster per iteration')

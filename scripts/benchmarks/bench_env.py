@@ -15,6 +15,7 @@ from typing import Sequence
 from absl import flags
 import numpy as np
 
+from scripts.analysis import tables
 from zoo.environments import atari_data
 from zoo.environments import atari_env
 from zoo.environments import vector_env
@@ -104,23 +105,24 @@ def main(argv: Sequence[str]) -> None:
     for num_envs in counts:
       results.append((mode, int(num_envs), benchmark(mode, int(num_envs))))
   baseline = np.median(results[0][2])
-  print(f'\n| mode | K | frames/s (median) | min | max | x {results[0][0]} '
-        f'K={results[0][1]} |')
-  print('|---|---|---|---|---|---|')
-  for mode, num_envs, rates in results:
-    print(f'| {mode} | {num_envs} | {np.median(rates):.0f} | {rates.min():.0f}'
-          f' | {rates.max():.0f} | {np.median(rates) / baseline:.2f} |')
+  print('\n' + '\n'.join(tables.markdown(
+      ['mode', 'K', 'frames/s (median)', 'min', 'max',
+       f'x {results[0][0]} K={results[0][1]}'],
+      [[mode, num_envs, f'{np.median(rates):.0f}', f'{rates.min():.0f}',
+        f'{rates.max():.0f}', f'{np.median(rates) / baseline:.2f}']
+       for mode, num_envs, rates in results])))
   if _COMPARE_PIXELS.value:
-    print('\n| game | steps | mean abs diff | mean diff (vector - ref) | '
-          'pixels differing | pixels off by > 8 | mean grey vector | '
-          'mean grey reference |')
-    print('|---|---|---|---|---|---|---|---|')
-    for game in _COMPARE_GAMES.value:
+    print('\n' + '\n'.join(tables.markdown(
+        ['game', 'steps', 'mean abs diff', 'mean diff (vector - ref)',
+         'pixels differing', 'pixels off by > 8', 'mean grey vector',
+         'mean grey reference'], [])))
+    for game in _COMPARE_GAMES.value:  # Each row as it comes: slow.
       c = compare_pixels(game, _COMPARE_STEPS.value)
-      print(f"| {game} | {c['steps']} | {c['mean_abs']:.2f} | "
-            f"{c['mean_signed']:+.2f} | {c['fraction_differing']:.1%} | "
-            f"{c['fraction_over_8']:.2%} | {c['mean_vector']:.1f} | "
-            f"{c['mean_reference']:.1f} |", flush=True)
+      print(tables.line([
+          game, c['steps'], f"{c['mean_abs']:.2f}", f"{c['mean_signed']:+.2f}",
+          f"{c['fraction_differing']:.1%}", f"{c['fraction_over_8']:.2%}",
+          f"{c['mean_vector']:.1f}", f"{c['mean_reference']:.1f}"]),
+            flush=True)
 
 
 if __name__ == '__main__':

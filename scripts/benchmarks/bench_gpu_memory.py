@@ -25,6 +25,7 @@ from typing import Any, Dict, List
 from absl import app
 from absl import flags
 
+from scripts.analysis import tables
 from scripts.benchmarks import gpu_runs
 from zoo.configuration import cli
 
@@ -95,17 +96,19 @@ def main(argv):
           f'memory used over the idle GPU {smi[name]} MiB', flush=True)
     if outcome.returncode != 0:
       print(gpu_runs.tail(outcome.output), flush=True)
-  print('\n| JAX memory setting | peak bytes in use (JAX) | JAX\'s limit | '
-        'GPU memory used, peak (nvidia-smi) | training frames/s |')
-  print('|---|---:|---:|---:|---:|')
+  table = []
   for name, what, _ in VARIANTS:
     o = results[name]
     stats = o.stats or {}
     smi_bytes = None if smi[name] is None else smi[name] * 2**20
-    rate = 'failed' if o.returncode else f'{o.train_rate or 0:,.0f}'
-    print(f'| {what} | {gpu_runs.gb(stats.get("peak_bytes_in_use"))} | '
-          f'{gpu_runs.gb(stats.get("bytes_limit"))} | '
-          f'{gpu_runs.gb(smi_bytes)} | {rate} |')
+    table.append([what, gpu_runs.gb(stats.get('peak_bytes_in_use')),
+                  gpu_runs.gb(stats.get('bytes_limit')),
+                  gpu_runs.gb(smi_bytes),
+                  'failed' if o.returncode else f'{o.train_rate or 0:,.0f}'])
+  print('\n' + '\n'.join(tables.markdown(
+      ['JAX memory setting', 'peak bytes in use (JAX)', "JAX's limit",
+       'GPU memory used, peak (nvidia-smi)', 'training frames/s'], table,
+      'lrrrr')))
   print('\nfigures: ' + json.dumps(figures(results, smi)))
   if any(o.returncode for o in results.values()):
     sys.exit(1)

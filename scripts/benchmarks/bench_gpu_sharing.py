@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence
 from absl import app
 from absl import flags
 
+from scripts.analysis import tables
 from scripts.benchmarks import gpu_runs
 from scripts.campaign import launch
 from zoo.configuration import cli
@@ -78,10 +79,10 @@ def figures(alone: gpu_runs.Outcome, together: Sequence[gpu_runs.Outcome],
   return rows
 
 
-def _line(label: str, o: gpu_runs.Outcome) -> str:
+def _row(label: str, o: gpu_runs.Outcome) -> List[str]:
   peak: Optional[int] = (o.stats or {}).get('peak_bytes_in_use')
   rate = 'failed' if o.returncode else f'{o.train_rate or 0:,.0f}'
-  return f'| {label} | exit {o.returncode} | {rate} | {gpu_runs.gb(peak)} |'
+  return [label, f'exit {o.returncode}', rate, gpu_runs.gb(peak)]
 
 
 def main(argv):
@@ -108,11 +109,10 @@ def main(argv):
   envs = shared_environments(gpu)
   started = [launch(f'shared_{i + 1}', env) for i, env in enumerate(envs)]
   together = [gpu_runs.finish(*s) for s in started]
-  print('\n| run | status | training frames/s | peak bytes in use (JAX) |')
-  print('|---|---|---:|---:|')
-  print(_line('alone', alone))
-  for i, o in enumerate(together):
-    print(_line(f'shared {i + 1} of 2', o))
+  print('\n' + '\n'.join(tables.markdown(
+      ['run', 'status', 'training frames/s', 'peak bytes in use (JAX)'],
+      [_row('alone', alone)] + [_row(f'shared {i + 1} of 2', o)
+                                for i, o in enumerate(together)], 'llrr')))
   for o in [alone] + together:
     if o.returncode:
       print(gpu_runs.tail(o.output), flush=True)

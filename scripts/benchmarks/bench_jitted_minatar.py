@@ -28,6 +28,7 @@ from absl import flags
 import jax
 import numpy as np
 
+from scripts.analysis import tables
 from scripts.benchmarks import bench_minatar
 from zoo.configuration import agent_registry
 from zoo.loops import jitted_loop
@@ -148,22 +149,24 @@ def main(argv):
         bench.measure_round(FLAGS.num_steps, 3)
     print(f'round {round_index + 1}/{FLAGS.repeats} done', flush=True)
   print()
-  print('| configuration | loop | seeds | train steps/s per seed | '
-        'train steps/s total | vs python | memory per seed |')
-  print('|---|---|---:|---:|---:|---:|---|')
+  rows = []
   for config in configs:
     group = [b for b in benches if b.name.startswith(config.label + ' ')]
     python_rate = statistics.median(group[0].train_rates)
-    print(f'| {config.label} | python | 1 | {python_rate:.0f} | '
-          f'{python_rate:.0f} | 1.00x | replay '
-          f'{group[0].replay.nbytes / 1e6:.1f} MB (host, uint8) |')
+    rows.append([config.label, 'python', 1, f'{python_rate:.0f}',
+                 f'{python_rate:.0f}', '1.00x', 'replay '
+                 f'{group[0].replay.nbytes / 1e6:.1f} MB (host, uint8)'])
     for bench in group[1:]:
       rate = statistics.median(bench.rates)
       total = rate * bench.num_seeds
-      print(f'| {config.label} | jitted | {bench.num_seeds} | {rate:.0f} | '
-            f'{total:.0f} | {total / python_rate:.2f}x | replay '
-            f'{bench.replay_bytes / 1e6:.1f} MB + learner '
-            f'{bench.learner_bytes / 1e6:.1f} MB |')
+      rows.append([config.label, 'jitted', bench.num_seeds, f'{rate:.0f}',
+                   f'{total:.0f}', f'{total / python_rate:.2f}x',
+                   f'replay {bench.replay_bytes / 1e6:.1f} MB + learner '
+                   f'{bench.learner_bytes / 1e6:.1f} MB'])
+  print('\n'.join(tables.markdown(
+      ['configuration', 'loop', 'seeds', 'train steps/s per seed',
+       'train steps/s total', 'vs python', 'memory per seed'], rows,
+      'llrrrrl')))
   print('\n(steps/s: training with learning active, one update per 4 steps; '
         'total: all seeds of the process; medians of the rounds.)')
   print(f'machine at the end: {bench_minatar.machine()}')

@@ -35,6 +35,7 @@ import jax
 import numpy as np
 
 from scripts.analysis import minatar_report
+from scripts.analysis import tables
 from scripts.benchmarks import timing
 from zoo.configuration import agent_registry
 from zoo.loops import build
@@ -261,10 +262,10 @@ def main(argv):
           ' training steps/s', flush=True)
   rows = {b.name: b.row() for b in benches}
   print()
-  print('| configuration | ' + ' | '.join(COLUMNS) + ' |')
-  print('|---|' + '---:|' * len(COLUMNS))
-  for name, row in rows.items():
-    print(f'| {name} | ' + ' | '.join(row[c] for c in COLUMNS) + ' |')
+  print('\n'.join(tables.markdown(
+      ('configuration',) + COLUMNS,
+      [[name] + [row[c] for c in COLUMNS] for name, row in rows.items()],
+      'l' + 'r' * len(COLUMNS))))
   print('\n(act: one call for the K streams; env: one step of the K streams; '
         'steps count every stream.)')
   print(f'machine at the end: {machine()}')

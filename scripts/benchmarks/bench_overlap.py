@@ -64,6 +64,7 @@ from absl import flags
 import jax
 import numpy as np
 
+from scripts.analysis import tables as markdown_tables
 from scripts.benchmarks import timing
 from zoo.configuration import agent_registry
 from zoo.configuration import cli
@@ -150,10 +151,10 @@ def loop_rows(num_envs: int, times: Dict[str, List[float]],
   return rows
 
 
-def format_loop_row(r: Dict[str, Any]) -> str:
+def format_loop_row(r: Dict[str, Any]) -> List[str]:
   ratio = r['vs Python loop']
-  return (f'| K={r["K"]} | {r["loop"]} | {r["ms per block"]:.1f} | '
-          f'{r["frames/s"]:.0f} | {"" if ratio is None else f"{ratio:.3g}x"} |')
+  return [f'K={r["K"]}', r['loop'], f'{r["ms per block"]:.1f}',
+          f'{r["frames/s"]:.0f}', '' if ratio is None else f'{ratio:.3g}x']
 
 
 def figures(rows: List[Dict[str, Any]], game: str) -> List[Dict[str, str]]:
@@ -341,18 +342,15 @@ def tables(results: Dict[int, Dict[str, Any]], game: str
            ) -> Dict[str, Any]:
   """Return the printed tables (text) and the figures of measure()'s results
   by K."""
-  overlap = ['| K | ' + ' | '.join(COLUMNS) + ' |',
-             '|' + '---|' * (len(COLUMNS) + 1)]
-  loops = ['| ' + ' | '.join(LOOP_COLUMNS) + ' |', '|---|---|---:|---:|---:|']
-  all_rows = []
+  overlap, all_rows = [], []
   for k, result in results.items():
     frames = k * result['settings'].num_action_repeats
     values = row(result['times'], frames)
-    overlap.append(f'| K={k} | ' + ' | '.join(values[c] for c in COLUMNS)
-                   + ' |')
-    rows = loop_rows(k, result['times'], frames)
-    loops += [format_loop_row(r) for r in rows]
-    all_rows += rows
+    overlap.append([f'K={k}'] + [values[c] for c in COLUMNS])
+    all_rows += loop_rows(k, result['times'], frames)
+  overlap = markdown_tables.markdown(('K',) + COLUMNS, overlap)
+  loops = markdown_tables.markdown(
+      LOOP_COLUMNS, [format_loop_row(r) for r in all_rows], 'llrrr')
   return {'text': '\n'.join(overlap) + '\n\n' + '\n'.join(loops),
           'rows': all_rows, 'figures': figures(all_rows, game)}
 

@@ -7,7 +7,6 @@ statistics of the device at its exit, a sampler of nvidia-smi's memory.used,
 and the run's training rate read back from its CSV.
 """
 
-import csv
 import dataclasses
 import json
 import os
@@ -16,6 +15,8 @@ import subprocess
 import sys
 import threading
 from typing import Callable, Dict, List, Optional, Sequence
+
+from scripts.analysis import run_data
 
 # The run: Pong's episodes end even untrained (a stuck game would make the
 # evaluation's whole episodes long); 64 streams, the mode a campaign uses.
@@ -74,10 +75,8 @@ def train_rate(results_csv: str) -> Optional[float]:
   """Return the last iteration's training frames/s of a run's CSV."""
   if not os.path.isfile(results_csv):
     return None
-  with open(results_csv, newline='') as f:
-    rows = list(csv.DictReader(f))
   try:
-    return float(rows[-1]['train_frame_rate'])
+    return float(run_data.read_rows(results_csv, ())[-1]['train_frame_rate'])
   except (IndexError, KeyError, TypeError, ValueError):
     return None
 

@@ -10,9 +10,9 @@ import os
 import tarfile
 from typing import Sequence
 
+from scripts.analysis import run_data
 from scripts.campaign import run_record as run_lib
 from zoo.storage import files
-from zoo.storage import results_csv
 
 KEPT = (run_lib.RESULTS_FILE, 'run.json', run_lib.EXIT_FILE,
         run_lib.LOG_FILE)
@@ -32,13 +32,6 @@ def pack(runs: Sequence[run_lib.Run], root: str, path: str) -> int:
                       os.path.relpath(os.path.join(folder, name), root))
           count += 1
   return count
-
-
-def _iterations(path: str) -> int:
-  try:
-    return len(results_csv.iterations(path))
-  except (OSError, ValueError, KeyError, TypeError):
-    return 0
 
 
 def ingest(path: str, root: str) -> int:
@@ -87,6 +80,6 @@ def _newer(archive: tarfile.TarFile, folder: str, target: str) -> bool:
   with source, open(theirs, 'wb') as f:
     f.write(source.read())
   try:
-    return _iterations(theirs) > _iterations(mine)
+    return len(run_data.iterations(theirs)) > len(run_data.iterations(mine))
   finally:
     os.remove(theirs)

@@ -10,8 +10,8 @@ measurements below, else --train_fps / --eval_fps.
 import statistics
 from typing import Dict, NamedTuple, Optional, Sequence, Tuple
 
+from scripts.analysis import run_data
 from scripts.campaign import run_record as run_lib
-from zoo.storage import results_csv
 
 
 class Rate(NamedTuple):
@@ -46,7 +46,7 @@ def measured(runs: Sequence[run_lib.Run], root: str) -> Dict[str, Rate]:
   for run in runs:
     for path in run.csv_paths(root):
       try:
-        rows = results_csv.read_rows(path)
+        rows = run_data.read_rows(path, ())
       except (OSError, ValueError):
         continue
       train, evaluation = seen.setdefault(kind(run), ([], []))

@@ -9,9 +9,9 @@ and is done when its results.csv holds every iteration 0..num_iterations.
 import dataclasses
 import os
 import sys
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Tuple
 
-from zoo.storage import results_csv
+from scripts.analysis import run_data
 
 SUITES = ('atari', 'minatar')
 RESULTS_FILE = 'results.csv'
@@ -123,16 +123,11 @@ class Run:
 
   def iterations_done(self, root: str) -> int:
     """Return the fewest iterations any seed's CSV holds (0: none)."""
-    return min(len(set(_iterations(p))) for p in self.csv_paths(root))
+    return min(len(set(run_data.iterations(p))) for p in self.csv_paths(root))
 
   def done(self, root: str) -> bool:
     """Whether every seed's CSV holds iterations 0..num_iterations."""
     wanted = set(range(self.num_iterations() + 1))
-    return all(wanted <= set(_iterations(p)) for p in self.csv_paths(root))
-
-
-def _iterations(path: str) -> Sequence[int]:
-  try:
-    return results_csv.iterations(path)
-  except (OSError, ValueError, KeyError, TypeError):
-    return []  # A damaged CSV is not done; the run itself says why.
+    # A damaged CSV is not done; the run itself says why.
+    return all(wanted <= set(run_data.iterations(p))
+               for p in self.csv_paths(root))

@@ -41,6 +41,7 @@ from absl import app
 from absl import flags
 import numpy as np
 
+from scripts.analysis import tables
 from zoo.configuration import cli
 from zoo.storage import files
 
@@ -260,10 +261,8 @@ def measure(recorded: Dict[str, Episodes], overruns: Sequence[float],
 def markdown(rows: Sequence[Dict[str, str]]) -> str:
   """Return the rows as a Markdown table."""
   columns = list(rows[0])
-  lines = ['| ' + ' | '.join(columns) + ' |',
-           '|' + '---|' * len(columns)]
-  lines += ['| ' + ' | '.join(row[c] for c in columns) + ' |' for row in rows]
-  return '\n'.join(lines)
+  return '\n'.join(tables.markdown(
+      columns, [[row[c] for c in columns] for row in rows]))
 
 
 def define_flags() -> None:

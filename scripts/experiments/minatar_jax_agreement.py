@@ -24,6 +24,7 @@ from absl import flags
 import jax
 import numpy as np
 
+from scripts.analysis import tables
 from zoo.environments import minatar_env
 from zoo.configuration import cli
 
@@ -142,16 +143,13 @@ def to_markdown(results: Sequence[Agreement]) -> str:
     mean, se = mean_se(x)
     return f'{mean:.3f} ± {se:.3f}'
 
-  lines = ['| game | episodes per side | return, minatar | return, JAX | z '
-           '| length, minatar | length, JAX | z | agrees |',
-           '|---|---:|---:|---:|---:|---:|---:|---:|---|']
-  for r in results:
-    lines.append(
-        f'| {r.game} | {len(r.minatar.returns):,} | {cell(r.minatar.returns)} '
-        f'| {cell(r.jax.returns)} | {r.return_z:+.2f} '
-        f'| {cell(r.minatar.lengths)} | {cell(r.jax.lengths)} '
-        f'| {r.length_z:+.2f} | {"yes" if r.agrees else "NO"} |')
-  return '\n'.join(lines)
+  return '\n'.join(tables.markdown(
+      ['game', 'episodes per side', 'return, minatar', 'return, JAX', 'z',
+       'length, minatar', 'length, JAX', 'z', 'agrees'],
+      [[r.game, f'{len(r.minatar.returns):,}', cell(r.minatar.returns),
+        cell(r.jax.returns), f'{r.return_z:+.2f}', cell(r.minatar.lengths),
+        cell(r.jax.lengths), f'{r.length_z:+.2f}',
+        'yes' if r.agrees else 'NO'] for r in results], 'l' + 'r' * 7))
 
 
 def parse_episodes(items: Sequence[str], games: Sequence[str]

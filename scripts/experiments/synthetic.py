@@ -52,6 +52,7 @@ import optax
 
 import losses
 import networks
+from scripts.analysis import tables
 from zoo.storage import files
 from zoo.configuration import cli
 
@@ -561,17 +562,14 @@ def format_markdown(rows, mixture: Mixture, num_quantiles: int,
                     collapse_tolerance: float,
                     oscillation_steps: int = 100) -> str:
   target = exact_staircase(mixture, num_quantiles)
-  lines = [
-      '| configuration | parameters | d1 mean | d1 std | collapsed | '
-      'd1 mean, not collapsed | mean of atoms | oscillation |',
-      '|---|---:|---:|---:|---:|---:|---:|---:|',
-  ]
-  for row in rows:
-    lines.append(
-        f"| {row['label']} | {row['parameters']} | {row['d1_mean']:.4f} | "
-        f"{row['d1_std']:.4f} | {row['collapsed']}/{row['trials']} | "
-        f"{_or_dash(row['d1_mean_not_collapsed'])} | "
-        f"{row['mean_of_atoms']:+.4f} | {row['oscillation']:.4f} |")
+  lines = tables.markdown(
+      ['configuration', 'parameters', 'd1 mean', 'd1 std', 'collapsed',
+       'd1 mean, not collapsed', 'mean of atoms', 'oscillation'],
+      [[row['label'], row['parameters'], f"{row['d1_mean']:.4f}",
+        f"{row['d1_std']:.4f}", f"{row['collapsed']}/{row['trials']}",
+        _or_dash(row['d1_mean_not_collapsed']),
+        f"{row['mean_of_atoms']:+.4f}", f"{row['oscillation']:.4f}"]
+       for row in rows], 'l' + 'r' * 7)
   mean = float(np.dot(mixture.locations, mixture.probabilities))
   lines += [
       '',
