@@ -13,6 +13,11 @@ def test_frames_and_kinds():
   episodes = run_lib.Run('cr_dqn', 'atari', 'pong', (1,),
                          ('--protocol=atari100k',))
   assert estimate.frames(episodes) == (400_000, None)
+  assert estimate.kind(episodes) == 'atari'  # No preset measured: the default.
+  qr = run_lib.Run('qr_dqn', 'atari', 'pong', (1,),
+                   ('--protocol=atari100k', '--preset=QR-DQN-1'))
+  assert estimate.kind(qr) == 'atari100k:QR-DQN-1'
+  assert estimate.MEASURED[estimate.kind(qr)].train == 171
   assert estimate.kind(run_lib.Run('cr_dqn', 'minatar', 'breakout', (1, 2),
                                    jitted=True)) == 'minatar-jitted'
 

@@ -31,12 +31,24 @@ MEASURED = {
     'minatar-jitted': Rate(250, 250, 'jitted loop, per seed, 2-core AMD '
                            'EPYC CPU'),
 }
+# --protocol=atari100k, per preset (bench_atari100k, Pong).
+MEASURED.update({
+    f'atari100k:{preset}': Rate(train, evaluation,
+                                'bench_atari100k, 2-core AMD EPYC CPU')
+    for preset, train, evaluation in (('QR-DQN-1', 171, 3_836),
+                                      ('CR-DQN', 299, 3_990),
+                                      ('IQN', 90, 2_905),
+                                      ('CR-IQN', 92, 2_766))})
 
 
 def kind(run: run_lib.Run) -> str:
   """The kind of run a rate is measured for."""
   if run.suite == 'minatar':
     return 'minatar-jitted' if run.jitted else 'minatar'
+  if run.setting('protocol') == 'atari100k':
+    preset = f'atari100k:{run.flag("preset")}'
+    if preset in MEASURED:
+      return preset
   return 'atari-vector' if int(run.setting('num_envs')) > 1 else 'atari'
 
 
