@@ -37,7 +37,6 @@ without firing) makes a round last that long.
 """
 
 import dataclasses
-import json
 import os
 import statistics
 import sys
@@ -361,7 +360,7 @@ def main(argv):
         'which run no updates, included) plus '
         f'{eval_episodes} evaluation episodes x {length}, at the evaluation '
         f'rate; the goal: {fmt(f.goal_minutes)} minutes.')
-  print('figures: ' + json.dumps(out['figures']))
+  timing.print_figures(out['figures'])
 
 
 if __name__ == '__main__':

@@ -17,7 +17,8 @@ Both write the same agent state (a stand-in of `--state_mb` MB, the size of
 CR-DQN's parameters, target and Adam moments) and fsync everything. Printed
 per format: the median wall time of a checkpoint, the bytes it wrote (the
 process's write() bytes, /proc/self/io wchar) and the disk space the
-checkpoint directory holds after it and at most while it was written.
+checkpoint directory holds after it and at most while it was written. The
+last line, `figures:`, holds the figures as JSON.
 """
 
 import json
@@ -31,6 +32,7 @@ from absl import flags
 import numpy as np
 
 from scripts.analysis import tables
+from scripts.benchmarks import timing
 from zoo.storage import checkpoint
 from zoo.storage import files
 from zoo.replay import frame_replay as replay_lib
@@ -171,6 +173,30 @@ def main(argv):
            statistics.median(r[0] for r in results['chunks']))
   print(f'chunks are {ratio:.1f}x faster per iteration')
   shutil.rmtree(out, ignore_errors=True)
+  timing.print_figures(figures(table, f'{ratio:.1f}', capacity, k,
+                               steps * k))
+
+
+def figures(table, ratio: str, capacity: int, num_streams: int,
+            steps: int):
+  """Return the figures of the table's rows [format, seconds, GB written,
+  GB after, GB at most] and of the chunks' speed-up."""
+  what = (f'a checkpoint per iteration of {steps:,} steps, replay of '
+          f'{capacity:,} transitions in {num_streams} stream(s)')
+  out = []
+  for name, seconds, written, after, peak in table:
+    key = 'checkpoint.bench_checkpoint.{}:' + name.replace(' ', '_')
+    for quantity, value, unit in (
+        ('seconds', seconds, 's'), ('written', written, 'GB'),
+        ('disk_after', after, 'GB'), ('disk_at_most', peak, 'GB')):
+      out.append(timing.figure(key.format(quantity),
+                               f'{what}, {name}: {quantity.replace("_", " ")}'
+                               + (' (median)' if unit == 's' else ''),
+                               value, unit))
+  out.append(timing.figure('checkpoint.bench_checkpoint.chunks_speedup',
+                           f'{what}: the whole replay\'s seconds over the '
+                           'chunks\'', ratio, 'x'))
+  return out
 
 
 if __name__ == '__main__':

@@ -16,7 +16,6 @@ holds the figures as JSON, for a record.
 GPU-only: on any other device it stops with an Error line.
 """
 
-import json
 import os
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from absl import flags
 
 from scripts.analysis import tables
 from scripts.benchmarks import gpu_runs
+from scripts.benchmarks import timing
 from zoo.configuration import cli
 
 FLAGS = flags.FLAGS
@@ -109,7 +109,8 @@ def main(argv):
       ['JAX memory setting', 'peak bytes in use (JAX)', "JAX's limit",
        'GPU memory used, peak (nvidia-smi)', 'training frames/s'], table,
       'lrrrr')))
-  print('\nfigures: ' + json.dumps(figures(results, smi)))
+  print()
+  timing.print_figures(figures(results, smi))
   if any(o.returncode for o in results.values()):
     sys.exit(1)
 

@@ -13,7 +13,6 @@ the figures as JSON, for a record.
 GPU-only: on any other device it stops with an Error line.
 """
 
-import json
 import os
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from absl import flags
 
 from scripts.analysis import tables
 from scripts.benchmarks import gpu_runs
+from scripts.benchmarks import timing
 from scripts.campaign import launch
 from zoo.configuration import cli
 
@@ -116,7 +116,8 @@ def main(argv):
   for o in [alone] + together:
     if o.returncode:
       print(gpu_runs.tail(o.output), flush=True)
-  print('\nfigures: ' + json.dumps(figures(alone, together, envs)))
+  print()
+  timing.print_figures(figures(alone, together, envs))
   if alone.returncode:
     sys.exit(1)
 

@@ -55,7 +55,6 @@ if (__name__ == '__main__' and 'jax' not in sys.modules and
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import dataclasses
-import json
 import statistics
 import time
 from typing import Any, Callable, Dict, List
@@ -415,7 +414,7 @@ def main(argv):
         f'{f.min_replay:,}: small for the benchmark (DQN Zoo: 1M); the '
         'jitted loop\'s, on the device: ' + ', '.join(
             f'{mb:.0f} MB at K={k}' for k, mb in replay_mb.items()) + '.')
-  print('figures: ' + json.dumps(out['figures']))
+  timing.print_figures(out['figures'])
 
 
 if __name__ == '__main__':

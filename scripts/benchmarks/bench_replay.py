@@ -4,7 +4,8 @@
 
 Fills a FrameReplay to capacity with random frames (as K streams of one long
 episode) and prints the process's resident memory next to the arrays' exact
-size, then the median time of sample(32) for both stack layouts.
+size, then the median time of sample(32) for both stack layouts. The last
+line, `figures:`, holds the figures as JSON.
 """
 
 import resource
@@ -33,8 +34,9 @@ def main(argv):
     raise app.UsageError('--replay_capacity and --num_streams must be positive'
                          ' and the capacity a multiple of the streams.')
   replay = replay_lib.FrameReplay(capacity=capacity, num_streams=k, seed=0)
+  arrays_gb = f'{replay.nbytes / 1e9:.2f}'
   print(f'allocated: resident {_rss_gb():.2f} GB; replay arrays '
-        f'{replay.nbytes / 1e9:.2f} GB')
+        f'{arrays_gb} GB')
   rng = np.random.default_rng(0)
   observation = rng.integers(0, 256, (k, 84, 84, 4), dtype=np.uint8)
   zeros, ones = np.zeros(k, np.int32), np.ones(k, np.float32)
@@ -42,11 +44,24 @@ def main(argv):
   for i in range(capacity // k + 1):
     step_type = np.full(k, 0 if i == 0 else 1, np.int8)
     replay.add(step_type, observation, zeros, zeros.astype(np.float32), ones)
+  full_gb = f'{_rss_gb():.2f}'
   print(f'filled {replay.size} transitions in '
-        f'{time.perf_counter() - start:.1f} s: resident {_rss_gb():.2f} GB')
+        f'{time.perf_counter() - start:.1f} s: resident {full_gb} GB')
+  what = f'FrameReplay of {capacity:,} transitions in {k} streams'
+  figures = [
+      timing.figure('replay.bench_replay.arrays', f'{what}: its arrays',
+                    arrays_gb, 'GB'),
+      timing.figure('replay.bench_replay.resident_full',
+                    f'{what}, full: the process\'s resident memory', full_gb,
+                    'GB')]
   for stacks_last in (True, False):
     ms = timing.median_ms(lambda: replay.sample(32, stacks_last=stacks_last), 200)
     print(f'sample(32, stacks_last={stacks_last}): {ms:.3f} ms (median of 200)')
+    figures.append(timing.figure(
+        f'replay.bench_replay.sample_32:stacks_last={stacks_last}',
+        f'{what}: sample(32, stacks_last={stacks_last}), median of 200',
+        f'{ms:.3f}', 'ms'))
+  timing.print_figures(figures)
 
 
 if __name__ == '__main__':
