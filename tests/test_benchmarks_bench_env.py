@@ -5,6 +5,8 @@ import re
 import subprocess
 import sys
 
+from scripts.benchmarks import timing
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -14,8 +16,18 @@ def test_prints_frames_per_second_for_both_modes():
        '--num_frames=800', '--num_repeats=1', '--num_envs=1,2'],
       cwd=REPO, capture_output=True, text=True, timeout=300,
       check=True).stdout
-  rows = re.findall(r'^\| (reference|vector) \| (\d+) \| (\d+) \|', out,
-                    re.MULTILINE)
-  assert {(mode, k) for mode, k, _ in rows} == {
-      ('reference', '1'), ('vector', '1'), ('vector', '2')}, out
-  assert all(int(rate) > 0 for _, _, rate in rows)
+  figures = {f['key']: f for f in timing.read_figures(out)}
+  rates = {key.split(':', 1)[1]: f['value'] for key, f in figures.items()
+           if key.startswith('atari.bench_env.frames_per_s:')}
+  assert set(rates) == {'reference:1', 'vector:1', 'vector:2'}, out
+  assert all(int(rate) > 0 for rate in rates.values())
+  assert all(f['unit'] == 'frames/s' for f in figures.values()
+             if 'frames_per_s' in f['key'])
+  # The figures are the table's medians and ratios.
+  for mode_k, rate in rates.items():
+    mode, k = mode_k.split(':')
+    ratio = figures[f'atari.bench_env.vs_reference_1:{mode_k}']['value']
+    assert re.search(rf'^\| {mode} \| {k} \| {rate} \| .* \| {ratio} \|$',
+                     out, re.MULTILINE), out
+  assert figures['atari.bench_env.vs_reference_1:reference:1'][
+      'value'] == '1.00'

@@ -3,7 +3,8 @@ r"""Measure Atari frames/s of the reference and vectorized environments.
 Random actions on one game; frames counted as emulator frames (4 per agent
 step per stream); median over repeats, side by side with the reference mode
 at K=1 (DQN Zoo). Optionally measure how far the vectorized mode's pixels are
-from the reference pipeline's on the same emulator state.
+from the reference pipeline's on the same emulator state. The last line,
+`figures:`, holds the figures as JSON.
 
   python -m scripts.benchmarks.bench_env --environment_name=asterix --num_frames=40000
   python -m scripts.benchmarks.bench_env --compare_pixels --compare_games=pong,asterix
@@ -16,6 +17,7 @@ from absl import flags
 import numpy as np
 
 from scripts.analysis import tables
+from scripts.benchmarks import timing
 from zoo.environments import atari_data
 from zoo.environments import atari_env
 from zoo.environments import vector_env
@@ -105,12 +107,13 @@ def main(argv: Sequence[str]) -> None:
     for num_envs in counts:
       results.append((mode, int(num_envs), benchmark(mode, int(num_envs))))
   baseline = np.median(results[0][2])
+  rows = [[mode, num_envs, f'{np.median(rates):.0f}', f'{rates.min():.0f}',
+           f'{rates.max():.0f}', f'{np.median(rates) / baseline:.2f}']
+          for mode, num_envs, rates in results]
   print('\n' + '\n'.join(tables.markdown(
       ['mode', 'K', 'frames/s (median)', 'min', 'max',
-       f'x {results[0][0]} K={results[0][1]}'],
-      [[mode, num_envs, f'{np.median(rates):.0f}', f'{rates.min():.0f}',
-        f'{rates.max():.0f}', f'{np.median(rates) / baseline:.2f}']
-       for mode, num_envs, rates in results])))
+       f'x {results[0][0]} K={results[0][1]}'], rows)))
+  figures = rate_figures(rows, _GAME.value)
   if _COMPARE_PIXELS.value:
     print('\n' + '\n'.join(tables.markdown(
         ['game', 'steps', 'mean abs diff', 'mean diff (vector - ref)',
@@ -123,6 +126,32 @@ def main(argv: Sequence[str]) -> None:
           f"{c['fraction_differing']:.1%}", f"{c['fraction_over_8']:.2%}",
           f"{c['mean_vector']:.1f}", f"{c['mean_reference']:.1f}"]),
             flush=True)
+      what = (f'{game}, vectorized mode against the reference pipeline, '
+              f'{c["steps"]} steps')
+      figures += [
+          timing.figure(f'atari.bench_env.pixels_mean_abs_diff:{game}',
+                        f'{what}: mean |grey-level difference|',
+                        f"{c['mean_abs']:.2f}", 'grey levels'),
+          timing.figure(f'atari.bench_env.pixels_differing:{game}',
+                        f'{what}: pixels differing',
+                        f"{100 * c['fraction_differing']:.1f}", '%')]
+  timing.print_figures(figures)
+
+
+def rate_figures(rows, game: str):
+  """Return the figures of the frames/s table's rows [mode, K, median, min,
+  max, ratio to the first row]."""
+  base_mode, base_k = rows[0][:2]
+  out = []
+  for mode, k, median, _, _, ratio in rows:
+    what = f'Atari frames/s, {mode} mode, K = {k}, random actions ({game})'
+    out.append(timing.figure(f'atari.bench_env.frames_per_s:{mode}:{k}',
+                             f'{what}, median', median, 'frames/s'))
+    out.append(timing.figure(f'atari.bench_env.vs_{base_mode}_{base_k}:'
+                             f'{mode}:{k}',
+                             f'{what}: over the {base_mode} mode at K = '
+                             f'{base_k}', ratio, 'x'))
+  return out
 
 
 if __name__ == '__main__':
