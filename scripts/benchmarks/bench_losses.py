@@ -6,7 +6,8 @@ stop_gradient, as in a TD update), prints the median over repeats (the
 variants of one N timed in turns, so that outside load hits them alike), the ratio
 to rlax.quantile_regression_loss, and the temporary memory of the compiled
 computation (XLA's memory_analysis). Also times the sort primitives that
-explain the choice of algorithm.
+explain the choice of algorithm. The last line, `figures:`, holds the
+variants' figures as JSON.
 
   python -m scripts.benchmarks.bench_losses
   python -m scripts.benchmarks.bench_losses --sizes=32,201 --repeats=50 --batch=32
@@ -45,6 +46,7 @@ import numpy as np
 
 import losses
 from losses import sorting
+from scripts.benchmarks import timing
 from zoo.configuration import cli
 
 try:
@@ -245,6 +247,7 @@ def main(argv):
   print('÷ rlax = time / rlax_qr_loss time; temp = XLA temporary buffers; '
         'err = relative difference from the sorted form (value, gradient).')
   rng = np.random.default_rng(0)
+  figures = []
   for n in sizes:
     source = jnp.asarray(rng.normal(size=(batch, n)), jnp.float32)
     target = jnp.asarray(rng.normal(size=(batch, n)), jnp.float32)
@@ -285,8 +288,29 @@ def main(argv):
       else:
         ratio = f'{ms / rlax_ms:>9.3f}' if rlax_ms else f'{"-":>9}'
         print(f'{name:<24}{ms:>10.3f}{ratio}{extra}', flush=True)
+    figures += variant_figures(rows, n, batch)
   if _SORTS.value:
     _time_sorts(batch, sizes[:3], repeats)
+  timing.print_figures(figures)
+
+
+def variant_figures(rows, n: int, batch: int):
+  """Return the figures of one N's rows (variant, ms or None, notes): the
+  median ms and the ratio to rlax_qr_loss, as printed."""
+  rlax_ms = dict((name, ms) for name, ms, _ in rows).get('rlax_qr_loss')
+  out = []
+  for name, ms, _ in rows:
+    if ms is None:
+      continue
+    what = (f'{name}, jit(value_and_grad) of the batch mean, batch {batch}, '
+            f'N = M = {n}')
+    out.append(timing.figure(f'losses.bench_losses.ms:{name}:{n}',
+                             f'{what}: median', f'{ms:.3f}', 'ms'))
+    if rlax_ms:
+      out.append(timing.figure(f'losses.bench_losses.vs_rlax:{name}:{n}',
+                               f'{what}: time over rlax_qr_loss\'s',
+                               f'{ms / rlax_ms:.3f}', 'x'))
+  return out
 
 
 if __name__ == '__main__':
