@@ -5,6 +5,9 @@ import re
 import subprocess
 import sys
 
+from scripts.benchmarks import bench_minatar
+from scripts.benchmarks import timing
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -24,6 +27,18 @@ def test_prints_the_table_and_the_study_estimate():
   # The estimate averages the K = 1 configurations only.
   assert re.search(r'study estimate: --train_step_ms=[0-9.]+ '
                    r'--eval_step_ms=[0-9.]+ \(mean over 1 K=1', out), out
+  # The last line holds the table's cells and the estimate.
+  figures = {f['key']: f for f in timing.read_figures(out)}
+  for name, cells in rows:
+    values = [c.strip().rstrip('%') for c in cells.split('|')]
+    keys = [f'minatar.bench_minatar.{quantity}:{name}' for quantity, _ in
+            map(bench_minatar.FIGURE_KEYS.get, bench_minatar.COLUMNS)]
+    assert [figures[k]['value'] for k in keys] == values
+  assert figures['minatar.bench_minatar.updates_share:QR-DQN-0'][
+      'unit'] == '%'
+  train = figures['minatar.bench_minatar.study_train_step_ms']['value']
+  evaluation = figures['minatar.bench_minatar.study_eval_step_ms']['value']
+  assert (f'--train_step_ms={train} --eval_step_ms={evaluation} ') in out
 
 
 def test_refuses_unknown_configurations():

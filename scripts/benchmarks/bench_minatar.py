@@ -20,7 +20,8 @@ rounds.
 
 XLA runs single-threaded (--single_threaded, the default), as each run of a
 study with --parallel >= cores does. The last lines print the mean ms per
-training and evaluation step over the K = 1 configurations.
+training and evaluation step over the K = 1 configurations, then, the last,
+`figures:`, the figures as JSON.
 """
 
 import os
@@ -279,6 +280,43 @@ def main(argv):
         ('K=1 configurations)' if single else 'configurations, none K=1)'))
   for bench in benches:
     bench.close()
+  estimate = (f'mean over {len(chosen)} ' +
+              ('K=1 configurations' if single else
+               'configurations, none K=1'))
+  timing.print_figures(figures(rows, FLAGS.environment_name, f'{train_ms:.2f}',
+                               f'{eval_ms:.2f}', estimate))
+
+
+# Each column's quantity in the figure keys, and its unit.
+FIGURE_KEYS = {'train steps/s': ('train_steps_per_s', 'steps/s'),
+          'train ms/step': ('train_ms_per_step', 'ms'),
+          'eval ms/step': ('eval_ms_per_step', 'ms'),
+          'update ms': ('update_ms', 'ms'),
+          'updates share': ('updates_share', '%'),
+          'act ms': ('act_ms', 'ms'), 'env ms': ('env_ms', 'ms'),
+          'replay add ms': ('replay_add_ms', 'ms'),
+          'sample ms': ('sample_ms', 'ms')}
+
+
+def figures(rows: Dict[str, Dict[str, str]], game: str, train_ms: str,
+            eval_ms: str, estimate: str) -> List[Dict[str, str]]:
+  """Return the figures of the table's rows (ConfigBench.row() by
+  configuration) and of the study estimate."""
+  out = []
+  for name, row in rows.items():
+    for column in COLUMNS:
+      quantity, unit = FIGURE_KEYS[column]
+      out.append(timing.figure(
+          f'minatar.bench_minatar.{quantity}:{name}',
+          f'MinAtar {game}, {name}: {column} (median of the rounds)',
+          row[column].rstrip('%'), unit))
+  for quantity, value in (('train_step_ms', train_ms),
+                          ('eval_step_ms', eval_ms)):
+    out.append(timing.figure(
+        f'minatar.bench_minatar.study_{quantity}',
+        f'MinAtar {game}: the study estimate\'s --{quantity} ({estimate})',
+        value, 'ms'))
+  return out
 
 
 if __name__ == '__main__':
