@@ -27,8 +27,9 @@ streams, divided by the 4K frames it acts for), the env time per frame
 (stepping K streams with preprocessing), the host replay's sample time of one
 batch (none with the device replay), and the memory each mode added to the
 process (resident, after its warm-up; the replay is `--bench_replay_capacity`,
-allocated lazily; the device replay holds it twice). The last line reads
-`speed-up: X`, the best mode's frames/s over the reference mode's.
+allocated lazily; the device replay holds it twice). Then `speed-up: X`,
+the best mode's frames/s over the reference mode's, and the last line,
+`figures:`, the figures as JSON.
 """
 
 import resource
@@ -235,8 +236,42 @@ def main(argv):
   print(f'\nprocess peak resident memory: {peak:.2f} GB')
   rates = {b.name: statistics.median(b.frame_rates) for b in benches}
   best = max(rates, key=rates.get)
+  speedup = f'{rates[best] / rates[benches[0].name]:.2f}'
   print(f'best mode: {best}')
-  print(f'speed-up: {rates[best] / rates[benches[0].name]:.2f}')
+  print(f'speed-up: {speedup}')
+  timing.print_figures(figures(rows, f'{suite.name} {game}, agent {f.agent}',
+                               best, speedup))
+
+
+# Each column's quantity in the figure keys, and its unit.
+FIGURE_KEYS = {'frames/s': ('frames_per_s', 'frames/s'),
+               'updates/s': ('updates_per_s', 'updates/s'),
+               'update ms': ('update_ms', 'ms'),
+               'update share': ('update_share', '%'),
+               'act ms/frame': ('act_ms_per_frame', 'ms'),
+               'env ms/frame': ('env_ms_per_frame', 'ms'),
+               'sample ms': ('sample_ms', 'ms'),
+               'memory added GB': ('memory_added', 'GB')}
+
+
+def figures(rows, what: str, best: str, speedup: str):
+  """Return the figures of the table's measured rows (ModeBench.row() by
+  mode; cells '-' left out) and of the speed-up."""
+  out = []
+  for name, row in rows.items():
+    for column, cell in row.items():
+      if cell == '-':
+        continue
+      quantity, unit = FIGURE_KEYS[column]
+      out.append(timing.figure(
+          f'training.bench_agent.{quantity}:{name.replace(" ", "_")}',
+          f'training, {what}, {name}: {column} (median of the rounds)',
+          cell.rstrip('%'), unit))
+  out.append(timing.figure(
+      'training.bench_agent.speedup',
+      f'training, {what}: frames/s of the best mode ({best}) over the '
+      'reference mode\'s', speedup, 'x'))
+  return out
 
 
 if __name__ == '__main__':
