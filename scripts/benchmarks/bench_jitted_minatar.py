@@ -14,14 +14,15 @@ steps per seed each) so that load from other processes hits them alike.
 Prints medians of the rounds: training steps/s per seed and in total, and the
 memory per seed of the jitted loop (replay with bit-packed frames, online and
 target parameters, Adam's state). XLA runs single-threaded by default
-(--single_threaded), as each run of a study does.
+(--single_threaded), as each run of a study does. The last line, `figures:`,
+holds the figures as JSON.
 """
 
 import dataclasses
 import os
 import statistics
 import time
-from typing import List
+from typing import Any, Dict, List
 
 from absl import app
 from absl import flags
@@ -30,6 +31,7 @@ import numpy as np
 
 from scripts.analysis import tables
 from scripts.benchmarks import bench_minatar
+from scripts.benchmarks import timing
 from zoo.configuration import agent_registry
 from zoo.loops import jitted_loop
 from zoo.suites import minatar_suite
@@ -149,20 +151,10 @@ def main(argv):
         bench.measure_round(FLAGS.num_steps, 3)
     print(f'round {round_index + 1}/{FLAGS.repeats} done', flush=True)
   print()
-  rows = []
-  for config in configs:
-    group = [b for b in benches if b.name.startswith(config.label + ' ')]
-    python_rate = statistics.median(group[0].train_rates)
-    rows.append([config.label, 'python', 1, f'{python_rate:.0f}',
-                 f'{python_rate:.0f}', '1.00x', 'replay '
-                 f'{group[0].replay.nbytes / 1e6:.1f} MB (host, uint8)'])
-    for bench in group[1:]:
-      rate = statistics.median(bench.rates)
-      total = rate * bench.num_seeds
-      rows.append([config.label, 'jitted', bench.num_seeds, f'{rate:.0f}',
-                   f'{total:.0f}', f'{total / python_rate:.2f}x',
-                   f'replay {bench.replay_bytes / 1e6:.1f} MB + learner '
-                   f'{bench.learner_bytes / 1e6:.1f} MB'])
+  rows = table_rows({
+      config.label: [b for b in benches
+                     if b.name.startswith(config.label + ' ')]
+      for config in configs})
   print('\n'.join(tables.markdown(
       ['configuration', 'loop', 'seeds', 'train steps/s per seed',
        'train steps/s total', 'vs python', 'memory per seed'], rows,
@@ -172,6 +164,47 @@ def main(argv):
   print(f'machine at the end: {bench_minatar.machine()}')
   for bench in benches:
     bench.close()
+  timing.print_figures(figures(rows, FLAGS.environment_name))
+
+
+def table_rows(groups: Dict[str, list]) -> List[List[Any]]:
+  """Return the table's rows: per configuration label, its Python loop's
+  bench (train_rates, replay), then its jitted benches (rates, num_seeds,
+  replay_bytes, learner_bytes)."""
+  rows = []
+  for label, group in groups.items():
+    python_rate = statistics.median(group[0].train_rates)
+    rows.append([label, 'python', 1, f'{python_rate:.0f}',
+                 f'{python_rate:.0f}', '1.00x', 'replay '
+                 f'{group[0].replay.nbytes / 1e6:.1f} MB (host, uint8)'])
+    for bench in group[1:]:
+      rate = statistics.median(bench.rates)
+      total = rate * bench.num_seeds
+      rows.append([label, 'jitted', bench.num_seeds, f'{rate:.0f}',
+                   f'{total:.0f}', f'{total / python_rate:.2f}x',
+                   f'replay {bench.replay_bytes / 1e6:.1f} MB + learner '
+                   f'{bench.learner_bytes / 1e6:.1f} MB'])
+  return rows
+
+
+def figures(rows: List[List[Any]], game: str) -> List[Dict[str, str]]:
+  """Return the figures of table_rows(): steps/s per seed and in total, and
+  the total over the Python loop's."""
+  out = []
+  for label, loop, seeds, per_seed, total, ratio, _ in rows:
+    key = f'minatar.bench_jitted_minatar.{{}}:{label}:{loop}:{seeds}'
+    what = (f'MinAtar {game}, {label}, the {loop} loop, {seeds} seed(s): '
+            '{} (median of the rounds)')
+    out += [timing.figure(key.format('train_steps_per_s_per_seed'),
+                          what.format('training steps/s per seed'), per_seed,
+                          'steps/s'),
+            timing.figure(key.format('train_steps_per_s_total'),
+                          what.format('training steps/s, all seeds'), total,
+                          'steps/s'),
+            timing.figure(key.format('vs_python'),
+                          what.format('total steps/s over the Python '
+                                      'loop\'s'), ratio.rstrip('x'), 'x')]
+  return out
 
 
 if __name__ == '__main__':
