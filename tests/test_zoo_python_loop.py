@@ -432,13 +432,3 @@ def test_an_evaluation_of_n_episodes_ends_after_exactly_n_whole_episodes(
   # The streams completed those episodes and at most K - 1 more that did
   # not count (begun after the N-th had started): the phase waits for none.
   assert num_episodes <= env.completed.sum() < num_episodes + num_envs
-
-
-def test_the_last_iteration_evaluates_its_own_number_of_episodes():
-  s = settings_lib.Settings(num_iterations=10, num_eval_episodes=10,
-                            num_final_eval_episodes=100)
-  assert [python_loop.eval_episodes(s, i) for i in (0, 1, 9, 10)] == [
-      10, 10, 10, 100]
-  s = settings_lib.Settings(num_iterations=10, num_eval_episodes=0,
-                            num_final_eval_episodes=0)
-  assert python_loop.eval_episodes(s, 10) == 0  # The frame budget.

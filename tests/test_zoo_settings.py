@@ -99,3 +99,13 @@ def test_bad_values_are_named_with_their_fix(values, message):
       values, results_csv_path='', checkpoint_dir=''))
   with pytest.raises(settings.ConfigError, match=message):
     settings.validate_settings(atari_suite.ATARI, s)
+
+
+def test_the_last_iteration_evaluates_its_own_number_of_episodes():
+  s = settings.Settings(num_iterations=10, num_eval_episodes=10,
+                            num_final_eval_episodes=100)
+  assert [s.eval_episodes(i) for i in (0, 1, 9, 10)] == [
+      10, 10, 10, 100]
+  s = settings.Settings(num_iterations=10, num_eval_episodes=0,
+                            num_final_eval_episodes=0)
+  assert s.eval_episodes(10) == 0  # The frame budget.

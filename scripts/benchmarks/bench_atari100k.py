@@ -121,8 +121,7 @@ def bench_settings(s: settings_lib.Settings, slice_frames: int
 
 def run_eval_episodes(s: settings_lib.Settings) -> int:
   """Return the whole evaluation episodes of run `s` (iterations 0 to last)."""
-  episodes = [python_loop.eval_episodes(s, i)
-              for i in range(s.num_iterations + 1)]
+  episodes = [s.eval_episodes(i) for i in range(s.num_iterations + 1)]
   if not all(episodes):
     raise ValueError('The run evaluates a frame budget, not whole episodes.')
   return sum(episodes)

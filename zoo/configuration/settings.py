@@ -210,6 +210,17 @@ class Settings:
     return max(int(self.exploration_epsilon_decay_frame_fraction *
                    self.num_iterations * self.num_train_frames), 1)
 
+  def eval_episodes(self, iteration: int) -> int:
+    """Return the whole episodes iteration's evaluation runs (0: budget).
+
+    --num_final_eval_episodes at the last iteration (after all of training,
+    where Dopamine's atari_100k runner measures the published scores), else
+    --num_eval_episodes.
+    """
+    if iteration == self.num_iterations and self.num_final_eval_episodes:
+      return self.num_final_eval_episodes
+    return self.num_eval_episodes
+
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Settings))
 # The settings that are flags, in order.

@@ -71,18 +71,6 @@ def run_phase(env: environment.BatchedEnvironment,
   return phase_accounting.phase_stats(tally, time.perf_counter() - start)
 
 
-def eval_episodes(s: settings_lib.Settings, iteration: int) -> int:
-  """Return the whole episodes that iteration's evaluation runs (0: budget).
-
-  --num_final_eval_episodes at the last iteration (after all of training,
-  where Dopamine's atari_100k runner measures the published scores), else
-  --num_eval_episodes.
-  """
-  if iteration == s.num_iterations and s.num_final_eval_episodes:
-    return s.num_final_eval_episodes
-  return s.num_eval_episodes
-
-
 class PythonLoop(driver.Loop):
   """One seed: a zoo.agent.quantile_agent steps Python environments."""
 
@@ -129,7 +117,7 @@ class PythonLoop(driver.Loop):
                ) -> List[phase_accounting.PhaseStats]:
     """Evaluate on a fresh environment, whole episodes at K > 1.
 
-    Or exactly `eval_episodes(s, iteration)` whole episodes, where > 0.
+    Or exactly `Settings.eval_episodes(iteration)` whole episodes, where > 0.
     """
     env = self._make_environment(iteration, 'eval')
     try:
@@ -137,7 +125,7 @@ class PythonLoop(driver.Loop):
           env, self._agent.eval_step, self._settings.num_eval_frames,
           self._settings.num_action_repeats, on_step=on_step,
           whole_episodes=not phase_accounting.is_dqn_zoo(env.num_envs),
-          num_episodes=eval_episodes(self._settings, iteration))]
+          num_episodes=self._settings.eval_episodes(iteration))]
     finally:
       env.close()
 
