@@ -10,6 +10,7 @@ import pytest
 from scripts.analysis import atari100k
 from scripts.analysis import bootstrap
 from scripts.analysis import run_data
+from zoo.configuration import agent_registry
 from zoo.storage import run_json
 
 _RUNS_PER_GAME = {'DER': 100, 'DrQ': 100, 'DrQ(eps)': 100, 'OTRainbow': 100,
@@ -173,3 +174,70 @@ def test_profile_figure_is_written(tmp_path, published, human_random):
                                  reps=20)
   with open(path, 'rb') as f:
     assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+
+
+def _write_preset_run(root, preset, game, final, seed=1):
+  """A finished run whose settings are `preset`'s, as run.json records them."""
+  p = agent_registry.presets()[preset]
+  path = os.path.join(root, preset, p.package, game, f'seed_{seed}',
+                      'results.csv')
+  os.makedirs(os.path.dirname(path))
+  with open(path, 'w', newline='') as f:
+    writer = csv.writer(f)
+    writer.writerow(['agent', 'environment_name', 'seed', 'iteration',
+                     'frame', 'eval_episode_return'])
+    for iteration in range(11):
+      writer.writerow([p.package, game, seed, iteration, iteration * 40_000,
+                       final if iteration == 10 else 0.0])
+  run_json.write(path, p.package, 'atari', {
+      'protocol': 'atari100k', 'num_iterations': 10, 'environment_name': game,
+      'seed': seed, 'head': p.head, 'loss': p.loss,
+      'scale_grad': p.scale_grad, 'huber_param': p.huber_param,
+      'smoothing_width': p.smoothing_width})
+
+
+def test_a_pair_on_some_games_is_compared_game_by_game(tmp_path,
+                                                        human_random):
+  games = ('krull', 'pong', 'boxing')
+  finals = {'CR-DQN': (5000.0, -10.0, 30.0), 'QR-DQN-1': (4000.0, -15.0,
+                                                           40.0)}
+  for preset, values in finals.items():
+    for game, final in zip(games, values):
+      _write_preset_run(tmp_path, preset, game, final)
+  text, matrices = atari100k.report(
+      [str(tmp_path)], ['DER'], games, ['CR-DQN', 'QR-DQN-1'], reps=500)
+  # Named by preset, aggregated over the three games only, DER included.
+  assert sorted(matrices) == ['CR-DQN', 'DER', 'QR-DQN-1']
+  assert matrices['DER'].shape == (100, 3)
+  assert '3 of the 26 games (krull, pong, boxing)' in text
+  assert '| CR-DQN | 1 | ' in text and 'One run a game has no CI' in text
+  difference = [run_data.human_normalized(g, a, human_random)
+                - run_data.human_normalized(g, b, human_random)
+                for g, a, b in zip(games, *finals.values())]
+  krull = [run_data.human_normalized('krull', finals[p][0], human_random)
+           for p in finals]
+  assert (f'| krull | {krull[0]:.3f} | {krull[1]:.3f} | {difference[0]:+.3f} |'
+          in text)
+  assert (f'Mean difference over 3 of the 26 games (krull, pong, boxing): '
+          f'{np.mean(difference):+.3f} [95% bootstrap CI over games: ') in text
+  assert 'CR-DQN higher on 2 of 3, lower on 1.' in text
+
+
+def test_bad_games_pairs_and_duplicate_runs_are_refused(tmp_path):
+  _write_preset_run(tmp_path, 'CR-DQN', 'krull', 1.0)
+  with pytest.raises(ValueError, match='distinct Atari 100k games.*alien'):
+    atari100k.report([str(tmp_path)], [], ['krull', 'tetris'])
+  with pytest.raises(ValueError, match='distinct'):
+    atari100k.report([str(tmp_path)], [], ['krull', 'krull'])
+  with pytest.raises(ValueError, match='two agents'):
+    atari100k.report([str(tmp_path)], [], ['krull'], ['CR-DQN'])
+  with pytest.raises(ValueError, match="no agent 'IQN'.*CR-DQN"):
+    atari100k.report([str(tmp_path)], [], ['krull'], ['CR-DQN', 'IQN'])
+  with pytest.raises(ValueError, match='CR-DQN has no score for 1 of the 2.*'
+                     r'pong.*--games'):
+    atari100k.report([str(tmp_path)], [], ['krull', 'pong'])
+  copy = tmp_path / 'copy'
+  _write_preset_run(copy, 'CR-DQN', 'krull', 2.0)
+  with pytest.raises(ValueError, match='Two runs of CR-DQN on krull have seed'):
+    atari100k.report([str(tmp_path / 'CR-DQN'), str(copy / 'CR-DQN')], [],
+                     ['krull'])

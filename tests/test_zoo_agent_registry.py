@@ -1,5 +1,7 @@
 """Tests for zoo.configuration.agent_registry: the presets, their discovery and the agents table."""
 
+import dataclasses
+import json
 import os
 import sys
 import textwrap
@@ -113,3 +115,21 @@ def test_the_readme_shows_the_agents_table():
       '  python -c "from zoo.configuration import agent_registry; '
       'print(agent_registry.markdown_table('
       'agent_registry.presets().values()))"\n' + table)
+
+
+def test_a_runs_settings_name_its_preset():
+  for name, preset in agent_registry.presets().items():
+    settings = {'agent': preset.package, 'seed': 3, **{
+        f.name: getattr(preset, f.name) for f in dataclasses.fields(preset)
+        if f.name not in ('name', 'package', 'summary')}}
+    assert agent_registry.preset_of(preset.package, settings) == name
+  run = os.path.join(ROOT, 'evidence', 'sessions', '2026-11-27-cpu-atari100k',
+                     'runs', 'CR-DQN', 'cr_dqn', 'kung_fu_master', 'seed_1',
+                     'run.json')
+  with open(run) as f:
+    settings = json.load(f)['settings']
+  assert agent_registry.preset_of('cr_dqn', settings) == 'CR-DQN'
+  # Another κ is no preset; nor is a package that is not an agent's.
+  qr = dict(settings, loss='qr', huber_param=0.5)
+  assert agent_registry.preset_of('qr_dqn', qr) is None
+  assert agent_registry.preset_of('no_such_agent', settings) is None

@@ -11,8 +11,15 @@ over runs), IQM (25%-trimmed mean over all runs and games) and optimality gap
 (scripts.analysis.bootstrap), then the mean raw score per game of every agent.
 The score of one of our runs is its final iteration's evaluation return. Our
 runs are those whose run.json records the Atari suite and the atari100k
-protocol; an agent uses the same number of runs on every game (the fewest it
-has on any game, lowest run identifiers first).
+protocol, each named by the preset its settings match (else its package); an
+agent uses the same number of runs on every game (the fewest it has on any
+game, lowest run identifiers first).
+
+--games=krull,pong,... aggregates every agent, published ones included, over
+those games only: the tables say so. --pair=A,B adds the paired comparison of
+two of the agents: per game, A's human-normalised score minus B's (means over
+runs), and over the games the mean difference with a bootstrap CI (games
+resampled) and the games on which A scores higher.
 """
 
 import collections
@@ -29,6 +36,7 @@ import numpy as np
 from scripts.analysis import bootstrap
 from scripts.analysis import run_data
 from scripts.analysis import tables
+from zoo.configuration import agent_registry
 from zoo.configuration import cli
 from zoo.storage import run_json
 
@@ -62,6 +70,10 @@ def define_flags() -> None:
       'or LABEL=DIR (LABEL prefixes the agent names). Repeatable.')
   flags.DEFINE_list('agents', list(PUBLISHED_AGENTS),
                     'Published agents to show (empty: none).')
+  flags.DEFINE_list('games', list(GAMES), 'Games to aggregate over (default: '
+                    'the 26).')
+  flags.DEFINE_list('pair', [], 'A,B: two agents to compare game by game '
+                    '(e.g. CR-DQN,QR-DQN-1).')
   flags.DEFINE_integer('bootstrap_reps', 50_000,
                        'Bootstrap resamples (rliable default 50000).')
   flags.DEFINE_float('confidence', 0.95, 'CI coverage.')
@@ -123,8 +135,8 @@ def final_score(run: run_data.Run, num_iterations: int) -> Optional[float]:
 def our_scores(runs: Sequence[run_data.Run], log=None) -> Scores:
   """Return {agent: {game: [final scores]}} of our Atari 100k runs.
 
-  An agent's name is its package, prefixed with the --runs LABEL if one was
-  given. Runs of another protocol, and unfinished runs, are left out (said on
+  An agent's name is the preset its settings match (else its package),
+  prefixed with the --runs LABEL if one was given. Runs of another protocol, and unfinished runs, are left out (said on
   `log`, stderr by default).
   """
   log = log or sys.stderr
@@ -140,7 +152,13 @@ def our_scores(runs: Sequence[run_data.Run], log=None) -> Scores:
     if score is None:
       unfinished += 1
       continue
-    name = run.agent if run.source == 'ours' else f'{run.source}/{run.agent}'
+    name = agent_registry.preset_of(run.agent, settings) or run.agent
+    if run.source != 'ours':
+      name = f'{run.source}/{name}'
+    if any(seed == run.seed for seed, _ in grouped[name][run.game]):
+      raise ValueError(f'Two runs of {name} on {run.game} have seed '
+                       f'{run.seed} (one is {run.path}): keep one, or pass '
+                       'them as separately labelled --runs=LABEL=DIR.')
     grouped[name][run.game].append((run.seed, score))
   if others:
     print(f'note: {others} run(s) left out: their run.json does not record '
@@ -158,22 +176,32 @@ def our_scores(runs: Sequence[run_data.Run], log=None) -> Scores:
           for name, games in grouped.items()}
 
 
+def check_games(games: Sequence[str]) -> Tuple[str, ...]:
+  """Return `games` if they are distinct Atari 100k games; else ValueError."""
+  unknown = [g for g in games if g not in GAMES]
+  if unknown or not games or len(set(games)) != len(games):
+    raise ValueError(f'--games must name distinct Atari 100k games, got '
+                     f'{list(games)}; the games are {", ".join(GAMES)}.')
+  return tuple(games)
+
+
 def normalised_matrix(agent: str, per_game: Mapping[str, np.ndarray],
-                      human_random) -> np.ndarray:
-  """Return the human-normalised [runs, 26 games] matrix of one agent.
+                      human_random, games: Sequence[str] = GAMES
+                      ) -> np.ndarray:
+  """Return the human-normalised [runs, games] matrix of one agent.
 
   Every game must have runs; each game gives its first n runs, n the fewest
   any game has, so that the stratified bootstrap sees a full matrix.
   """
-  missing = [g for g in GAMES if not len(per_game.get(g, ()))]
+  missing = [g for g in games if not len(per_game.get(g, ()))]
   if missing:
     raise ValueError(
-        f'{agent} has no score for {len(missing)} of the 26 Atari 100k games: '
-        f'{", ".join(missing)}. Run those games (or leave the agent out) '
-        'before aggregating.')
-  runs = min(len(per_game[g]) for g in GAMES)
+        f'{agent} has no score for {len(missing)} of the {len(games)} games '
+        f'aggregated: {", ".join(missing)}. Run those games, leave the agent '
+        'out, or pass --games=... (the games it has).')
+  runs = min(len(per_game[g]) for g in games)
   return np.stack([run_data.human_normalized(g, per_game[g][:runs],
-                                             human_random) for g in GAMES], -1)
+                                             human_random) for g in games], -1)
 
 
 @dataclasses.dataclass
@@ -193,22 +221,33 @@ def summarise(agent: str, matrix: np.ndarray, reps: int = 50_000,
           confidence=confidence, seed=seed) for name in METRICS})
 
 
+def _games_text(games: Sequence[str]) -> str:
+  if tuple(games) == GAMES:
+    return 'the 26 games'
+  return f'{len(games)} of the 26 games ({", ".join(games)})'
+
+
 def aggregate_markdown(summaries: Sequence[Summary],
-                       confidence: float = 0.95) -> str:
+                       confidence: float = 0.95,
+                       games: Sequence[str] = GAMES) -> str:
   """Return the markdown table of the aggregates."""
   pct = int(round(100 * confidence))
-  lines = [f'Human-normalised score over the 26 games, point '
+  lines = [f'Human-normalised score over {_games_text(games)}, point '
            f'[{pct}% stratified-bootstrap CI]; optimality gap: lower is '
            'better.', '']
   lines += tables.markdown(
       ['agent', 'runs/game'] + list(METRICS),
       [[s.agent, s.runs_per_game] +
        [f'{i.point:.3f} [{i.lower:.3f}, {i.upper:.3f}]'
+        if s.runs_per_game > 1 else f'{i.point:.3f}'
         for i in (s.intervals[m] for m in METRICS)] for s in summaries], 'lr')
+  if any(s.runs_per_game < 2 for s in summaries):
+    lines += ['', 'One run a game has no CI: the stratified bootstrap '
+              'resamples runs within each game.']
   return '\n'.join(lines) + '\n'
 
 
-def per_game_markdown(scores: Scores) -> str:
+def per_game_markdown(scores: Scores, games: Sequence[str] = GAMES) -> str:
   """Return the markdown table of each agent's mean raw score per game."""
   agents = list(scores)
   lines = ['Mean final evaluation return per game (all runs of each agent).',
@@ -216,8 +255,31 @@ def per_game_markdown(scores: Scores) -> str:
                ['game'] + agents,
                [[game] + [f'{np.mean(scores[a][game]):.1f}'
                           if len(scores[a].get(game, ())) else '–'
-                          for a in agents] for game in GAMES],
+                          for a in agents] for game in games],
                'l' + 'r' * len(agents))
+  return '\n'.join(lines) + '\n'
+
+
+def pair_markdown(a: str, b: str, matrices: Mapping[str, np.ndarray],
+                  games: Sequence[str], reps: int = 50_000,
+                  confidence: float = 0.95, seed: int = 0) -> str:
+  """Return A against B: per game and over the games, normalised scores."""
+  mean_a, mean_b = matrices[a].mean(0), matrices[b].mean(0)
+  difference = mean_a - mean_b
+  pct = int(round(100 * confidence))
+  rows = [[g, f'{x:.3f}', f'{y:.3f}', f'{d:+.3f}']
+          for g, x, y, d in zip(games, mean_a, mean_b, difference)]
+  lines = [f'{a} against {b}: human-normalised score per game (mean of '
+           f'{matrices[a].shape[0]} and {matrices[b].shape[0]} run(s) a '
+           'game).', ''] + tables.markdown(
+               ['game', a, b, f'{a} - {b}'], rows, 'lrrr')
+  cell = bootstrap.mean_with_ci(difference, reps, confidence, seed)
+  ci = (f' [{pct}% bootstrap CI over games: {cell.lower:+.3f}, '
+        f'{cell.upper:+.3f}]' if len(games) > 1 else '')
+  lines += ['', f'Mean difference over {_games_text(games)}: '
+            f'{cell.mean:+.3f}{ci}; {a} higher on '
+            f'{int(np.sum(difference > 0))} of {len(games)}, lower on '
+            f'{int(np.sum(difference < 0))}.']
   return '\n'.join(lines) + '\n'
 
 
@@ -253,7 +315,7 @@ def gather(runs_args: Sequence[str], agents: Sequence[str]) -> Scores:
   scores = load_published(agents=agents) if agents else {}
   runs = run_data.load_runs_args(runs_args)
   if runs:
-    ours = our_scores(run_data.check_unique(runs))
+    ours = our_scores(runs)  # Checks one run per name, game and seed.
     clash = sorted(set(ours) & set(scores))
     if clash:
       raise ValueError(f'Our agent(s) {clash} have a published agent\'s name; '
@@ -265,22 +327,45 @@ def gather(runs_args: Sequence[str], agents: Sequence[str]) -> Scores:
   return scores
 
 
+def report(runs_args: Sequence[str], agents: Sequence[str],
+           games: Sequence[str] = GAMES, pair: Sequence[str] = (),
+           reps: int = 50_000, confidence: float = 0.95, seed: int = 0,
+           ) -> Tuple[str, Dict[str, np.ndarray]]:
+  """Return the report's markdown and each agent's [runs, games] matrix.
+
+  Every input is checked (ValueError naming the fix) before the bootstrap.
+  """
+  games = check_games(games)
+  if pair and len(pair) != 2:
+    raise ValueError(f'--pair takes two agents, A,B; got {list(pair)}.')
+  scores = gather(runs_args, [a for a in agents if a])
+  human_random = run_data.load_human_random()
+  matrices = {agent: normalised_matrix(agent, per_game, human_random, games)
+              for agent, per_game in scores.items()}
+  if pair:
+    for agent in pair:
+      if agent not in matrices:
+        raise ValueError(f'--pair: no agent {agent!r}; the agents are '
+                         f'{", ".join(matrices)}.')
+  summaries = [summarise(agent, matrix, reps, confidence, seed)
+               for agent, matrix in matrices.items()]
+  parts = [aggregate_markdown(summaries, confidence, games),
+           per_game_markdown(scores, games)]
+  if pair:
+    parts.append(pair_markdown(*pair, matrices, games, reps, confidence,
+                               seed))
+  return '\n'.join(parts), matrices
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  # Check every input before the slow bootstrap.
   try:
-    scores = gather(FLAGS.runs, [a for a in FLAGS.agents if a])
-    human_random = run_data.load_human_random()
-    matrices = {agent: normalised_matrix(agent, per_game, human_random)
-                for agent, per_game in scores.items()}
+    text, matrices = report(FLAGS.runs, FLAGS.agents, FLAGS.games, FLAGS.pair,
+                            FLAGS.bootstrap_reps, FLAGS.confidence, FLAGS.seed)
   except ValueError as e:
     sys.exit(f'Error: {e}')
-  summaries = [summarise(agent, matrix, FLAGS.bootstrap_reps,
-                         FLAGS.confidence, FLAGS.seed)
-               for agent, matrix in matrices.items()]
-  print(aggregate_markdown(summaries, FLAGS.confidence))
-  print(per_game_markdown(scores))
+  print(text)
   if FLAGS.profile_png:
     path = plot_profiles(FLAGS.profile_png, matrices, FLAGS.profile_reps,
                          FLAGS.confidence, FLAGS.seed)

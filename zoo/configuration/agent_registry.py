@@ -82,6 +82,25 @@ def pick(package_presets: Sequence[AgentPreset], default: str,
   return by_name[name]
 
 
+def preset_of(package: str, settings: Dict) -> Optional[str]:
+  """Return the name of `package`'s preset that `settings` ran, else None.
+
+  settings: a run's settings (run.json's); a preset matches when its head,
+  loss, scale_grad and loss hyperparameters all equal the run's.
+  """
+  try:
+    candidates = package_presets(package)
+  except (ImportError, ValueError):  # Not an agent package of this install.
+    return None
+  ignored = ('name', 'package', 'summary')
+  for preset in candidates:
+    if all(settings.get(field.name) == getattr(preset, field.name)
+           for field in dataclasses.fields(preset)
+           if field.name not in ignored):
+      return preset.name
+  return None
+
+
 def agent_packages(paths: Optional[Iterable[str]] = None) -> Tuple[str, ...]:
   """Return the packages with an agent.py in `paths` (None: the project's)."""
   if paths is None:
