@@ -3,8 +3,10 @@
 import json
 import os
 
+import numpy as np
 import pytest
 
+from scripts.analysis import atari100k
 from scripts.campaign import campaigns
 from scripts.campaign import run_record as run_lib
 
@@ -83,6 +85,23 @@ def test_atari100k_is_520_runs_of_the_protocol():
   cr_iqn = [r for r in runs if r.label == 'CR-IQN'][0]
   assert '--preset=CR-IQN' in cr_iqn.flags
   assert cr_iqn.seed_dirs(ROOT)[0].startswith(f'{ROOT}/atari100k/CR-IQN/iqn/')
+
+
+def test_atari100k_pairs_are_the_big_campaigns_runs_on_ders_best_games():
+  runs = campaigns.expand(campaigns.load('atari100k_pairs'))
+  assert [(r.game, r.label) for r in runs[:2]] == [
+      ('krull', 'CR-DQN'), ('krull', 'QR-DQN-1')]
+  assert len(runs) == 16 and {r.seeds for r in runs} == {(1,)}
+  everything = {r.name: r for r in campaigns.expand(
+      campaigns.load('atari100k'))}
+  assert all(everything[r.name] == r for r in runs)
+  # The games: DER's 8 highest mean human-normalised scores.
+  der = atari100k.load_published(agents=['DER'])['DER']
+  random_human = atari100k.load_dopamine_human_random()
+  normalised = {g: (np.mean(der[g]) - random_human[g][0])
+                / (random_human[g][1] - random_human[g][0]) for g in der}
+  best = sorted(normalised, key=normalised.get, reverse=True)[:8]
+  assert list(campaigns.ATARI100K_PAIR_GAMES) == best
 
 
 def test_a_users_file_is_a_campaign(tmp_path):
