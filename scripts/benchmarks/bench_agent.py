@@ -4,9 +4,8 @@ Runs, in one process on one game, the reference mode (one Python DQN Zoo
 environment, `--num_envs=1 --environment_mode=reference`), the vectorized
 mode (ale_py.AtariVectorEnv, K streams) and the accelerator learner options
 (fused updates, replay on the device) with learning active: one update
-every 16 frames in total, as a real run. The modes are measured in turns
-(round robin, `--repeats` rounds) so that load from other processes hits them
-alike; the table shows medians over the rounds.
+every 16 frames in total, as a real run; the modes in turns, `--repeats`
+rounds, medians of the rounds.
 
   python -m scripts.benchmarks.bench_agent [--environment_name=pong] [--agent=cr_dqn]
       [--modes=reference:1,vector:16,vector:16:u4,vector:16:u4:device]
@@ -33,7 +32,6 @@ the best mode's frames/s over the reference mode's, and the last line,
 """
 
 import resource
-import statistics
 import sys
 import time
 from typing import NamedTuple
@@ -43,16 +41,16 @@ import jax
 import numpy as np
 
 from scripts.analysis import tables
-from scripts.benchmarks import timing
+from scripts.benchmarks import harness
 from zoo.configuration import agent_registry
-from zoo.loops import build
-from zoo.environments import minatar_env
-from zoo.suites import atari_suite
-from zoo.loops import python_loop
-from zoo.suites import minatar_suite
+from zoo.configuration import cli
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import settings_flags  # pylint: disable=unused-import
-from zoo.configuration import cli
+from zoo.environments import minatar_env
+from zoo.loops import build
+from zoo.loops import python_loop
+from zoo.suites import atari_suite
+from zoo.suites import minatar_suite
 
 SUITES = {'atari': atari_suite.ATARI, 'minatar': minatar_suite.MINATAR}
 
@@ -133,57 +131,44 @@ class ModeBench:
     if self.agent.num_updates == 0:
       raise RuntimeError(f'{self.name}: no update during the warm-up.')
     self.rss_added = _rss_bytes() - rss_before
-    self.frame_rates, self.update_rates = [], []
-    self.components = {}
 
-  def measure_round(self, num_frames, repeats):
+  def measure_round(self, repeats, num_frames):
     """Measure one training phase, then each component, in this round."""
-    updates_before = self.agent.num_updates
-    stats = python_loop.run_phase(self.env, self.agent.step, num_frames,
-                               self.repeats)
-    jax.block_until_ready(self.agent.online_params)
-    self.frame_rates.append(stats.frame_rate)
-    self.update_rates.append(
-        (self.agent.num_updates - updates_before) / stats.duration)
-    for name, value in zip(('update', 'act', 'env', 'sample'),
-                           self._component_times(repeats)):
-      self.components.setdefault(name, []).append(value)
-
-  def _component_times(self, repeats):
-    """Return (update ms, act ms/frame, env ms/frame, sample ms)."""
-    agent = self.agent
-    num_updates = self.mode.num_fused_updates
-    update_ms = timing.median_ms(agent.learn, repeats) / num_updates
+    agent, k = self.agent, self.num_envs
+    updates_before = agent.num_updates
+    stats = python_loop.run_phase(self.env, agent.step, num_frames,
+                                  self.repeats)
+    jax.block_until_ready(agent.online_params)
+    out = {'frames/s': stats.frame_rate,
+           'updates/s': (agent.num_updates - updates_before) / stats.duration,
+           'update': harness.median_ms(agent.learn, repeats) /
+                     self.mode.num_fused_updates}
     select = agent._select_action  # pylint: disable=protected-access
-    observation = self.replay.sample(self.num_envs).s_t
+    observation = self.replay.sample(k).s_t
     key = jax.random.PRNGKey(0)
-    act_ms = timing.median_ms(
+    out['act'] = harness.median_ms(
         lambda: select(agent.online_params, key, observation, 0.01),
-        2 * repeats) / (self.repeats * self.num_envs)
-    sample_ms = timing.median_ms(lambda: self.replay.sample(32, stacks_last=False),
-                           2 * repeats)
-    actions = np.zeros(self.num_envs, np.int32)
-    num_steps = max(64 // self.num_envs, 8)
-    start = time.perf_counter()
-    for _ in range(num_steps):
-      self.env.step(actions)
-    env_ms = 1e3 * (time.perf_counter() - start) / (
-        num_steps * self.repeats * self.num_envs)
-    return update_ms, act_ms, env_ms, sample_ms
+        2 * repeats) / (self.repeats * k)
+    out['sample'] = harness.median_ms(
+        lambda: self.replay.sample(32, stacks_last=False), 2 * repeats)
+    actions = np.zeros(k, np.int32)
+    num_steps = max(64 // k, 8)
+    out['env'] = harness.median_ms(
+        lambda: [self.env.step(actions) for _ in range(num_steps)], 1) / (
+            num_steps * self.repeats * k)
+    return out
 
-  def row(self):
-    median = {name: statistics.median(values)
-              for name, values in self.components.items()}
-    update_rate = statistics.median(self.update_rates)
+  def row(self, m):
+    """Return the table's cells of this mode's medians `m`."""
     return {
-        'frames/s': f'{statistics.median(self.frame_rates):.0f}',
-        'updates/s': f'{update_rate:.1f}',
-        'update ms': f'{median["update"]:.1f}',
-        'update share': f'{update_rate * median["update"] / 1e3:.0%}',
-        'act ms/frame': f'{median["act"]:.3f}',
-        'env ms/frame': f'{median["env"]:.3f}',
+        'frames/s': f'{m["frames/s"]:.0f}',
+        'updates/s': f'{m["updates/s"]:.1f}',
+        'update ms': f'{m["update"]:.1f}',
+        'update share': f'{m["updates/s"] * m["update"] / 1e3:.0%}',
+        'act ms/frame': f'{m["act"]:.3f}',
+        'env ms/frame': f'{m["env"]:.3f}',
         'sample ms': ('-' if self.mode.replay_on_device else
-                      f'{median["sample"]:.2f}'),
+                      f'{m["sample"]:.2f}'),
         'memory added GB': f'{self.rss_added / 1e9:.2f}',
     }
 
@@ -216,62 +201,41 @@ def main(argv):
             f'frames per mode per round, {f.repeats} rounds.', flush=True)
     print(f'{benches[-1].name}: warmed up in '
           f'{time.perf_counter() - start:.0f}s', flush=True)
-  for round_index in range(f.repeats):
-    for bench in benches:
-      bench.measure_round(f.num_frames, f.timing_repeats)
-    print(f'round {round_index + 1}/{f.repeats}: ' + ', '.join(
-        f'{b.name} {b.frame_rates[-1]:.0f}' for b in benches) + ' frames/s',
-          flush=True)
-  rows = {b.name: b.row() for b in benches}
+  medians = harness.medians(harness.measure(
+      {b.name: lambda b=b: b.measure_round(f.timing_repeats, f.num_frames)
+       for b in benches}, f.repeats, lambda line: print(line, flush=True)))
   for bench in benches:
     bench.close()
-  columns = list(next(iter(rows.values())))
-  table = [[name] + [row[c] for c in columns] for name, row in rows.items()]
+  rows = {b.name: b.row(medians[b.name]) for b in benches}
+  what = f'training, {suite.name} {game}, agent {f.agent}'
+  figures = harness.report('training.bench_agent', what, ['mode'], COLUMNS,
+                           rows)
   if suite is atari_suite.ATARI:
-    table.append(['DQN Zoo QR-DQN (not rerun; measured before on this 2-core '
-                  'machine)'] + [_DQN_ZOO.get(c, '') for c in columns])
-  print()
-  print('\n'.join(tables.markdown(['mode'] + columns, table)))
+    print(tables.line(['DQN Zoo QR-DQN (not rerun; measured before on this '
+                       '2-core machine)'] + [_DQN_ZOO.get(c, '')
+                                             for c in COLUMNS]))
   peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
   print(f'\nprocess peak resident memory: {peak:.2f} GB')
-  rates = {b.name: statistics.median(b.frame_rates) for b in benches}
+  rates = {b.name: medians[b.name]['frames/s'] for b in benches}
   best = max(rates, key=rates.get)
   speedup = f'{rates[best] / rates[benches[0].name]:.2f}'
   print(f'best mode: {best}')
   print(f'speed-up: {speedup}')
-  timing.print_figures(figures(rows, f'{suite.name} {game}, agent {f.agent}',
-                               best, speedup))
+  harness.print_figures(
+      figures + [harness.figure(
+          'training.bench_agent.speedup', f'{what}: frames/s of the best '
+          f'mode ({best}) over the reference mode\'s', speedup, 'x')])
 
 
 # Each column's quantity in the figure keys, and its unit.
-FIGURE_KEYS = {'frames/s': ('frames_per_s', 'frames/s'),
-               'updates/s': ('updates_per_s', 'updates/s'),
-               'update ms': ('update_ms', 'ms'),
-               'update share': ('update_share', '%'),
-               'act ms/frame': ('act_ms_per_frame', 'ms'),
-               'env ms/frame': ('env_ms_per_frame', 'ms'),
-               'sample ms': ('sample_ms', 'ms'),
-               'memory added GB': ('memory_added', 'GB')}
-
-
-def figures(rows, what: str, best: str, speedup: str):
-  """Return the figures of the table's measured rows (ModeBench.row() by
-  mode; cells '-' left out) and of the speed-up."""
-  out = []
-  for name, row in rows.items():
-    for column, cell in row.items():
-      if cell == '-':
-        continue
-      quantity, unit = FIGURE_KEYS[column]
-      out.append(timing.figure(
-          f'training.bench_agent.{quantity}:{name.replace(" ", "_")}',
-          f'training, {what}, {name}: {column} (median of the rounds)',
-          cell.rstrip('%'), unit))
-  out.append(timing.figure(
-      'training.bench_agent.speedup',
-      f'training, {what}: frames/s of the best mode ({best}) over the '
-      'reference mode\'s', speedup, 'x'))
-  return out
+COLUMNS = {'frames/s': ('frames_per_s', 'frames/s'),
+           'updates/s': ('updates_per_s', 'updates/s'),
+           'update ms': ('update_ms', 'ms'),
+           'update share': ('update_share', '%'),
+           'act ms/frame': ('act_ms_per_frame', 'ms'),
+           'env ms/frame': ('env_ms_per_frame', 'ms'),
+           'sample ms': ('sample_ms', 'ms'),
+           'memory added GB': ('memory_added', 'GB')}
 
 
 if __name__ == '__main__':
@@ -286,11 +250,9 @@ if __name__ == '__main__':
                       'ENV:K[:uU][:device] items; the first is the baseline.')
   flags.DEFINE_integer('num_frames', 2048,
                        'Measured training frames per mode per round.')
-  flags.DEFINE_integer('repeats', 3, 'Rounds over the modes (median).')
-  flags.DEFINE_integer('timing_repeats', 5,
-                       'Timed calls per component per round (median).')
   flags.DEFINE_integer('bench_replay_capacity', 100_000,
                        'Replay transitions per mode (sampling is O(1) in it).')
   flags.DEFINE_integer('min_replay', 1000,
                        'Transitions held before learning starts.')
+  harness.define_flags(repeats=3, timing_repeats=5)
   cli.run(main)

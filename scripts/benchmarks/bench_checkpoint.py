@@ -166,7 +166,7 @@ def main(argv):
       'chunks': checkpoint_round('chunks', chunk_dir, save_chunks)},
       FLAGS.repeats, lambda line: print(line + ' s', flush=True)))
   shutil.rmtree(out, ignore_errors=True)
-  columns = {'seconds per iteration (median)': ('seconds', 's'),
+  columns = {'seconds per iteration': ('seconds', 's'),
              'GB written per iteration': ('written', 'GB'),
              'GB on disk after': ('disk_after', 'GB'),
              'GB on disk at most': ('disk_at_most', 'GB')}
