@@ -39,6 +39,7 @@ def test_bad_modes_are_refused(text, message):
     bench_agent.parse_modes(text)
 
 
+@pytest.mark.end_to_end
 def test_a_tiny_minatar_run_prints_its_table_and_figures():
   out = subprocess.run(
       [sys.executable, '-m', 'scripts.benchmarks.bench_agent',
