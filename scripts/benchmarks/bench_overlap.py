@@ -2,8 +2,8 @@
 
 Times one block (one agent step of K streams: acting, K emulator steps with
 preprocessing, storing, and the K x 4 / 16 updates that fall due in it, run
-as one fused dispatch) five ways, in turns within one process (round robin,
-`--repeats` rounds; the tables show medians):
+as one fused dispatch) five ways, in turns within one process (`--repeats`
+rounds; the table shows medians):
 
 - stepping alone: the agent's step with learning off (act, step, store);
 - learning alone: the block's updates, one fused call waited for (host
@@ -17,11 +17,11 @@ as one fused dispatch) five ways, in turns within one process (round robin,
   program), one training phase of `--num_blocks` blocks, compiled and past
   the learning start.
 
-The first table holds the overlap goal: overlapped <= 1.15 x max(stepping,
-learning). The second holds every loop's training frames/s (frames = agent
-steps x K x 4, the same frames for every row) and the jitted loop's against
-the faster of the Python loop's two orders. The last line, `figures:`, holds
-the frames/s as JSON, for a record.
+The table holds the overlap goal: overlapped <= 1.15 x max(stepping,
+learning); then every loop's training frames/s (frames = agent steps x K x 4,
+the same frames for every loop) and the jitted loop's against the faster of
+the Python loop's two orders. The last line, `figures:`, holds the frames/s
+as JSON, for a record.
 
 Every variant's replay holds `--bench_replay_capacity` transitions, far
 fewer than DQN Zoo's 1M: the timings need only the minimum to learn from,
@@ -55,7 +55,6 @@ if (__name__ == '__main__' and 'jax' not in sys.modules and
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import dataclasses
-import statistics
 import time
 from typing import Any, Callable, Dict, List
 
@@ -63,8 +62,7 @@ from absl import flags
 import jax
 import numpy as np
 
-from scripts.analysis import tables as markdown_tables
-from scripts.benchmarks import timing
+from scripts.benchmarks import harness
 from zoo.configuration import agent_registry
 from zoo.configuration import cli
 from zoo.configuration import settings as settings_lib
@@ -76,16 +74,15 @@ from zoo.suites import atari_suite
 # Run flags a measurement may set (the network and the learner's sizes).
 OVERRIDABLE = ('num_quantiles', 'hidden_size', 'num_hidden_layers',
                'batch_size', 'learn_period', 'num_fused_updates')
-COLUMNS = ('stepping ms', 'learning ms', 'serial ms', 'overlapped ms',
-           'overlapped / max', 'serial / max', 'overlapped frames/s')
-# The variants, in the order of each round and of the loops table.
+# The variants, in the order of each round.
 VARIANTS = ('stepping', 'learning', 'serial', 'overlapped', 'jitted')
-LOOP_NAMES = {'stepping': 'stepping alone (Python loop, no learning)',
-              'learning': 'learning alone (Python loop\'s updates)',
-              'serial': 'Python loop, serial',
-              'overlapped': 'Python loop, --overlap_learning',
-              'jitted': 'jitted loop'}
-LOOP_COLUMNS = ('K', 'loop', 'ms per block', 'frames/s', 'vs Python loop')
+# The table's columns: the frames/s of the loops are figures.
+COLUMNS = dict({f'{name} ms': ('', '') for name in VARIANTS}, **{
+    'overlapped / max': ('', ''), 'serial / max': ('', ''),
+    'serial frames/s': ('serial', 'frames/s'),
+    'overlapped frames/s': ('overlapped', 'frames/s'),
+    'jitted frames/s': ('jitted', 'frames/s'),
+    'jitted vs Python loop': ('jitted_vs_python', 'x')})
 # Stream counts by JAX platform when --num_envs_list is unset.
 DEFAULT_NUM_ENVS = {'gpu': '16,64,128,256'}
 CPU_NUM_ENVS = '16,64'
@@ -119,61 +116,17 @@ def block_updates(num_envs: int, num_action_repeats: int,
   return frames // learn_period
 
 
-def row(times: Dict[str, List[float]], block_frames: int) -> Dict[str, str]:
-  """Return one row of the overlap table from per-round block times (ms)."""
-  median = {name: statistics.median(values) for name, values in times.items()}
-  bound = max(median['stepping'], median['learning'])
-  return {
-      'stepping ms': f'{median["stepping"]:.1f}',
-      'learning ms': f'{median["learning"]:.1f}',
-      'serial ms': f'{median["serial"]:.1f}',
-      'overlapped ms': f'{median["overlapped"]:.1f}',
-      'overlapped / max': f'{median["overlapped"] / bound:.2f}',
-      'serial / max': f'{median["serial"] / bound:.2f}',
-      'overlapped frames/s': f'{1e3 * block_frames / median["overlapped"]:.0f}',
-  }
-
-
-def loop_rows(num_envs: int, times: Dict[str, List[float]],
-              block_frames: int) -> List[Dict[str, Any]]:
-  """Return the loops table's rows at K: each variant's median ms per block,
-  frames/s, and (jitted) its speed over the faster Python order."""
-  median = {name: statistics.median(times[name]) for name in VARIANTS}
-  python_ms = min(median['serial'], median['overlapped'])
-  rows = []
-  for name in VARIANTS:
-    rows.append({'K': num_envs, 'variant': name, 'loop': LOOP_NAMES[name],
-                 'ms per block': median[name],
-                 'frames/s': 1e3 * block_frames / median[name],
-                 'vs Python loop': (python_ms / median[name]
-                                    if name == 'jitted' else None)})
-  return rows
-
-
-def format_loop_row(r: Dict[str, Any]) -> List[str]:
-  ratio = r['vs Python loop']
-  return [f'K={r["K"]}', r['loop'], f'{r["ms per block"]:.1f}',
-          f'{r["frames/s"]:.0f}', '' if ratio is None else f'{ratio:.3g}x']
-
-
-def figures(rows: List[Dict[str, Any]], game: str) -> List[Dict[str, str]]:
-  """Return the figures (key, what, value, unit) of the loops table's rows."""
-  out = []
-  for r in rows:
-    if r['variant'] in ('stepping', 'learning'):
-      continue
-    k = r['K']
-    out.append({'key': f'atari.bench_overlap.{r["variant"]}:{k}',
-                'what': f'Atari training frames/s, {r["loop"]}, K = {k} '
-                        f'(`bench_overlap`, {game})',
-                'value': f'{r["frames/s"]:,.0f}', 'unit': 'frames/s'})
-    if r['vs Python loop'] is not None:
-      out.append({'key': f'atari.bench_overlap.jitted_vs_python:{k}',
-                  'what': f'Atari training, jitted loop over the faster '
-                          f'Python loop order, K = {k} (`bench_overlap`, '
-                          f'{game})',
-                  'value': f'{r["vs Python loop"]:.3g}', 'unit': 'x'})
-  return out
+def row(ms: Dict[str, float], block_frames: int) -> Dict[str, str]:
+  """Return one row of the table from the variants' median ms per block."""
+  bound = max(ms['stepping'], ms['learning'])
+  cells = {f'{name} ms': f'{ms[name]:.1f}' for name in VARIANTS}
+  cells.update({name: f'{ms[name.split()[0]] / bound:.2f}'
+                for name in ('overlapped / max', 'serial / max')})
+  cells.update({f'{name} frames/s': f'{1e3 * block_frames / ms[name]:,.0f}'
+                for name in ('serial', 'overlapped', 'jitted')})
+  python_ms = min(ms['serial'], ms['overlapped'])
+  cells['jitted vs Python loop'] = f'{python_ms / ms["jitted"]:.3g}x'
+  return cells
 
 
 class Variant:
@@ -269,7 +222,7 @@ def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
             ) -> Dict[str, Any]:
   """Return the per-round ms per block of every variant at K streams.
 
-  Returns a dict: 'times' ({variant: [ms per block per round]}), 'settings'
+  Returns a dict: 'times' (harness.measure's, ms per block), 'settings'
   (the Python loop's), 'updates' (per block), 'device' (the overlapped
   agent's acting device), 'replay_bytes' (the jitted loop's replay).
   """
@@ -310,17 +263,14 @@ def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
     losses = [learner.learn() for _ in range(calls)]
     return losses, learner.online_params
 
-  times = {name: [] for name in VARIANTS}
   updates_before = jitted.num_updates
-  for round_index in range(repeats):
-    for name, variant in variants.items():
-      times[name].append(variant.run_blocks(num_blocks))
-      if name == 'stepping':
-        times['learning'].append(timing.median_ms(learn_block, timing_repeats))
-    times['jitted'].append(jitted.phase_ms())
-    say(f'K={num_envs} round {round_index + 1}/{repeats}: ' + ', '.join(
-        f'{name} {values[-1]:.1f}' for name, values in times.items()) +
-        ' ms per block')
+  blocks = {name: lambda v=variant: v.run_blocks(num_blocks)
+            for name, variant in variants.items()}
+  blocks.update(learning=lambda: harness.median_ms(learn_block,
+                                                   timing_repeats),
+                jitted=jitted.phase_ms)
+  times = harness.measure({name: blocks[name] for name in VARIANTS}, repeats,
+                          lambda line: say(f'K={num_envs} {line} ms'))
   if variants['stepping'].agent.num_updates:
     raise RuntimeError('the stepping-alone agent learned; raise '
                        '--bench_replay_capacity.')
@@ -335,23 +285,6 @@ def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
   jitted.close()
   return {'times': times, 'settings': s, 'updates': updates,
           'device': device, 'replay_bytes': jitted.replay_bytes}
-
-
-def tables(results: Dict[int, Dict[str, Any]], game: str
-           ) -> Dict[str, Any]:
-  """Return the printed tables (text) and the figures of measure()'s results
-  by K."""
-  overlap, all_rows = [], []
-  for k, result in results.items():
-    frames = k * result['settings'].num_action_repeats
-    values = row(result['times'], frames)
-    overlap.append([f'K={k}'] + [values[c] for c in COLUMNS])
-    all_rows += loop_rows(k, result['times'], frames)
-  overlap = markdown_tables.markdown(('K',) + COLUMNS, overlap)
-  loops = markdown_tables.markdown(
-      LOOP_COLUMNS, [format_loop_row(r) for r in all_rows], 'llrrr')
-  return {'text': '\n'.join(overlap) + '\n\n' + '\n'.join(loops),
-          'rows': all_rows, 'figures': figures(all_rows, game)}
 
 
 def main(argv):
@@ -405,16 +338,20 @@ def main(argv):
           f'{time.perf_counter() - start:.0f}s', flush=True)
     results[k] = result
   replay_mb = {k: r['replay_bytes'] / 1e6 for k, r in results.items()}
-  out = tables(results, game)
-  print()
-  print(out['text'])
+  figures = harness.report(
+      'atari.bench_overlap', f'Atari training, agent {f.agent}, {game}',
+      ['K'], COLUMNS, {
+          str(k): row({n: m[harness.VALUE] for n, m in
+                       harness.medians(r['times']).items()},
+                      k * r['settings'].num_action_repeats)
+          for k, r in results.items()}, 'l' + 'r' * len(COLUMNS))
   print(f'\nframes = agent steps x K x 4 (a block: one agent step of the K '
         'streams); medians of the rounds. Every variant\'s replay holds '
         f'{f.bench_replay_capacity:,} transitions, learning from '
         f'{f.min_replay:,}: small for the benchmark (DQN Zoo: 1M); the '
         'jitted loop\'s, on the device: ' + ', '.join(
             f'{mb:.0f} MB at K={k}' for k, mb in replay_mb.items()) + '.')
-  timing.print_figures(out['figures'])
+  harness.print_figures(figures)
 
 
 if __name__ == '__main__':
@@ -427,12 +364,10 @@ if __name__ == '__main__':
   flags.DEFINE_integer('num_blocks', 16,
                        'Blocks per variant per round (one timing; the '
                        'jitted loop: one training phase).')
-  flags.DEFINE_integer('repeats', 3, 'Rounds over the variants (median).')
-  flags.DEFINE_integer('timing_repeats', 5,
-                       'Timed learning-alone blocks per round (median).')
   flags.DEFINE_integer('bench_replay_capacity', 20_000,
                        'Replay transitions per variant (the jitted loop\'s '
                        'too, on the device).')
   flags.DEFINE_integer('min_replay', 1_000,
                        'Transitions held before learning starts.')
+  harness.define_flags(repeats=3, timing_repeats=5)
   cli.run(main)
