@@ -3,9 +3,8 @@
 Builds, for every preset asked, the real Python loop of `--protocol=atari100k`
 (zoo.loops.python_loop at K = 1, the protocol's settings: DER's network,
 n-step 10, one update per agent step, a replay of the whole run), trains it
-past the learning start (1,600 agent steps), then measures in turns (round
-robin, `--repeats` rounds) so that load from other processes hits the
-presets alike. Each round and preset:
+past the learning start (1,600 agent steps), then measures the presets in
+turns, `--repeats` rounds. Each round and preset:
 
 - a training slice of `--slice_frames` frames through the loop's `train`
   (acting, the emulator, storing, one update per agent step);
@@ -38,18 +37,16 @@ without firing) makes a round last that long.
 
 import dataclasses
 import os
-import statistics
 import sys
 import time
-from typing import Any, Callable, Dict, List, Sequence
+from typing import Dict, List
 
 from absl import flags
 import jax
 import numpy as np
 
 from scripts.analysis import minatar_report
-from scripts.analysis import tables
-from scripts.benchmarks import timing
+from scripts.benchmarks import harness
 from zoo.configuration import agent_registry
 from zoo.configuration import cli
 from zoo.configuration import settings as settings_lib
@@ -60,10 +57,14 @@ from zoo.suites import atari_suite
 
 PROTOCOL = 'atari100k'
 DEFAULT_GAME = 'pong'
-# The measured quantities of every round, in the table's order.
-QUANTITIES = ('train frames/s', 'updates/s', 'update ms', 'update share',
-              'act ms/frame', 'env ms/frame', 'eval frames/s',
-              'eval episode frames')
+# The measured quantities of every round, in the table's order, and the
+# quantity and unit of the figures of some.
+QUANTITIES = {'train frames/s': ('train_frames_per_s', 'frames/s'),
+              'updates/s': ('', ''), 'update ms': ('', ''),
+              'update share': ('update_share', '%'),
+              'act ms/frame': ('', ''), 'env ms/frame': ('', ''),
+              'eval frames/s': ('eval_frames_per_s', 'frames/s'),
+              'eval episode frames': ('', '')}
 
 
 def machine() -> str:
@@ -134,12 +135,6 @@ def warmup_slices(s: settings_lib.Settings) -> int:
   return s.min_replay_size() // steps_per_slice + 1
 
 
-def summary(values: Sequence[float]) -> Dict[str, float]:
-  """Return the median, min and max of one quantity's rounds."""
-  return {'median': statistics.median(values), 'min': min(values),
-          'max': max(values)}
-
-
 def estimate(train_frames: int, train_rate: float, eval_episodes: int,
              episode_frames: float, eval_rate: float) -> Dict[str, float]:
   """Return the minutes of training, evaluation and the whole run."""
@@ -149,18 +144,18 @@ def estimate(train_frames: int, train_rate: float, eval_episodes: int,
           'total min': train + evaluation}
 
 
-def estimates(stats: Dict[str, Dict[str, float]], train_frames: int,
+def estimates(stats: Dict[str, harness.Stats], train_frames: int,
               eval_episodes: int, episode_frames: float
               ) -> Dict[str, Dict[str, float]]:
   """Return the estimate at the median rates and at the slowest and fastest.
 
-  stats: summary() by quantity. Returns {'median'|'slowest'|'fastest':
-  estimate()}.
+  stats: harness.summary()'s of one preset. Returns
+  {'median'|'slowest'|'fastest': estimate()}.
   """
-  at = {'median': 'median', 'slowest': 'min', 'fastest': 'max'}
-  return {name: estimate(train_frames, stats['train frames/s'][key],
-                         eval_episodes, episode_frames,
-                         stats['eval frames/s'][key])
+  at = {'median': 'median', 'slowest': 'low', 'fastest': 'high'}
+  return {name: estimate(
+      train_frames, getattr(stats['train frames/s'], key), eval_episodes,
+      episode_frames, getattr(stats['eval frames/s'], key))
           for name, key in at.items()}
 
 
@@ -171,10 +166,10 @@ def fmt(value: float) -> str:
   return f'{value:.3g}'
 
 
-def cell(s: Dict[str, float], percent: bool = False) -> str:
-  """Return 'median [min, max]' of a summary()."""
+def cell(s: harness.Stats, percent: bool = False) -> str:
+  """Return 'median [min, max]' of a harness.Stats."""
   f = (lambda v: f'{v:.0%}') if percent else fmt
-  return f'{f(s["median"])} [{f(s["min"])}, {f(s["max"])}]'
+  return f'{f(s.median)} [{f(s.low)}, {f(s.high)}]'
 
 
 class PresetBench:
@@ -199,7 +194,6 @@ class PresetBench:
       self._train()
     if self.agent.num_updates == 0:
       raise RuntimeError(f'{self.name}: no update during the warm-up.')
-    self.rounds: Dict[str, List[float]] = {q: [] for q in QUANTITIES}
 
   def _train(self):
     self.iteration += 1
@@ -216,12 +210,12 @@ class PresetBench:
     values = {'train frames/s': stats.frame_rate,
               'updates/s': (agent.num_updates - updates_before) /
                            stats.duration}
-    values['update ms'] = timing.median_ms(agent.learn, timing_repeats)
+    values['update ms'] = harness.median_ms(agent.learn, timing_repeats)
     values['update share'] = values['updates/s'] * values['update ms'] / 1e3
     select = agent._select_action  # pylint: disable=protected-access
     timestep = self.env.reset()
     key = jax.random.PRNGKey(0)
-    values['act ms/frame'] = timing.median_ms(
+    values['act ms/frame'] = harness.median_ms(
         lambda: select(agent.online_params, key, timestep.observation,
                        agent.exploration_epsilon),
         2 * timing_repeats) / s.num_action_repeats
@@ -238,8 +232,6 @@ class PresetBench:
                          f'{evaluation.num_episodes} episodes, not one.')
     values['eval frames/s'] = evaluation.frame_rate
     values['eval episode frames'] = float(evaluation.num_frames)
-    for quantity in QUANTITIES:
-      self.rounds[quantity].append(values[quantity])
     return values
 
   def close(self):
@@ -247,62 +239,37 @@ class PresetBench:
     self.env.close()
 
 
-def measure(benches: Sequence[Any], repeats: int, timing_repeats: int,
-            say: Callable[[str], None]) -> None:
-  """Measure the benches in turns, `repeats` rounds."""
-  for round_index in range(repeats):
-    for bench in benches:
-      bench.measure_round(timing_repeats)
-    say(f'round {round_index + 1}/{repeats}: ' + ', '.join(
-        f'{b.name} train {b.rounds["train frames/s"][-1]:.0f}, eval '
-        f'{b.rounds["eval frames/s"][-1]:.0f}' for b in benches) +
-        ' frames/s')
-
-
-def report(rounds: Dict[str, Dict[str, List[float]]], train_frames: int,
-           eval_episodes: int, episode_frames: float, goal_minutes: float,
-           game: str) -> Dict[str, Any]:
-  """Return the tables (text) and the figures of the rounds by preset.
+def report(results: harness.Results, train_frames: int, eval_episodes: int,
+           episode_frames: float, goal_minutes: float, game: str
+           ) -> List[Dict[str, str]]:
+  """Print the tables of the rounds by preset; return their figures.
 
   episode_frames: > 0: the evaluation episode length of the estimate; 0:
   each preset's median measured length.
   """
-  names = list(rounds)
-  stats = {name: {q: summary(v) for q, v in rounds[name].items()}
-           for name in names}
-  lines = tables.markdown(
-      ('agent',) + QUANTITIES,
-      [[name] + [cell(stats[name][q], q == 'update share') for q in QUANTITIES]
-       for name in names], 'l' + 'r' * len(QUANTITIES))
-  estimated = []
-  figures = []
-  for name in names:
-    length = episode_frames or stats[name]['eval episode frames']['median']
-    runs = estimates(stats[name], train_frames, eval_episodes, length)
+  stats = harness.summary(results)
+  prefix = 'atari100k.bench_atari100k'
+  what = f'Atari 100k on {game} (`bench_atari100k`)'
+  figures = harness.report(
+      prefix, what, ['agent'], QUANTITIES,
+      {name: {q: cell(s[q], q == 'update share') for q in QUANTITIES}
+       for name, s in stats.items()}, 'l' + 'r' * len(QUANTITIES))
+  columns = {'episode frames': ('', ''), 'training min': ('', ''),
+             'evaluation min': ('', ''),
+             'whole run min [min, max]': ('whole_run_min', 'min'),
+             f'vs {fmt(goal_minutes)} min': ('', '')}
+  rows = {}
+  for name, s in stats.items():
+    length = episode_frames or s['eval episode frames'].median
+    runs = estimates(s, train_frames, eval_episodes, length)
     median = runs['median']
-    ratio = median['total min'] / goal_minutes
-    estimated.append([
-        name, fmt(length), fmt(median['train min']), fmt(median['eval min']),
+    rows[name] = dict(zip(columns, (
+        fmt(length), fmt(median['train min']), fmt(median['eval min']),
         f'{fmt(median["total min"])} [{fmt(runs["fastest"]["total min"])}, '
-        f'{fmt(runs["slowest"]["total min"])}]', f'{ratio:.2f}x'])
-    key = f'atari100k.bench_atari100k.{{}}:{name}'
-    what = f'{{}}, {name}, Atari 100k on {game} (`bench_atari100k`)'
-    for quantity, unit in (('train frames/s', 'frames/s'),
-                           ('eval frames/s', 'frames/s'),
-                           ('update share', 'fraction')):
-      figures.append({'key': key.format(
-                          quantity.replace(' ', '_').replace('/', '_per_')),
-                      'what': what.format(quantity),
-                      'value': f'{stats[name][quantity]["median"]:.4g}',
-                      'unit': unit})
-    figures.append({'key': key.format('whole_run_min'),
-                    'what': what.format('one whole run, estimated'),
-                    'value': f'{median["total min"]:.4g}', 'unit': 'min'})
-  lines += [''] + tables.markdown(
-      ['agent', 'episode frames', 'training min', 'evaluation min',
-       'whole run min [min, max]', f'vs {fmt(goal_minutes)} min'], estimated,
-      'lrrrrr')
-  return {'text': '\n'.join(lines), 'figures': figures, 'stats': stats}
+        f'{fmt(runs["slowest"]["total min"])}]',
+        f'{median["total min"] / goal_minutes:.2f}x')))
+  return figures + harness.report(prefix, f'{what}, one whole run, estimated',
+                                  ['agent'], columns, rows, 'lrrrrr')
 
 
 def main(argv):
@@ -311,8 +278,6 @@ def main(argv):
   game = f.environment_name if f['environment_name'].present else DEFAULT_GAME
   try:  # Refuse before any long work.
     presets = parse_presets(f.presets)
-    if f.repeats < 1 or f.timing_repeats < 1:
-      raise ValueError('--repeats and --timing_repeats must be positive.')
     if f.eval_episode_frames < 0 or f.goal_minutes <= 0:
       raise ValueError('--eval_episode_frames must be >= 0 (0: measured) and '
                        '--goal_minutes positive.')
@@ -338,15 +303,15 @@ def main(argv):
       benches.append(PresetBench(preset, benched[preset.name]))
       print(f'{preset.name}: built and past the learning start in '
             f'{time.perf_counter() - start:.0f} s', flush=True)
-    measure(benches, f.repeats, f.timing_repeats,
-            lambda line: print(line, flush=True))
+    results = harness.measure(
+        {b.name: lambda b=b: b.measure_round(f.timing_repeats)
+         for b in benches}, f.repeats, lambda line: print(
+             line + ' training frames/s', flush=True))
   finally:
     for bench in benches:
       bench.close()
-  out = report({b.name: b.rounds for b in benches}, train_frames,
-               eval_episodes, f.eval_episode_frames, f.goal_minutes, game)
-  print()
-  print(out['text'])
+  figures = report(results, train_frames, eval_episodes,
+                   f.eval_episode_frames, f.goal_minutes, game)
   length = (f'{f.eval_episode_frames:,} frames (--eval_episode_frames)'
             if f.eval_episode_frames else
             'the median of the evaluation episodes measured here, of an '
@@ -359,7 +324,7 @@ def main(argv):
         'which run no updates, included) plus '
         f'{eval_episodes} evaluation episodes x {length}, at the evaluation '
         f'rate; the goal: {fmt(f.goal_minutes)} minutes.')
-  timing.print_figures(out['figures'])
+  harness.print_figures(figures)
 
 
 if __name__ == '__main__':
@@ -369,12 +334,10 @@ if __name__ == '__main__':
                       'Agent presets, comma separated (any package\'s).')
   flags.DEFINE_integer('slice_frames', 2_000,
                        'Training frames measured per preset per round.')
-  flags.DEFINE_integer('repeats', 3, 'Rounds over the presets (median).')
-  flags.DEFINE_integer('timing_repeats', 5,
-                       'Timed calls per component per round (median).')
   flags.DEFINE_integer('eval_episode_frames', 0,
                        'Frames of an evaluation episode in the estimate; 0: '
                        'the median of the measured episodes.')
   flags.DEFINE_float('goal_minutes', 20.0,
                      'The goal for one whole run, in minutes.')
+  harness.define_flags(repeats=3, timing_repeats=5)
   cli.run(main)
