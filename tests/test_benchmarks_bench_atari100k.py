@@ -226,8 +226,3 @@ def test_a_warm_up_without_updates_is_an_error():
   with pytest.raises(RuntimeError, match='QR-DQN-1: no update'):
     bench_atari100k.PresetBench(agent_registry.presets()['QR-DQN-1'], s,
                                 make_loop, FakeEnv)
-
-
-def test_machine_names_the_cpu_and_jax():
-  text = bench_atari100k.machine()
-  assert 'cores' in text and 'jax ' in text and 'load average' in text

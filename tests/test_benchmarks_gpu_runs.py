@@ -10,7 +10,7 @@ from scripts.benchmarks import gpu_runs
 def test_the_child_runs_the_module_then_reports_the_devices_memory(tmp_path):
   # A module without a main stands for the run: the report comes at exit.
   log = str(tmp_path / 'child.log')
-  process = gpu_runs.start('scripts.benchmarks.timing', ['--x=1'], {}, log)
+  process = gpu_runs.start('scripts.benchmarks.harness', ['--x=1'], {}, log)
   outcome = gpu_runs.finish(process, log, str(tmp_path / 'no.csv'))
   assert outcome.returncode == 0, outcome.output
   # A CPU has no memory statistics: reported empty, not missing.

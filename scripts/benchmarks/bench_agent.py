@@ -1,34 +1,23 @@
 """Benchmark training throughput: the reference mode against faster modes.
 
-Runs, in one process on one game, the reference mode (one Python DQN Zoo
-environment, `--num_envs=1 --environment_mode=reference`), the vectorized
-mode (ale_py.AtariVectorEnv, K streams) and the accelerator learner options
-(fused updates, replay on the device) with learning active: one update
-every 16 frames in total, as a real run; the modes in turns, `--repeats`
-rounds, medians of the rounds.
-
   python -m scripts.benchmarks.bench_agent [--environment_name=pong] [--agent=cr_dqn]
       [--modes=reference:1,vector:16,vector:16:u4,vector:16:u4:device]
       [--num_frames=2048] [--repeats=3] [--bench_replay_capacity=100000]
   python -m scripts.benchmarks.bench_agent --suite=minatar --modes=reference:1,reference:1:u4
 
-A mode is ENV:K[:uU][:device]: the environment mode and K streams, U fused
-updates per dispatch (--num_fused_updates, default 1), and the replay on the
-JAX device (--replay_on_device).
+A mode is ENV:K[:uU][:device]: the environment mode (reference: one Python
+DQN Zoo environment; vector: ale_py.AtariVectorEnv) and K streams, U fused
+updates per dispatch, the replay on the JAX device. Every mode learns (one
+update every 16 frames, as a real run); each round trains `--num_frames`
+frames per mode, then times its parts (medians of `--timing_repeats` calls).
 
-Columns: training frames/s and updates/s of the whole loop (acting, env,
-replay, learning); the time per update of the mode's learner call (median of
-isolated calls of U updates, divided by U, taken in every round right after
-the mode's phase; with the device replay it includes sampling the batch);
-the update's share of the loop time (updates/s x update time: where the time
-goes); the acting time per frame (one batched action selection for K
-streams, divided by the 4K frames it acts for), the env time per frame
-(stepping K streams with preprocessing), the host replay's sample time of one
-batch (none with the device replay), and the memory each mode added to the
-process (resident, after its warm-up; the replay is `--bench_replay_capacity`,
-allocated lazily; the device replay holds it twice). Then `speed-up: X`,
-the best mode's frames/s over the reference mode's, and the last line,
-`figures:`, the figures as JSON.
+Columns (medians of the rounds): training frames/s and updates/s of the whole
+loop; the time of one update (with the device replay, sampling included); its
+share of the loop time (updates/s x update time); acting and env time per
+frame; the host replay's sample(32) time; the memory each mode added after its
+warm-up (the replay is allocated lazily; the device replay holds it twice).
+Then `speed-up: X`, the best mode's frames/s over the reference mode's, and
+the last line, `figures:`, the figures as JSON.
 """
 
 import resource

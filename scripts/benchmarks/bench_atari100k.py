@@ -1,42 +1,27 @@
 """Benchmark one Atari 100k run on this machine: its rates and its duration.
 
-Builds, for every preset asked, the real Python loop of `--protocol=atari100k`
-(zoo.loops.python_loop at K = 1, the protocol's settings: DER's network,
-n-step 10, one update per agent step, a replay of the whole run), trains it
-past the learning start (1,600 agent steps), then measures the presets in
-turns, `--repeats` rounds. Each round and preset:
-
-- a training slice of `--slice_frames` frames through the loop's `train`
-  (acting, the emulator, storing, one update per agent step);
-- the time of one update (the median of `--timing_repeats` isolated calls),
-  of acting (one action selection, per frame) and of the emulator (one agent
-  step of the training environment, per frame): where the training time goes
-  (the update's share is updates/s x the update time);
-- one whole evaluation episode through the loop's `evaluate`, at the
-  protocol's evaluation ε (0.001).
-
-The estimate of one whole run is the protocol's training frames (10 x
-40,000) at the training rate plus its evaluation episodes (10 after each of
-iterations 0 to 9, 100 after iteration 10) x an episode length, at the
-evaluation rate: the median length of the evaluation episodes measured here
-(those of an agent trained for a few thousand frames), or
-`--eval_episode_frames`. The output says which, and sets the estimate beside
-the goal of `--goal_minutes`. Every figure is the median of the rounds with
-[min, max]; the estimate's bounds are at the fastest and the slowest rates.
-The last line, `figures:`, holds the figures as JSON.
-
   python -m scripts.benchmarks.bench_atari100k [--presets=QR-DQN-1,CR-DQN]
       [--environment_name=pong] [--slice_frames=2000] [--repeats=3]
-      [--eval_episode_frames=0]
+      [--eval_episode_frames=0] [--goal_minutes=20]
 
-Presets are any of the agent packages' (qr_dqn, cr_dqn, iqn: QR-DQN-1,
-CR-DQN, IQN, CR-IQN, ...). An evaluation episode ends at game over or the
-protocol's 108,000 frames: an agent that never ends its game (breakout
-without firing) makes a round last that long.
+Builds, per preset (any package's), the real Python loop of
+`--protocol=atari100k` (K = 1, DER's network, n-step 10, one update per agent
+step, a replay of the whole run) and trains it past the learning start. Each
+round and preset: a training slice of `--slice_frames` frames; the update,
+acting and emulator times (medians of `--timing_repeats` calls; the update's
+share is updates/s x its time); one whole evaluation episode at ε = 0.001.
+Medians of the rounds [min, max].
+
+One whole run is estimated as the protocol's 400,000 training frames at the
+training rate plus its 200 evaluation episodes x an episode length (the median
+measured here, or `--eval_episode_frames`; the output says which) at the
+evaluation rate, with bounds at the slowest and fastest rounds and beside
+`--goal_minutes`. An evaluation episode ends at game over or 108,000 frames
+(an agent that never ends its game makes a round last that long). The last
+line, `figures:`, holds the figures as JSON.
 """
 
 import dataclasses
-import os
 import sys
 import time
 from typing import Dict, List
@@ -45,7 +30,6 @@ from absl import flags
 import jax
 import numpy as np
 
-from scripts.analysis import minatar_report
 from scripts.benchmarks import harness
 from zoo.configuration import agent_registry
 from zoo.configuration import cli
@@ -65,13 +49,6 @@ QUANTITIES = {'train frames/s': ('train_frames_per_s', 'frames/s'),
               'act ms/frame': ('', ''), 'env ms/frame': ('', ''),
               'eval frames/s': ('eval_frames_per_s', 'frames/s'),
               'eval episode frames': ('', '')}
-
-
-def machine() -> str:
-  """Return the CPU, its cores, the load average and the jax version."""
-  load = ', '.join(f'{x:.1f}' for x in os.getloadavg())
-  return (f'{minatar_report.cpu_description()}, load average {load}; jax '
-          f'{jax.__version__}, device {jax.devices()[0]}')
 
 
 def parse_presets(text: str) -> List[agent_registry.AgentPreset]:
@@ -289,7 +266,7 @@ def main(argv):
   s = next(iter(runs.values()))
   train_frames = s.num_iterations * s.num_train_frames
   eval_episodes = run_eval_episodes(s)
-  print(f'machine: {machine()}', flush=True)
+  print(f'machine: {harness.machine()}', flush=True)
   print(f'Atari 100k (--protocol={PROTOCOL}) on {game}: the Python loop at '
         f'K = {s.num_envs}; per round and preset a training slice of '
         f'{f.slice_frames:,} frames past the learning start '

@@ -4,20 +4,13 @@
       [--steps_per_iteration=250000] [--num_streams=1] [--repeats=3]
       [--output_dir=/tmp/bench_checkpoint]
 
-A full replay that then receives one iteration's steps (a default Atari
-iteration: 1M training frames = 250,000 steps) is checkpointed in turns, in
-one process, by
-- "whole replay": the format before chunks: every
-  checkpoint rewrites the replay's arrays into its new directory, then
-  deletes the previous one;
-- "chunks" (zoo.storage.checkpoint.save): only the steps added since the previous
-  checkpoint are written, as one chunk; the previous checkpoint is kept (the
-  fallback), older ones and the chunks neither uses are deleted first.
-Both write the same agent state (a stand-in of `--state_mb` MB, the size of
-CR-DQN's parameters, target and Adam moments) and fsync everything. Printed
-per format: the median wall time of a checkpoint, the bytes it wrote (the
-process's write() bytes, /proc/self/io wchar) and the disk space the
-checkpoint directory holds after it and at most while it was written. The
+A full replay that receives one iteration's steps each round is checkpointed
+by both formats: "whole replay" rewrites the replay's arrays every time, then
+deletes the previous checkpoint; "chunks" (zoo.storage.checkpoint.save)
+writes only the steps added since, keeps the previous checkpoint and deletes
+older ones first. Both write the same agent state (`--state_mb`, CR-DQN's
+size) and fsync everything. Per format: a checkpoint's wall time, the bytes
+it wrote (/proc/self/io wchar), and the disk it holds after and at most. The
 last line, `figures:`, holds the figures as JSON.
 """
 

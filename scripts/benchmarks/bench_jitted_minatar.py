@@ -4,22 +4,16 @@ r"""Benchmark the jitted MinAtar loop against the Python loop, side by side.
       [--configs=CR-DQN,QR-DQN-1] [--num_seeds=1,4,16] [--num_steps=4000]
       [--repeats=3] [any run flag, e.g. --num_quantiles=51]
 
-For each configuration of scripts.benchmarks.bench_minatar, with MinAtar's
-defaults (N = 201, replay 100k, learning from 5k steps, one update per 4 steps), in one
-process: the Python loop (scripts.benchmarks.bench_minatar's training phase: env, act,
-replay, updates) and the jitted loop (zoo.loops.jitted_loop's training phases) with 1, 4 and 16 seeds
-vmapped, each warmed up past the learning start (the jitted chunk compiled),
-then measured in turns (--repeats rounds, a training phase of --num_steps
-steps per seed each). Prints medians of the rounds: training steps/s per seed
-and in total, and the
-memory per seed of the jitted loop (replay with bit-packed frames, online and
-target parameters, Adam's state). XLA runs single-threaded by default
-(--single_threaded), as each run of a study does. The last line, `figures:`,
-holds the figures as JSON.
+For each configuration of bench_minatar (MinAtar's defaults), the Python loop
+and the jitted loop (zoo.loops.jitted_loop) with each count of vmapped seeds,
+warmed up past the learning start; each round, a training phase of
+--num_steps steps per seed. Prints training steps/s per seed and in total
+(medians of the rounds) and the jitted loop's memory per seed. XLA runs
+single-threaded (--single_threaded). The last line, `figures:`, holds the
+figures as JSON.
 """
 
 import dataclasses
-import os
 import time
 
 from absl import app
@@ -100,31 +94,21 @@ def main(argv):
     raise app.UsageError('--num_steps: a positive multiple of 4, please.')
   base = settings_flags.values_from_flags()
   resolved = {}
-  for config in configs:
-    settings = dict(base, results_csv_path='', checkpoint_dir='',
-                    tensorboard_dir='', loop='jitted',
-                    **bench_minatar.config_settings(config))
+  for config in configs:  # Up front.
+    s = resolved[config.label] = bench_minatar.settings_of(
+        config, base, tensorboard_dir='', loop='jitted')
     try:
-      s = settings_lib.resolve_settings(minatar_suite.MINATAR,
-                                        agent_registry.presets()[config.preset],
-                                        settings)
-      settings_lib.validate_settings(minatar_suite.MINATAR, s)
       jitted_loop.check(minatar_suite.MINATAR, s)
     except settings_lib.ConfigError as e:
       raise app.UsageError(f'{config.label}: {e}')
-    resolved[config.label] = s
-  if FLAGS.single_threaded:
-    os.environ['XLA_FLAGS'] = (os.environ.get('XLA_FLAGS', '') + ' ' +
-                               bench_minatar.SINGLE_THREADED_XLA).strip()
-  print(f'machine: {bench_minatar.machine()}', flush=True)
-  print(f'JAX device: {jax.devices()[0]}; XLA '
-        f'{"single-threaded" if FLAGS.single_threaded else "multi-threaded"}'
-        f'; game {FLAGS.environment_name}; {FLAGS.num_steps} training steps '
+  print(bench_minatar.start_xla(FLAGS.single_threaded), flush=True)
+  print(f'game {FLAGS.environment_name}; {FLAGS.num_steps} training steps '
         f'per seed per round, {FLAGS.repeats} rounds.', flush=True)
   variants, rows = {}, {}
   for config in configs:
     start = time.perf_counter()
-    python = bench_minatar.ConfigBench(config, base)
+    python = bench_minatar.ConfigBench(
+        config, bench_minatar.settings_of(config, base))
     variants[config.label, 'python', 1] = lambda b=python: b.measure_round(
         FLAGS.num_steps, 3)['train']
     rows[config.label, 'python', 1] = (
@@ -163,7 +147,7 @@ def main(argv):
       ['configuration', 'loop', 'seeds'], columns, cells, 'llrrrrl')
   print('\n(steps/s: training with learning active, one update per 4 steps; '
         'total: all seeds of the process; medians of the rounds.)')
-  print(f'machine at the end: {bench_minatar.machine()}')
+  print(f'machine at the end: {harness.machine()}')
   harness.print_figures(figures)
 
 

@@ -5,21 +5,15 @@ r"""Benchmark the MinAtar loop: training and evaluation steps/s, and the parts.
       [--configs=QR-DQN-1,QR-DQN-0,CR-DQN,NC-CR-DQN,NC-QR-DQN-0,CR-DQN-K8]
       [any run flag, e.g. --num_quantiles=51]
 
-For every configuration of the MinAtar study (scripts.campaign's
-minatar_study), with MinAtar's defaults
-(N = 201, hidden layer 128, one update per 4 steps, replay 100k, learning
-from 5k steps; the run flags change them), in one process, after a
-warm-up that fills the replay to its minimum and compiles the update: a
-training phase of --num_steps steps with learning active (env, act, replay,
-updates) and an evaluation phase (env, act), then each part on its own: one
-environment step, one action selection (K streams in one call), one replay
-add and one replay sample(32), one update (median of isolated calls); the
-configurations in turns, --repeats rounds, medians of the rounds.
-
-XLA runs single-threaded (--single_threaded, the default), as each run of a
-study with --parallel >= cores does. The last lines print the mean ms per
-training and evaluation step over the K = 1 configurations, then, the last,
-`figures:`, the figures as JSON.
+For every configuration of the MinAtar study (MinAtar's defaults: N = 201,
+one update per 4 steps, replay 100k, learning from 5k steps; the run flags
+change them), warmed up past the learning start, each round: a training phase
+of --num_steps steps, an evaluation phase, then each part on its own (env
+step, action selection for K streams, replay add and sample(32), update;
+medians of --timing_repeats calls). XLA runs single-threaded
+(--single_threaded), as each run of a study does. Then the study estimate
+(mean ms per training and evaluation step over the K = 1 configurations) and
+the last line, `figures:`, the figures as JSON.
 """
 
 import os
@@ -33,7 +27,6 @@ from absl import flags
 import jax
 import numpy as np
 
-from scripts.analysis import minatar_report
 from scripts.benchmarks import harness
 from zoo.configuration import agent_registry
 from zoo.configuration import cli
@@ -107,23 +100,35 @@ def define_flags() -> None:
                     'Run XLA on one thread, as a study run does.')
 
 
-def machine() -> str:
-  """Return the CPU, its cores and the load average (a shared machine)."""
-  load = ', '.join(f'{x:.1f}' for x in os.getloadavg())
-  return f'{minatar_report.cpu_description()}, load average {load}'
+def settings_of(config: Config, base, **changes) -> settings_lib.Settings:
+  """Return a configuration's settings over the run flags' `base`; a
+  UsageError naming the configuration and the bad setting."""
+  try:
+    s = settings_lib.resolve_settings(
+        minatar_suite.MINATAR, agent_registry.presets()[config.preset],
+        dict(base, results_csv_path='', checkpoint_dir='', **changes,
+             **config_settings(config)))
+    settings_lib.validate_settings(minatar_suite.MINATAR, s)
+  except settings_lib.ConfigError as e:
+    raise app.UsageError(f'{config.label}: {e}')
+  return s
+
+
+def start_xla(single_threaded: bool) -> str:
+  """Start XLA (single-threaded if asked, as a study run); return the
+  machine and JAX's device, to print."""
+  if single_threaded:  # Read when the XLA backend starts, which is below.
+    os.environ['XLA_FLAGS'] = (os.environ.get('XLA_FLAGS', '') + ' ' +
+                               SINGLE_THREADED_XLA).strip()
+  return (f'machine: {harness.machine()}; XLA '
+          f'{"single-threaded" if single_threaded else "multi-threaded"}')
 
 
 class ConfigBench:
   """One configuration's agent, replay and environments, warmed up."""
 
-  def __init__(self, config: Config, base_settings):
+  def __init__(self, config: Config, s: settings_lib.Settings):
     self.name = config.label
-    settings = dict(base_settings, results_csv_path='', checkpoint_dir='')
-    settings.update(config_settings(config))
-    s = settings_lib.resolve_settings(minatar_suite.MINATAR,
-                                      agent_registry.presets()[config.preset],
-                                      settings)
-    settings_lib.validate_settings(minatar_suite.MINATAR, s)
     self.settings = s
     make = build.make_environment_factory(minatar_suite.MINATAR, s)
     self.env, self.eval_env = make(1, 'train'), make(1, 'eval')
@@ -212,33 +217,16 @@ def main(argv):
     sys.exit(f'Error: {e}')
   if FLAGS.num_steps < 1:
     raise app.UsageError(f'--num_steps must be >= 1, got {FLAGS.num_steps}.')
-  base_settings = settings_flags.values_from_flags()
-  for config in configs:  # Every configuration's settings, before any work.
-    settings = dict(base_settings, results_csv_path='', checkpoint_dir='',
-                    **config_settings(config))
-    try:
-      settings_lib.validate_settings(minatar_suite.MINATAR,
-                                     settings_lib.resolve_settings(
-                                         minatar_suite.MINATAR,
-                                         agent_registry.presets()[config.preset],
-                                         settings))
-    except settings_lib.ConfigError as e:
-      raise app.UsageError(f'{config.label}: {e}')
-  if FLAGS.single_threaded:
-    # Read when the XLA backend starts, which is below.
-    os.environ['XLA_FLAGS'] = (os.environ.get('XLA_FLAGS', '') + ' ' +
-                               SINGLE_THREADED_XLA).strip()
-  print(f'machine: {machine()}', flush=True)
-  print(f'JAX device: {jax.devices()[0]}; XLA '
-        f'{"single-threaded" if FLAGS.single_threaded else "multi-threaded"}'
-        f'; game {FLAGS.environment_name}; {FLAGS.num_steps} training and '
+  base = settings_flags.values_from_flags()
+  resolved = [settings_of(config, base) for config in configs]  # Up front.
+  print(start_xla(FLAGS.single_threaded), flush=True)
+  print(f'game {FLAGS.environment_name}; {FLAGS.num_steps} training and '
         f'evaluation steps per configuration per round, {FLAGS.repeats} '
-        'rounds.',
-        flush=True)
+        'rounds.', flush=True)
   benches = []
-  for config in configs:
+  for config, s in zip(configs, resolved):
     start = time.perf_counter()
-    benches.append(ConfigBench(config, base_settings))
+    benches.append(ConfigBench(config, s))
     s = benches[-1].settings
     print(f'{config.label}: N={s.num_quantiles}, K={s.num_envs}, one '
           f'update per {s.learn_period} steps; warmed up in '
@@ -256,7 +244,7 @@ def main(argv):
       'l' + 'r' * len(COLUMNS))
   print('\n(act: one call for the K streams; env: one step of the K streams; '
         'steps count every stream.)')
-  print(f'machine at the end: {machine()}')
+  print(f'machine at the end: {harness.machine()}')
   chosen = [b for b in benches if b.num_envs == 1] or benches
   estimate = f'mean over {len(chosen)} ' + (
       'K=1 configurations' if chosen[0].num_envs == 1 else

@@ -1,46 +1,25 @@
 """Benchmark Atari's loops at K streams: the Python loop's orders, the jitted loop.
 
-Times one block (one agent step of K streams: acting, K emulator steps with
-preprocessing, storing, and the K x 4 / 16 updates that fall due in it, run
-as one fused dispatch) five ways, in turns within one process (`--repeats`
-rounds; the table shows medians):
-
-- stepping alone: the agent's step with learning off (act, step, store);
-- learning alone: the block's updates, one fused call waited for (host
-  sampling of the batches included);
-- serial: the Python loop's order (`--overlap_learning` off: the next action
-  selection waits for the block's updates);
-- overlapped: `--overlap_learning` (acting on the snapshot of the parameters
-  from before the block, on the second JAX device, while the updates run);
-- jitted: `--loop=jitted` (zoo.loops.jitted_loop: acting, ale-py's XLA
-  emulators, the replay on the device and the updates in one compiled
-  program), one training phase of `--num_blocks` blocks, compiled and past
-  the learning start.
-
-The table holds the overlap goal: overlapped <= 1.15 x max(stepping,
-learning); then every loop's training frames/s (frames = agent steps x K x 4,
-the same frames for every loop) and the jitted loop's against the faster of
-the Python loop's two orders. The last line, `figures:`, holds the frames/s
-as JSON, for a record.
-
-Every variant's replay holds `--bench_replay_capacity` transitions, far
-fewer than DQN Zoo's 1M: the timings need only the minimum to learn from,
-and the jitted loop's replay (on the device, 7,072 bytes a transition) stays
-small at any K.
-
-On a CPU host two computations run at once only on two devices: this script
-asks XLA for two host devices (`--xla_force_host_platform_device_count=2`)
-unless XLA_FLAGS already names a count.
-
   python -m scripts.benchmarks.bench_overlap [--environment_name=breakout]
       [--num_envs_list=16,64,128,256] [--num_blocks=16] [--repeats=3]
       [--num_quantiles=N] [--hidden_size=H] [--batch_size=B]
 
-Network settings (`--num_quantiles`, `--hidden_size`, `--num_hidden_layers`,
-`--batch_size`, `--learn_period`, `--num_fused_updates`) are the run flags;
-unset, the suite's defaults (U unset: the block's K x 4 / learn_period
-updates in one call; the jitted loop always runs a block's updates in one
-call). `--num_envs_list` unset: 16,64,128,256 on a GPU, 16,64 on a CPU.
+Times one block (one agent step of K streams, and the K x 4 / learn_period
+updates due in it, in calls of U = `--num_fused_updates`, unset: one call)
+five ways, `--num_blocks` blocks a round: stepping alone (learning off);
+learning alone (the block's updates, waited for); serial (the Python loop's
+order); overlapped (`--overlap_learning`: acting on the second JAX device
+while the updates run); jitted (`--loop=jitted`, one compiled training phase,
+past the learning start). The table holds the overlap goal (overlapped <=
+1.15 x max(stepping, learning)), every loop's training frames/s and the
+jitted loop's over the faster Python order; the last line, `figures:`, the
+frames/s as JSON.
+
+Replays hold `--bench_replay_capacity` transitions (the timings need only the
+minimum to learn from). The network settings are the run flags (unset: the
+suite's defaults). `--num_envs_list` unset: 16,64,128,256 on a GPU, 16,64 on
+a CPU, where this script asks XLA for two host devices
+(`--xla_force_host_platform_device_count=2`) unless XLA_FLAGS names a count.
 """
 
 import os
@@ -216,16 +195,11 @@ class JittedVariant:
     self.loop.close()
 
 
-def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
-            repeats, timing_repeats, replay_capacity, min_replay,
-            say: Callable[[str], None] = lambda line: print(line, flush=True)
-            ) -> Dict[str, Any]:
-  """Return the per-round ms per block of every variant at K streams.
-
-  Returns a dict: 'times' (harness.measure's, ms per block), 'settings'
-  (the Python loop's), 'updates' (per block), 'device' (the overlapped
-  agent's acting device), 'replay_bytes' (the jitted loop's replay).
-  """
+def settings_at(suite, preset, game: str, num_envs: int, overrides,
+                num_blocks, replay_capacity, min_replay):
+  """Return the settings at K streams: (resolve(**changes), the Python
+  loop's, the jitted loop's, the updates per block); ValueError or
+  ConfigError naming the fix (before any long work)."""
   base = dict(settings_lib.default_settings(suite), **overrides)
   updates = block_updates(num_envs, base['num_action_repeats'],
                           base['learn_period'])
@@ -244,6 +218,22 @@ def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
                      f'the {updates} updates of a block.')
   jitted_s = jitted_settings(s, num_blocks)
   check_jitted(suite, jitted_s)
+  return resolve, s, jitted_s, updates
+
+
+def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
+            repeats, timing_repeats, replay_capacity, min_replay,
+            say: Callable[[str], None] = lambda line: print(line, flush=True)
+            ) -> Dict[str, Any]:
+  """Return the per-round ms per block of every variant at K streams.
+
+  Returns a dict: 'times' (harness.measure's, ms per block), 'settings'
+  (the Python loop's), 'updates' (per block), 'device' (the overlapped
+  agent's acting device), 'replay_bytes' (the jitted loop's replay).
+  """
+  resolve, s, jitted_s, updates = settings_at(
+      suite, preset, game, num_envs, overrides, num_blocks, replay_capacity,
+      min_replay)
   variants = {
       # Learning never starts: the minimum is the whole replay.
       'stepping': Variant(resolve(min_replay_capacity_fraction=1.0), suite,
@@ -301,23 +291,10 @@ def main(argv):
   overrides = {name: getattr(f, name) for name in OVERRIDABLE
                if f[name].present}
   preset = agent_registry.default_preset(f.agent)
-  defaults = settings_lib.default_settings(suite)
   try:  # Refuse before any long work.
     for k in num_envs_list:
-      block_updates(k, defaults['num_action_repeats'],
-                    overrides.get('learn_period', defaults['learn_period']))
-    settings_lib.validate_settings(suite, settings_lib.resolve_settings(
-        suite, preset, dict(defaults, **overrides, environment_name=game,
-                            results_csv_path='', checkpoint_dir='')))
-    for k in num_envs_list:
-      check_jitted(suite, jitted_settings(settings_lib.resolve_settings(
-          suite, preset, dict(
-              defaults, **overrides, environment_name=game, num_envs=k,
-              environment_mode='vector',
-              replay_capacity=f.bench_replay_capacity,
-              min_replay_capacity_fraction=(f.min_replay /
-                                            f.bench_replay_capacity),
-              results_csv_path='', checkpoint_dir='')), f.num_blocks))
+      settings_at(suite, preset, game, k, overrides, f.num_blocks,
+                  f.bench_replay_capacity, f.min_replay)
   except (ValueError, settings_lib.ConfigError) as e:
     sys.exit(f'Error: {e}')
   print(f'JAX devices: {jax.devices()}; os.cpu_count() = {os.cpu_count()}; '

@@ -3,6 +3,7 @@ medians, a markdown table, and the last line, `figures: <JSON list>`."""
 
 import json
 import numbers
+import os
 import statistics
 import time
 from typing import (Any, Callable, Dict, Iterable, List, Mapping, NamedTuple,
@@ -11,6 +12,7 @@ from typing import (Any, Callable, Dict, Iterable, List, Mapping, NamedTuple,
 from absl import flags
 import jax
 
+from scripts.analysis import minatar_report
 from scripts.analysis import tables
 
 FIGURES_PREFIX = 'figures: '
@@ -29,6 +31,14 @@ def define_flags(repeats: int, timing_repeats: int = 0) -> None:
   if timing_repeats:
     flags.DEFINE_integer('timing_repeats', timing_repeats, 'Timed calls per '
                          'part per round (median).', lower_bound=1)
+
+
+def machine() -> str:
+  """Return the CPU, its cores, the load average (a shared machine?), the jax
+  version and JAX's device."""
+  load = ', '.join(f'{x:.1f}' for x in os.getloadavg())
+  return (f'{minatar_report.cpu_description()}, load average {load}; jax '
+          f'{jax.__version__}, device {jax.devices()[0]}')
 
 
 def median_ms(fn: Callable[[], Any], repeats: int) -> float:
