@@ -22,7 +22,6 @@ the last line, `figures:`, the figures as JSON.
 
 import resource
 import sys
-import time
 from typing import NamedTuple
 
 from absl import flags
@@ -177,22 +176,18 @@ def main(argv):
       sys.exit(f'Error: {e}')
   game = (f.environment_name if f['environment_name'].present else
           settings_lib.default_settings(suite)['environment_name'])
-  benches = []
-  for mode in modes:
-    start = time.perf_counter()
-    benches.append(ModeBench(suite, agent_registry.default_preset(f.agent), game,
-                             mode, f.bench_replay_capacity, f.min_replay))
-    if len(benches) == 1:
-      s = benches[0].settings
-      print(f'JAX device: {jax.devices()[0]}; {suite.name} {game}; agent '
-            f'{f.agent}; batch {s.batch_size}, N={s.num_quantiles}; '
-            f'one update per {s.learn_period} frames; {f.num_frames} '
-            f'frames per mode per round, {f.repeats} rounds.', flush=True)
-    print(f'{benches[-1].name}: warmed up in '
-          f'{time.perf_counter() - start:.0f}s', flush=True)
+  print(f'JAX device: {jax.devices()[0]}; {suite.name} {game}; agent '
+        f'{f.agent}; {f.num_frames} frames per mode per round, {f.repeats} '
+        'rounds.', flush=True)
+  benches = [harness.ready(mode.name, lambda mode=mode: ModeBench(
+      suite, agent_registry.default_preset(f.agent), game, mode,
+      f.bench_replay_capacity, f.min_replay)) for mode in modes]
+  s = benches[0].settings
+  print(f'batch {s.batch_size}, N={s.num_quantiles}; one update per '
+        f'{s.learn_period} frames.', flush=True)
   medians = harness.medians(harness.measure(
       {b.name: lambda b=b: b.measure_round(f.timing_repeats, f.num_frames)
-       for b in benches}, f.repeats, lambda line: print(line, flush=True)))
+       for b in benches}, f.repeats))
   for bench in benches:
     bench.close()
   rows = {b.name: b.row(medians[b.name]) for b in benches}

@@ -275,15 +275,13 @@ def main(argv):
         f'{s.eval_exploration_epsilon}; {f.repeats} rounds.', flush=True)
   benches = []
   try:
-    for preset in presets:
-      start = time.perf_counter()
-      benches.append(PresetBench(preset, benched[preset.name]))
-      print(f'{preset.name}: built and past the learning start in '
-            f'{time.perf_counter() - start:.0f} s', flush=True)
+    for p in presets:
+      benches.append(harness.ready(p.name, lambda p=p: PresetBench(
+          p, benched[p.name])))
     results = harness.measure(
         {b.name: lambda b=b: b.measure_round(f.timing_repeats)
-         for b in benches}, f.repeats, lambda line: print(
-             line + ' training frames/s', flush=True))
+         for b in benches}, f.repeats,
+        lambda line: harness.say(line + ' training frames/s'))
   finally:
     for bench in benches:
       bench.close()

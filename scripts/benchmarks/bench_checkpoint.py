@@ -157,7 +157,7 @@ def main(argv):
           'whole replay', whole_dir,
           lambda d, i: save_whole_replay(d, i, tree, replay)),
       'chunks': checkpoint_round('chunks', chunk_dir, save_chunks)},
-      FLAGS.repeats, lambda line: print(line + ' s', flush=True)))
+      FLAGS.repeats, lambda line: harness.say(line + ' s')))
   shutil.rmtree(out, ignore_errors=True)
   columns = {'seconds per iteration': ('seconds', 's'),
              'GB written per iteration': ('written', 'GB'),

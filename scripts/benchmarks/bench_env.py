@@ -95,7 +95,7 @@ def main(argv: Sequence[str]) -> None:
   stats = harness.summary(harness.measure(
       {f'{mode} K={k}': lambda env=env: frames_per_second(
           env, _NUM_FRAMES.value, rng) for (mode, k), env in envs.items()},
-      flags.FLAGS.repeats, lambda line: print(line, flush=True)))
+      flags.FLAGS.repeats))
   for env in envs.values():
     env.close()
   (base_mode, base_k), = list(envs)[:1]

@@ -14,7 +14,6 @@ figures as JSON.
 """
 
 import dataclasses
-import time
 
 from absl import app
 from absl import flags
@@ -52,9 +51,8 @@ def tree_bytes(tree) -> int:
 class JittedBench:
   """One configuration's jitted loop with S vmapped seeds, warmed up."""
 
-  def __init__(self, label: str, preset, s: settings_lib.Settings,
-               num_seeds: int, num_steps: int):
-    self.name = f'{label} jitted x{num_seeds}'
+  def __init__(self, preset, s: settings_lib.Settings, num_seeds: int,
+               num_steps: int):
     self.num_seeds = num_seeds
     self.num_steps = num_steps
     runs = [dataclasses.replace(s, seed=x, num_train_frames=num_steps *
@@ -106,29 +104,25 @@ def main(argv):
         f'per seed per round, {FLAGS.repeats} rounds.', flush=True)
   variants, rows = {}, {}
   for config in configs:
-    start = time.perf_counter()
-    python = bench_minatar.ConfigBench(
-        config, bench_minatar.settings_of(config, base))
+    python = harness.ready(f'{config.label} python', lambda c=config: (
+        bench_minatar.ConfigBench(c, bench_minatar.settings_of(c, base))))
     variants[config.label, 'python', 1] = lambda b=python: b.measure_round(
         FLAGS.num_steps, 3)['train']
     rows[config.label, 'python', 1] = (
         python, f'replay {python.replay.nbytes / 1e6:.1f} MB (host, uint8)')
-    print(f'{config.label} python: warmed up in '
-          f'{time.perf_counter() - start:.0f} s', flush=True)
     for count in num_seeds:
-      start = time.perf_counter()
-      bench = JittedBench(config.label,
-                          agent_registry.presets()[config.preset],
-                          resolved[config.label], count, FLAGS.num_steps)
+      bench = harness.ready(
+          f'{config.label} jitted x{count}',
+          lambda c=config, count=count: JittedBench(
+              agent_registry.presets()[c.preset], resolved[c.label], count,
+              FLAGS.num_steps))
       variants[config.label, 'jitted', count] = bench.measure_round
       rows[config.label, 'jitted', count] = (
           bench, f'replay {bench.replay_bytes / 1e6:.1f} MB + learner '
           f'{bench.learner_bytes / 1e6:.1f} MB')
-      print(f'{bench.name}: warmed up (compiled, replay past its minimum) '
-            f'in {time.perf_counter() - start:.0f} s', flush=True)
   rates = harness.medians(harness.measure(
       {':'.join(map(str, key)): fn for key, fn in variants.items()},
-      FLAGS.repeats, lambda line: print(line, flush=True)))
+      FLAGS.repeats))
   for bench, _ in rows.values():
     bench.close()
   columns = {'train steps/s per seed': ('train_steps_per_s_per_seed',

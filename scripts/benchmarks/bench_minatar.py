@@ -19,7 +19,6 @@ the last line, `figures:`, the figures as JSON.
 import os
 import statistics
 import sys
-import time
 from typing import Any, Dict, List, NamedTuple, Tuple
 
 from absl import app
@@ -223,18 +222,14 @@ def main(argv):
   print(f'game {FLAGS.environment_name}; {FLAGS.num_steps} training and '
         f'evaluation steps per configuration per round, {FLAGS.repeats} '
         'rounds.', flush=True)
-  benches = []
-  for config, s in zip(configs, resolved):
-    start = time.perf_counter()
-    benches.append(ConfigBench(config, s))
-    s = benches[-1].settings
-    print(f'{config.label}: N={s.num_quantiles}, K={s.num_envs}, one '
-          f'update per {s.learn_period} steps; warmed up in '
-          f'{time.perf_counter() - start:.0f} s', flush=True)
+  benches = [harness.ready(
+      f'{c.label} (N={s.num_quantiles}, K={s.num_envs}, one update per '
+      f'{s.learn_period} steps)', lambda c=c, s=s: ConfigBench(c, s))
+             for c, s in zip(configs, resolved)]
   medians = harness.medians(harness.measure(
       {b.name: lambda b=b: b.measure_round(FLAGS.num_steps,
                                            FLAGS.timing_repeats)
-       for b in benches}, FLAGS.repeats, lambda line: print(line, flush=True)))
+       for b in benches}, FLAGS.repeats))
   for bench in benches:
     bench.close()
   game = FLAGS.environment_name

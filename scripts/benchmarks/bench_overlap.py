@@ -223,7 +223,7 @@ def settings_at(suite, preset, game: str, num_envs: int, overrides,
 
 def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
             repeats, timing_repeats, replay_capacity, min_replay,
-            say: Callable[[str], None] = lambda line: print(line, flush=True)
+            say: Callable[[str], None] = harness.say
             ) -> Dict[str, Any]:
   """Return the per-round ms per block of every variant at K streams.
 

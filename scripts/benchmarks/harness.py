@@ -64,15 +64,29 @@ def timed(fn: Callable[[], Any], calls: int = 1) -> Callable[[], float]:
   return round_ms
 
 
+def say(line: str) -> None:
+  """Print a line of progress now."""
+  print(line, flush=True)
+
+
+def ready(name: str, make: Callable[[], Any]) -> Any:
+  """Return make()'s variant (built and warmed up); say how long it took."""
+  start = time.perf_counter()
+  variant = make()
+  say(f'{name}: ready (built and warmed up) in '
+      f'{time.perf_counter() - start:.0f} s')
+  return variant
+
+
 def measure(variants: Mapping[str, Callable[[], Round]], rounds: int,
-            say: Optional[Callable[[str], None]] = None) -> Results:
+            say: Optional[Callable[[str], None]] = say) -> Results:
   """Measure every variant once per round, in turns; return its values.
 
   A variant is a name and a zero-argument callable: one measurement, a number
   or {quantity: number} (the same quantities every round). Round r starts at
   the r-th variant and goes round: drift and outside load hit every variant
   alike, and none always follows the same one. say: told each round's first
-  quantities. Returns {variant: {quantity: [value per round]}}.
+  quantities (None: silent). Returns {variant: {quantity: [value per round]}}.
   """
   if rounds < 1:
     raise ValueError(f'rounds must be positive, got {rounds}: set '
