@@ -167,7 +167,7 @@ class FakeLoop:
 
 
 class FakeEnv:
-  num_envs = 1
+  num_envs, num_actions = 1, 4
 
   def reset(self):
     return environment.BatchedTimeStep(

@@ -88,6 +88,20 @@ def parse_modes(text: str):
   return modes
 
 
+def part_ms(agent, env, observation, epsilon: float, repeats: int):
+  """Return the ms of the agent's action selection for the K streams of
+  `observation` and of one step of the K streams of `env` (random actions):
+  medians of `repeats` calls."""
+  select = agent._select_action  # pylint: disable=protected-access
+  key = jax.random.PRNGKey(0)
+  rng = np.random.default_rng(0)
+  env.reset()
+  return {'act': harness.median_ms(lambda: select(
+      agent.online_params, key, observation, epsilon), repeats),
+          'env': harness.median_ms(lambda: env.step(
+              rng.integers(0, env.num_actions, env.num_envs)), repeats)}
+
+
 class ModeBench:
   """One mode's agent, replay and training environment, warmed up."""
 
@@ -127,23 +141,16 @@ class ModeBench:
     stats = python_loop.run_phase(self.env, agent.step, num_frames,
                                   self.repeats)
     jax.block_until_ready(agent.online_params)
-    out = {'frames/s': stats.frame_rate,
-           'updates/s': (agent.num_updates - updates_before) / stats.duration,
-           'update': harness.median_ms(agent.learn, repeats) /
-                     self.mode.num_fused_updates}
-    select = agent._select_action  # pylint: disable=protected-access
-    observation = self.replay.sample(k).s_t
-    key = jax.random.PRNGKey(0)
-    out['act'] = harness.median_ms(
-        lambda: select(agent.online_params, key, observation, 0.01),
-        2 * repeats) / (self.repeats * k)
-    out['sample'] = harness.median_ms(
-        lambda: self.replay.sample(32, stacks_last=False), 2 * repeats)
-    actions = np.zeros(k, np.int32)
-    num_steps = max(64 // k, 8)
-    out['env'] = harness.median_ms(
-        lambda: [self.env.step(actions) for _ in range(num_steps)], 1) / (
-            num_steps * self.repeats * k)
+    out = part_ms(agent, self.env, self.replay.sample(k).s_t, 0.01, repeats)
+    out.update({
+        'frames/s': stats.frame_rate,
+        'updates/s': (agent.num_updates - updates_before) / stats.duration,
+        'update': harness.median_ms(agent.learn, repeats) /
+                  self.mode.num_fused_updates,
+        'act': out['act'] / (self.repeats * k),
+        'env': out['env'] / (self.repeats * k),
+        'sample': harness.median_ms(
+            lambda: self.replay.sample(32, stacks_last=False), repeats)})
     return out
 
   def row(self, m):

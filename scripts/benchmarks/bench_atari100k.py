@@ -23,13 +23,12 @@ line, `figures:`, holds the figures as JSON.
 
 import dataclasses
 import sys
-import time
 from typing import Dict, List
 
 from absl import flags
 import jax
-import numpy as np
 
+from scripts.benchmarks import bench_agent
 from scripts.benchmarks import harness
 from zoo.configuration import agent_registry
 from zoo.configuration import cli
@@ -189,20 +188,10 @@ class PresetBench:
                            stats.duration}
     values['update ms'] = harness.median_ms(agent.learn, timing_repeats)
     values['update share'] = values['updates/s'] * values['update ms'] / 1e3
-    select = agent._select_action  # pylint: disable=protected-access
-    timestep = self.env.reset()
-    key = jax.random.PRNGKey(0)
-    values['act ms/frame'] = harness.median_ms(
-        lambda: select(agent.online_params, key, timestep.observation,
-                       agent.exploration_epsilon),
-        2 * timing_repeats) / s.num_action_repeats
-    actions = np.zeros(self.env.num_envs, np.int32)
-    num_steps = 8 * timing_repeats
-    start = time.perf_counter()
-    for _ in range(num_steps):
-      self.env.step(actions)
-    values['env ms/frame'] = 1e3 * (time.perf_counter() - start) / (
-        num_steps * s.num_action_repeats)
+    parts = bench_agent.part_ms(agent, self.env, self.env.reset().observation,
+                                agent.exploration_epsilon, timing_repeats)
+    values['act ms/frame'] = parts['act'] / s.num_action_repeats
+    values['env ms/frame'] = parts['env'] / s.num_action_repeats
     evaluation, = self.loop.evaluate(self.iteration, None)
     if evaluation.num_episodes != 1:
       raise RuntimeError(f'{self.name}: the evaluation ran '

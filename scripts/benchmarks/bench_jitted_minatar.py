@@ -83,7 +83,7 @@ class JittedBench:
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  configs = bench_minatar._configs(FLAGS.configs)  # pylint: disable=protected-access
+  configs = bench_minatar.configs_named(FLAGS.configs)
   try:
     num_seeds = [int(x) for x in FLAGS.num_seeds]
   except ValueError:

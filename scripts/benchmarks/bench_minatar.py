@@ -26,6 +26,7 @@ from absl import flags
 import jax
 import numpy as np
 
+from scripts.benchmarks import bench_agent
 from scripts.benchmarks import harness
 from zoo.configuration import agent_registry
 from zoo.configuration import cli
@@ -158,12 +159,11 @@ class ConfigBench:
   def _part_times(self, repeats: int) -> Dict[str, float]:
     agent, k = self.agent, self.num_envs
     batch = self.replay.sample(32, stacks_last=False)
-    times = {'update': harness.median_ms(lambda: agent.learn_from(batch), repeats)}
-    select = agent._select_action  # pylint: disable=protected-access
+    times = {'update': harness.median_ms(lambda: agent.learn_from(batch),
+                                         repeats)}
     observation = self.replay.sample(k).s_t
-    key = jax.random.PRNGKey(0)
-    times['act'] = harness.median_ms(
-        lambda: select(agent.online_params, key, observation, 0.01), repeats)
+    times.update(bench_agent.part_ms(agent, self.env, observation, 0.01,
+                                     repeats))
     times['sample'] = harness.median_ms(
         lambda: self.replay.sample(32, stacks_last=False), repeats)
     # A scratch replay of the same shape, so that the agent's stays intact.
@@ -175,11 +175,6 @@ class ConfigBench:
     times['add'] = harness.median_ms(
         lambda: scratch.add(step_type, observation, actions, rewards,
                             discounts), repeats)
-    rng = np.random.default_rng(0)
-    self.env.reset()
-    times['env'] = harness.median_ms(
-        lambda: self.env.step(rng.integers(0, self.env.num_actions, k)),
-        repeats)
     return times
 
   @staticmethod
@@ -196,7 +191,9 @@ class ConfigBench:
     self.eval_env.close()
 
 
-def _configs(labels) -> List[Config]:
+def configs_named(labels) -> List[Config]:
+  """Return the configurations of --configs; a UsageError naming the
+  known ones."""
   known = {c.label: c for c in CONFIGS +
            OPTIONAL_CONFIGS + (K_STREAM_CONFIG,)}
   unknown = [label for label in labels if label not in known]
@@ -209,7 +206,7 @@ def _configs(labels) -> List[Config]:
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  configs = _configs(FLAGS.configs)
+  configs = configs_named(FLAGS.configs)
   try:
     minatar_env.check_installed()
   except minatar_env.NotInstalledError as e:
