@@ -87,7 +87,8 @@ class FakeLoop:
     self.frame_t = 0
     self.phases = 0
     self.states = types.SimpleNamespace(replay={'frames': np.zeros(
-        (s.replay_capacity, 84 * 84), np.uint8)})
+        (s.replay_capacity, 84 * 84), np.uint8)}, params={}, target_params={},
+                                        opt_state={})
     self.learners = [types.SimpleNamespace(last_loss=None)]
 
   def train(self, iteration, on_step):

@@ -48,33 +48,31 @@ def tree_bytes(tree) -> int:
   return sum(np.asarray(x).nbytes for x in jax.tree.leaves(tree))
 
 
-class JittedBench:
-  """One configuration's jitted loop with S vmapped seeds, warmed up."""
+class JittedPhases:
+  """A jitted loop (zoo.loops.jitted_loop) of the runs `runs` (vmapped
+  seeds), compiled and past its learning start: every later block runs its
+  updates. Bytes per seed: replay_bytes, learner_bytes."""
 
-  def __init__(self, preset, s: settings_lib.Settings, num_seeds: int,
-               num_steps: int):
-    self.num_seeds = num_seeds
-    self.num_steps = num_steps
-    runs = [dataclasses.replace(s, seed=x, num_train_frames=num_steps *
-                                s.num_envs * s.num_action_repeats)
-            for x in range(1, num_seeds + 1)]
-    # The loop a run uses: zoo.loops.jitted_loop, one training phase a round.
-    self.loop = jitted_loop.make(minatar_suite.MINATAR, preset, runs)
-    one = jax.tree.map(lambda x: x[0], self.loop.states)
-    self.replay_bytes = tree_bytes(one.replay)
-    self.learner_bytes = tree_bytes((one.params, one.target_params,
-                                     one.opt_state))
+  def __init__(self, suite, preset, runs):
+    self.loop = jitted_loop.make(suite, preset, runs)
+    states = self.loop.states
+    self.replay_bytes = tree_bytes(states.replay) // len(runs)
+    self.learner_bytes = tree_bytes(
+        (states.params, states.target_params, states.opt_state)) // len(runs)
     self.iteration = 0
-    # Fill past the learning start (and compile): learning from then on.
-    cfg = self.loop.cfg
-    while self.loop.frame_t < cfg.min_replay_size + cfg.block_frames:
-      self.measure_round()
+    self.phase_s()  # Compiles the phase's one chunk.
+    while self.num_updates == 0:
+      self.phase_s()
 
-  def measure_round(self) -> float:
-    """Run one training phase; return its steps/s per seed."""
+  def phase_s(self) -> float:
+    """Run one training phase; return its seconds (synchronised)."""
     self.iteration += 1
     result = self.loop.train(self.iteration, lambda frames: None)[0]
-    return self.num_steps / result.stats.duration
+    return result.stats.duration
+
+  @property
+  def num_updates(self) -> int:
+    return self.loop.cfg.updates_done(self.loop.frame_t)
 
   def close(self) -> None:
     self.loop.close()
@@ -110,13 +108,18 @@ def main(argv):
         FLAGS.num_steps, 3)['train']
     rows[config.label, 'python', 1] = (
         python, f'replay {python.replay.nbytes / 1e6:.1f} MB (host, uint8)')
+    s = resolved[config.label]
     for count in num_seeds:
       bench = harness.ready(
-          f'{config.label} jitted x{count}',
-          lambda c=config, count=count: JittedBench(
-              agent_registry.presets()[c.preset], resolved[c.label], count,
-              FLAGS.num_steps))
-      variants[config.label, 'jitted', count] = bench.measure_round
+          f'{config.label} jitted x{count}', lambda c=config, n=count: (
+              JittedPhases(minatar_suite.MINATAR,
+                           agent_registry.presets()[c.preset],
+                           [dataclasses.replace(
+                               s, seed=x, num_train_frames=FLAGS.num_steps *
+                               s.num_envs * s.num_action_repeats)
+                            for x in range(1, n + 1)])))
+      variants[config.label, 'jitted', count] = (
+          lambda b=bench: FLAGS.num_steps / b.phase_s())
       rows[config.label, 'jitted', count] = (
           bench, f'replay {bench.replay_bytes / 1e6:.1f} MB + learner '
           f'{bench.learner_bytes / 1e6:.1f} MB')

@@ -41,6 +41,7 @@ from absl import flags
 import jax
 import numpy as np
 
+from scripts.benchmarks import bench_jitted_minatar
 from scripts.benchmarks import harness
 from zoo.configuration import agent_registry
 from zoo.configuration import cli
@@ -161,40 +162,6 @@ def check_jitted(suite, s: settings_lib.Settings) -> None:
   jitted_loop.check(suite, s)  # Last: it starts the K emulators.
 
 
-class JittedVariant:
-  """The jitted loop at K streams: compiled, learning from its first timed
-  block on; one training phase of `num_blocks` blocks a round."""
-
-  def __init__(self, s: settings_lib.Settings, suite, preset,
-               num_blocks: int):
-    self.num_blocks = num_blocks
-    self.loop = jitted_loop.make(suite, preset, [s])
-    cfg = self.loop.cfg
-    if cfg.block_frames != s.num_envs * s.num_action_repeats:
-      raise RuntimeError(f'the jitted loop\'s block is {cfg.block_frames} '
-                         'frames, not one agent step of the K streams.')
-    self.replay_bytes = sum(np.asarray(x).nbytes for x in
-                            jax.tree.leaves(self.loop.states.replay))
-    self.iteration = 0
-    self.phase_ms()  # Compiles the phase's one chunk.
-    # Past the learning start: every later block runs its updates.
-    while cfg.updates_done(self.loop.frame_t) == 0:
-      self.phase_ms()
-
-  def phase_ms(self) -> float:
-    """Run one training phase; return its ms per block (synchronised)."""
-    self.iteration += 1
-    result, = self.loop.train(self.iteration, lambda frames: None)
-    return 1e3 * result.stats.duration / self.num_blocks
-
-  @property
-  def num_updates(self) -> int:
-    return self.loop.cfg.updates_done(self.loop.frame_t)
-
-  def close(self):
-    self.loop.close()
-
-
 def settings_at(suite, preset, game: str, num_envs: int, overrides,
                 num_blocks, replay_capacity, min_replay):
   """Return the settings at K streams: (resolve(**changes), the Python
@@ -243,7 +210,11 @@ def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
                             min_replay),
   }
   start = time.perf_counter()
-  jitted = JittedVariant(jitted_s, suite, preset, num_blocks)
+  jitted = bench_jitted_minatar.JittedPhases(suite, preset, [jitted_s])
+  if jitted.loop.cfg.block_frames != s.num_envs * s.num_action_repeats:
+    raise RuntimeError(f'the jitted loop\'s block is '
+                       f'{jitted.loop.cfg.block_frames} frames, not one agent '
+                       'step of the K streams.')
   say(f'K={num_envs}: jitted loop compiled and past the learning start in '
       f'{time.perf_counter() - start:.0f} s')
   learner = variants['serial'].agent
@@ -258,7 +229,7 @@ def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
             for name, variant in variants.items()}
   blocks.update(learning=lambda: harness.median_ms(learn_block,
                                                    timing_repeats),
-                jitted=jitted.phase_ms)
+                jitted=lambda: 1e3 * jitted.phase_s() / num_blocks)
   times = harness.measure({name: blocks[name] for name in VARIANTS}, repeats,
                           lambda line: say(f'K={num_envs} {line} ms'))
   if variants['stepping'].agent.num_updates:
