@@ -102,53 +102,65 @@ def part_ms(agent, env, observation, epsilon: float, repeats: int):
               rng.integers(0, env.num_actions, env.num_envs)), repeats)}
 
 
-class ModeBench:
+class AgentBench:
+  """An agent, its replay and its training environment under settings `s`,
+  filled past the replay's minimum and learning (as in the middle of a run);
+  rss_added: the memory this took."""
+
+  def __init__(self, name: str, suite, s: settings_lib.Settings,
+               warm_frames: int):
+    self.name, self.settings, self.num_envs = name, s, s.num_envs
+    rss_before = _rss_bytes()
+    self.env = build.make_environment_factory(suite, s)(1, 'train')
+    self.agent, self.replay = build.build_agent(suite, s,
+                                                self.env.num_actions)
+    python_loop.run_phase(self.env, self.agent.step, warm_frames,
+                          s.num_action_repeats)
+    if self.agent.num_updates == 0:
+      raise RuntimeError(f'{name}: no update during the warm-up.')
+    self.rss_added = _rss_bytes() - rss_before
+
+  def train(self, num_frames: int):
+    """Run one training phase; return its frames/s and updates/s."""
+    updates_before = self.agent.num_updates
+    stats = python_loop.run_phase(self.env, self.agent.step, num_frames,
+                                  self.settings.num_action_repeats)
+    jax.block_until_ready(self.agent.online_params)
+    return {'frames/s': stats.frame_rate, 'updates/s': (
+        self.agent.num_updates - updates_before) / stats.duration}
+
+  def close(self):
+    self.env.close()
+
+
+class ModeBench(AgentBench):
   """One mode's agent, replay and training environment, warmed up."""
 
   def __init__(self, suite, preset, game, mode: Mode, replay_capacity,
                min_replay):
-    self.name = mode.name
     self.mode = mode
-    num_envs = self.num_envs = mode.num_envs
-    rss_before = _rss_bytes()
-    settings = dict(
+    s = settings_lib.resolve_settings(suite, preset, dict(
         settings_lib.default_settings(suite), environment_name=game,
-        replay_capacity=replay_capacity, num_envs=num_envs,
+        replay_capacity=replay_capacity, num_envs=mode.num_envs,
         environment_mode=mode.environment_mode,
         num_fused_updates=mode.num_fused_updates,
         replay_on_device=mode.replay_on_device,
         min_replay_capacity_fraction=min_replay / replay_capacity,
-        results_csv_path='', checkpoint_dir='')
-    s = self.settings = settings_lib.resolve_settings(suite, preset,
-                                                    settings)
+        results_csv_path='', checkpoint_dir=''))
     settings_lib.validate_settings(suite, s)
-    self.env = build.make_environment_factory(suite, s)(1, 'train')
-    self.agent, self.replay = build.build_agent(suite, s,
-                                                    self.env.num_actions)
-    # Fill past the minimum, then compile the update (learning from then on,
-    # as in the middle of a run).
-    self.repeats = s.num_action_repeats
-    warm_frames = self.repeats * (min_replay + 64 * num_envs)
-    python_loop.run_phase(self.env, self.agent.step, warm_frames, self.repeats)
-    if self.agent.num_updates == 0:
-      raise RuntimeError(f'{self.name}: no update during the warm-up.')
-    self.rss_added = _rss_bytes() - rss_before
+    super().__init__(mode.name, suite, s, s.num_action_repeats * (
+        min_replay + 64 * mode.num_envs))
 
   def measure_round(self, repeats, num_frames):
     """Measure one training phase, then each component, in this round."""
-    agent, k = self.agent, self.num_envs
-    updates_before = agent.num_updates
-    stats = python_loop.run_phase(self.env, agent.step, num_frames,
-                                  self.repeats)
-    jax.block_until_ready(agent.online_params)
-    out = part_ms(agent, self.env, self.replay.sample(k).s_t, 0.01, repeats)
+    agent, frames = self.agent, self.settings.num_action_repeats * self.num_envs
+    out = self.train(num_frames)
+    parts = part_ms(agent, self.env, self.replay.sample(self.num_envs).s_t,
+                    0.01, repeats)
     out.update({
-        'frames/s': stats.frame_rate,
-        'updates/s': (agent.num_updates - updates_before) / stats.duration,
         'update': harness.median_ms(agent.learn, repeats) /
                   self.mode.num_fused_updates,
-        'act': out['act'] / (self.repeats * k),
-        'env': out['env'] / (self.repeats * k),
+        'act': parts['act'] / frames, 'env': parts['env'] / frames,
         'sample': harness.median_ms(
             lambda: self.replay.sample(32, stacks_last=False), repeats)})
     return out
@@ -166,10 +178,6 @@ class ModeBench:
                       f'{m["sample"]:.2f}'),
         'memory added GB': f'{self.rss_added / 1e9:.2f}',
     }
-
-  def close(self):
-    self.env.close()
-
 
 def main(argv):
   del argv

@@ -105,7 +105,7 @@ def main(argv):
     python = harness.ready(f'{config.label} python', lambda c=config: (
         bench_minatar.ConfigBench(c, bench_minatar.settings_of(c, base))))
     variants[config.label, 'python', 1] = lambda b=python: b.measure_round(
-        FLAGS.num_steps, 3)['train']
+        FLAGS.num_steps, 3)['frames/s']
     rows[config.label, 'python', 1] = (
         python, f'replay {python.replay.nbytes / 1e6:.1f} MB (host, uint8)')
     s = resolved[config.label]

@@ -124,33 +124,19 @@ def start_xla(single_threaded: bool) -> str:
           f'{"single-threaded" if single_threaded else "multi-threaded"}')
 
 
-class ConfigBench:
+class ConfigBench(bench_agent.AgentBench):
   """One configuration's agent, replay and environments, warmed up."""
 
   def __init__(self, config: Config, s: settings_lib.Settings):
-    self.name = config.label
-    self.settings = s
-    make = build.make_environment_factory(minatar_suite.MINATAR, s)
-    self.env, self.eval_env = make(1, 'train'), make(1, 'eval')
-    self.num_envs = self.env.num_envs
-    self.agent, self.replay = build.build_agent(
-        minatar_suite.MINATAR, s, self.env.num_actions)
-    # Fill past the minimum, then compile the update: learning from then on,
-    # as in the middle of a run.
-    python_loop.run_phase(self.env, self.agent.step,
-                       s.min_replay_size() + 64 * self.num_envs, 1)
-    if self.agent.num_updates == 0:
-      raise RuntimeError(f'{self.name}: no update during the warm-up.')
+    super().__init__(config.label, minatar_suite.MINATAR, s,
+                     s.min_replay_size() + 64 * s.num_envs)
+    self.eval_env = build.make_environment_factory(
+        minatar_suite.MINATAR, s)(1, 'eval')
     python_loop.run_phase(self.eval_env, self.agent.eval_step, 64, 1)
 
   def measure_round(self, num_steps: int, repeats: int) -> Dict[str, float]:
     """Measure a training and an evaluation phase, then each part."""
-    updates_before = self.agent.num_updates
-    stats = python_loop.run_phase(self.env, self.agent.step, num_steps, 1)
-    jax.block_until_ready(self.agent.online_params)
-    out = {'train': stats.frame_rate,
-           'updates/s': (self.agent.num_updates - updates_before) /
-                        stats.duration}
+    out = self.train(num_steps)
     stats = python_loop.run_phase(self.eval_env, self.agent.eval_step,
                                   num_steps, 1)
     out['eval ms'] = 1e3 / stats.frame_rate
@@ -181,13 +167,14 @@ class ConfigBench:
   def row(m: Dict[str, float]) -> Dict[str, str]:
     """Return the table's cells of a configuration's medians `m`."""
     return dict(zip(COLUMNS, (
-        f'{m["train"]:.0f}', f'{1e3 / m["train"]:.3f}', f'{m["eval ms"]:.3f}',
+        f'{m["frames/s"]:.0f}', f'{1e3 / m["frames/s"]:.3f}',
+        f'{m["eval ms"]:.3f}',
         f'{m["update"]:.2f}', f'{m["updates/s"] * m["update"] / 1e3:.0%}',
         f'{m["act"]:.3f}', f'{m["env"]:.3f}', f'{m["add"]:.3f}',
         f'{m["sample"]:.3f}')))
 
   def close(self) -> None:
-    self.env.close()
+    super().close()
     self.eval_env.close()
 
 
@@ -242,7 +229,7 @@ def main(argv):
       'K=1 configurations' if chosen[0].num_envs == 1 else
       'configurations, none K=1')
   steps_ms = {
-      'train_step_ms': statistics.mean(1e3 / medians[b.name]['train']
+      'train_step_ms': statistics.mean(1e3 / medians[b.name]['frames/s']
                                        for b in chosen),
       'eval_step_ms': statistics.mean(medians[b.name]['eval ms']
                                       for b in chosen)}
