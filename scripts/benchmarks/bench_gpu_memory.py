@@ -62,7 +62,8 @@ def main(argv):
     before = gpu_runs.nvidia_smi_used_mib(gpu)
     with gpu_runs.PeakSampler(lambda: gpu_runs.nvidia_smi_used_mib(gpu)) as s:
       outcome = results[name] = gpu_runs.finish(
-          *gpu_runs.launch(work, name, env))
+          *gpu_runs.launch(work, name, env,
+                          gpu_runs.sizes_from_flags()))
     smi[name] = (None if s.peak is None or before is None
                  else s.peak - before)
     print(f'{name}: exit {outcome.returncode}; memory stats '

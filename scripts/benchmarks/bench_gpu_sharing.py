@@ -76,10 +76,11 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   gpu, work = gpu_runs.setup('bench_gpu_sharing')
+  sizes = gpu_runs.sizes_from_flags()
   alone = gpu_runs.finish(*gpu_runs.launch(
-      work, 'alone', {'CUDA_VISIBLE_DEVICES': gpu}))
+      work, 'alone', {'CUDA_VISIBLE_DEVICES': gpu}, sizes))
   envs = shared_environments(gpu)
-  started = [gpu_runs.launch(work, f'shared_{i + 1}', env)
+  started = [gpu_runs.launch(work, f'shared_{i + 1}', env, sizes)
              for i, env in enumerate(envs)]
   together = [gpu_runs.finish(*s) for s in started]
   harness.print_table(

@@ -79,19 +79,24 @@ def setup(name: str) -> Tuple[str, str]:
   return visible_gpu(), tempfile.mkdtemp(prefix=f'{name}-')
 
 
-def launch(work: str, name: str, env: Dict[str, str]
-           ) -> Tuple[subprocess.Popen, str, str]:
-  """Start the measured run (the flags' sizes) as `name` under `work`, with
-  the variables `env`; return it, its log and its CSV (for finish)."""
-  f = flags.FLAGS
+def launch(work: str, name: str, env: Dict[str, str], sizes: Sequence[int],
+           module: str = MODULE) -> Tuple[subprocess.Popen, str, str]:
+  """Start the measured run as `name` under `work`, with the variables `env`
+  and sizes (training frames, evaluation frames, replay capacity); return it,
+  its log and its CSV (for finish)."""
   csv_path = os.path.join(work, name, 'results.csv')
   os.makedirs(os.path.dirname(csv_path))
   log = os.path.join(work, f'{name}.log')
-  args = run_argv(csv_path, f.num_train_frames, f.num_eval_frames,
-                  f.replay_capacity)
+  args = run_argv(csv_path, *sizes)
   print(f'{name}: {" ".join(f"{k}={v}" for k, v in sorted(env.items()))} '
-        f'python -m {MODULE} {" ".join(args)}', flush=True)
-  return start(MODULE, args, env, log), log, csv_path
+        f'python -m {module} {" ".join(args)}', flush=True)
+  return start(module, args, env, log), log, csv_path
+
+
+def sizes_from_flags() -> Tuple[int, int, int]:
+  """Return the measured run's sizes set by define_flags' flags."""
+  f = flags.FLAGS
+  return f.num_train_frames, f.num_eval_frames, f.replay_capacity
 
 
 def child_command(module: str, args: Sequence[str],
