@@ -49,9 +49,10 @@ def test_rounds_interleave_and_rotate_their_start():
   results = harness.measure(
       {'a': variant('a', [3.0, 1.0, 2.0]),
        'b': variant('b', [{'ms': 5.0, 'rate': 1.0}] * 3),
-       'c': variant('c', [7, 8, 9])}, 3, said.append)
-  # Round r measures every variant once, starting at the r-th.
-  assert order == ['a', 'b', 'c', 'b', 'c', 'a', 'c', 'a', 'b']
+       'c': variant('c', [7, 8, 9])}, 3, said.append, order.append)
+  # Round r measures every variant once, starting at the r-th, after
+  # before_round(r).
+  assert order == [0, 'a', 'b', 'c', 1, 'b', 'c', 'a', 2, 'c', 'a', 'b']
   assert results == {'a': {'value': [3.0, 1.0, 2.0]},
                      'b': {'ms': [5.0] * 3, 'rate': [1.0] * 3},
                      'c': {'value': [7.0, 8.0, 9.0]}}

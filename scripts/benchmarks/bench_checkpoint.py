@@ -126,19 +126,12 @@ def main(argv):
         f'{steps * k:,} steps ({replay_lib.replay_bytes(steps * k) / 1e9:.2f}'
         f' GB); agent state {4 * state_floats * 4 / 1e6:.0f} MB', flush=True)
 
-  latest = [warm_up - 1]  # The replay's iteration: the first format due
-  done = {}  # in a round adds its steps.
-
-  def checkpoint_round(name, directory, save):
+  def checkpoint_round(directory, save):
     def measure_one():
-      iteration = done[name] = done.get(name, warm_up - 1) + 1
-      if iteration > latest[0]:
-        _add_iteration(replay, steps, 1 + iteration % 250)
-        latest[0] = iteration
       before_disk = _disk_bytes(directory)
       written = _written_bytes()
       start = time.perf_counter()
-      save(directory, iteration)
+      save(directory, iteration[0])
       seconds = time.perf_counter() - start
       written = _written_bytes() - written
       # Everything written lands before anything old is deleted.
@@ -152,12 +145,17 @@ def main(argv):
                     replay.steps(end - steps, end),
                     keep_steps_from=end - capacity // k)
 
-  results = harness.medians(harness.measure({
-      'whole replay': checkpoint_round(
-          'whole replay', whole_dir,
-          lambda d, i: save_whole_replay(d, i, tree, replay)),
-      'chunks': checkpoint_round('chunks', chunk_dir, save_chunks)},
-      FLAGS.repeats, lambda line: harness.say(line + ' s')))
+  iteration = [warm_up - 1]
+
+  def next_iteration(r):  # Each round, the replay receives one iteration.
+    iteration[0] = warm_up + r
+    _add_iteration(replay, steps, 1 + iteration[0] % 250)
+
+  results = harness.medians(harness.measure(
+      {'whole replay': checkpoint_round(
+          whole_dir, lambda d, i: save_whole_replay(d, i, tree, replay)),
+       'chunks': checkpoint_round(chunk_dir, save_chunks)},
+      FLAGS.repeats, lambda line: harness.say(line + ' s'), next_iteration))
   shutil.rmtree(out, ignore_errors=True)
   columns = {'seconds per iteration': ('seconds', 's'),
              'GB written per iteration': ('written', 'GB'),

@@ -79,14 +79,16 @@ def ready(name: str, make: Callable[[], Any]) -> Any:
 
 
 def measure(variants: Mapping[str, Callable[[], Round]], rounds: int,
-            say: Optional[Callable[[str], None]] = say) -> Results:
+            say: Optional[Callable[[str], None]] = say,
+            before_round: Callable[[int], Any] = lambda r: None) -> Results:
   """Measure every variant once per round, in turns; return its values.
 
   A variant is a name and a zero-argument callable: one measurement, a number
   or {quantity: number} (the same quantities every round). Round r starts at
   the r-th variant and goes round: drift and outside load hit every variant
   alike, and none always follows the same one. say: told each round's first
-  quantities (None: silent). Returns {variant: {quantity: [value per round]}}.
+  quantities (None: silent); before_round(r): untimed work that round r
+  needs first (e.g. new data).  Returns {variant: {quantity: [value per round]}}.
   """
   if rounds < 1:
     raise ValueError(f'rounds must be positive, got {rounds}: set '
@@ -96,6 +98,7 @@ def measure(variants: Mapping[str, Callable[[], Round]], rounds: int,
   names = list(variants)
   results: Results = {name: {} for name in names}
   for r in range(rounds):
+    before_round(r)
     for i in range(len(names)):
       name = names[(r + i) % len(names)]
       got = variants[name]()
