@@ -34,8 +34,8 @@ def define_flags(repeats: int, timing_repeats: int = 0) -> None:
 
 
 def machine() -> str:
-  """Return the CPU, its cores, the load average (a shared machine?), the jax
-  version and JAX's device."""
+  """Return the CPU, its cores, the load average (is the machine shared?),
+  the jax version and JAX's device."""
   load = ', '.join(f'{x:.1f}' for x in os.getloadavg())
   return (f'{minatar_report.cpu_description()}, load average {load}; jax '
           f'{jax.__version__}, device {jax.devices()[0]}')
@@ -88,7 +88,8 @@ def measure(variants: Mapping[str, Callable[[], Round]], rounds: int,
   the r-th variant and goes round: drift and outside load hit every variant
   alike, and none always follows the same one. say: told each round's first
   quantities (None: silent); before_round(r): untimed work that round r
-  needs first (e.g. new data).  Returns {variant: {quantity: [value per round]}}.
+  needs first (e.g. new data). Returns {variant: {quantity: [value per
+  round]}}.
   """
   if rounds < 1:
     raise ValueError(f'rounds must be positive, got {rounds}: set '
