@@ -209,14 +209,12 @@ def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
       'overlapped': Variant(resolve(overlap_learning=True), suite, True,
                             min_replay),
   }
-  start = time.perf_counter()
-  jitted = bench_jitted_minatar.JittedPhases(suite, preset, [jitted_s])
+  jitted = harness.ready(f'K={num_envs} jitted loop', lambda: (
+      bench_jitted_minatar.JittedPhases(suite, preset, [jitted_s])))
   if jitted.loop.cfg.block_frames != s.num_envs * s.num_action_repeats:
     raise RuntimeError(f'the jitted loop\'s block is '
                        f'{jitted.loop.cfg.block_frames} frames, not one agent '
                        'step of the K streams.')
-  say(f'K={num_envs}: jitted loop compiled and past the learning start in '
-      f'{time.perf_counter() - start:.0f} s')
   learner = variants['serial'].agent
   calls = updates // s.num_fused_updates
 
