@@ -220,8 +220,8 @@ def _graph_of(tmp_path, sources):
     ('cr_dqn/x.py', 'from scripts.analysis import run_data'),
     ('cr_dqn/x.py', 'from qr_dqn import run_atari'),
     ('scripts/analysis/x.py', 'from scripts.experiments import synthetic'),
-    ('scripts/analysis/x.py', 'from scripts.benchmarks import timing'),
-    ('scripts/experiments/x.py', 'from scripts.benchmarks import timing'),
+    ('scripts/analysis/x.py', 'from scripts.benchmarks import harness'),
+    ('scripts/experiments/x.py', 'from scripts.benchmarks import harness'),
 ])
 def test_a_broken_rule_is_found(tmp_path, path, source):
   graph = _graph_of(tmp_path, {
@@ -229,7 +229,8 @@ def test_a_broken_rule_is_found(tmp_path, path, source):
       'zoo/loops/runner.py': '', 'zoo/suites/atari_suite.py': '',
       'zoo/environments/environment.py': '',
       'scripts/analysis/run_data.py': '',
-      'scripts/experiments/synthetic.py': '', 'scripts/benchmarks/timing.py': '',
+      'scripts/experiments/synthetic.py': '',
+      'scripts/benchmarks/harness.py': '',
       'cr_dqn/run_atari.py': '', 'qr_dqn/run_atari.py': '',
       'losses/__init__.py': ''})
   module = path[:-3].replace('/', '.')

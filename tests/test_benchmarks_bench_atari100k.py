@@ -1,15 +1,15 @@
 """Tests for scripts.benchmarks.bench_atari100k: its settings, estimate, tables
-and its round robin with fake loops (the benchmark itself prints measured
+and its rounds with fake loops (the benchmark itself prints measured
 numbers and is not a test; a real run trains 8,000 frames before its first
 round, a minute on a CPU)."""
 
-import json
 import time
 
 import numpy as np
 import pytest
 
 from scripts.benchmarks import bench_atari100k
+from scripts.benchmarks import harness
 from zoo.configuration import agent_registry
 from zoo.configuration import settings as settings_lib
 from zoo.environments import environment
@@ -87,9 +87,15 @@ ROUNDS = {
 }
 
 
-def test_report_tables_medians_with_bounds_and_the_goal():
-  out = bench_atari100k.report(ROUNDS, 400_000, 200, 0, 20.0, 'pong')
-  lines = out['text'].splitlines()
+def _report(capsys, episode_frames):
+  figures = bench_atari100k.report(ROUNDS, 400_000, 200, episode_frames, 20.0,
+                                   'pong')
+  return capsys.readouterr().out.splitlines(), {
+      f['key']: f['value'] for f in figures}
+
+
+def test_report_tables_medians_with_bounds_and_the_goal(capsys):
+  lines, figures = _report(capsys, 0)
   row = [line for line in lines if line.startswith('| QR-DQN-1 | 450 ')]
   assert row and '| 450 [400, 500] |' in row[0]
   assert '| 60% [50%, 70%] |' in row[0]
@@ -101,20 +107,19 @@ def test_report_tables_medians_with_bounds_and_the_goal():
   assert (f'| QR-DQN-1 | 3,200 | {fmt(train)} | {fmt(evaluation)} | '
           f'{fmt(train + evaluation)} [{fmt(fastest)}, {fmt(slowest)}] | '
           f'{(train + evaluation) / 20:.2f}x |') in lines
-  figures = {f['key']: f for f in out['figures']}
-  assert figures['atari100k.bench_atari100k.whole_run_min:QR-DQN-1'][
-      'value'] == f'{train + evaluation:.4g}'
-  assert figures['atari100k.bench_atari100k.train_frames_per_s:QR-DQN-1'][
-      'value'] == '450'
-  json.dumps(out['figures'])  # One JSON line.
+  key = 'atari100k.bench_atari100k.{}:QR-DQN-1'.format
+  assert figures == {key('whole_run_min'): fmt(train + evaluation),
+                     key('train_frames_per_s'): '450',
+                     key('eval_frames_per_s'): '1,500',
+                     key('update_share'): '60'}
 
 
-def test_report_takes_the_given_episode_length():
-  out = bench_atari100k.report(ROUNDS, 400_000, 200, 8_000, 20.0, 'pong')
+def test_report_takes_the_given_episode_length(capsys):
+  lines, _ = _report(capsys, 8_000)
   evaluation = 200 * 8_000 / 1_500 / 60
   assert any(line.startswith('| QR-DQN-1 | 8,000 | ') and
              f'| {bench_atari100k.fmt(evaluation)} |' in line
-             for line in out['text'].splitlines())
+             for line in lines)
 
 
 class FakeAgent:
@@ -162,7 +167,7 @@ class FakeLoop:
 
 
 class FakeEnv:
-  num_envs = 1
+  num_envs, num_actions = 1, 4
 
   def reset(self):
     return environment.BatchedTimeStep(
@@ -191,12 +196,11 @@ def test_round_robin_measures_every_preset_each_round():
              for name in ('QR-DQN-1', 'CR-DQN')]
   # Four warm-up slices: the last one learns from frame 6,400 to 8,000.
   assert [loop.agent.num_updates for loop in loops] == [400, 400]
-  said = []
-  bench_atari100k.measure(benches, 2, 3, said.append)
-  assert len(said) == 2 and said[0].startswith('round 1/2: QR-DQN-1 train '
-                                               '500, eval 1500')
+  results = harness.measure({b.name: lambda b=b: b.measure_round(3)
+                             for b in benches}, 2)
   for bench, loop in zip(benches, loops):
-    rounds = bench.rounds
+    rounds = results[bench.name]
+    assert list(rounds) == list(bench_atari100k.QUANTITIES)
     assert rounds['train frames/s'] == [500.0, 500.0]
     # 500 updates in each 4 s slice.
     assert rounds['updates/s'] == [125.0, 125.0]
@@ -205,7 +209,7 @@ def test_round_robin_measures_every_preset_each_round():
         [125 * ms / 1e3 for ms in rounds['update ms']])
     assert all(0.25 <= ms < 12 for ms in rounds['env ms/frame'])
     assert rounds['eval episode frames'] == [3_000.0, 3_000.0]
-    assert loop.evaluated == [5, 6]
+    assert loop.evaluated == [5, 6]  # One episode a round, after its slice.
     bench.close()
     assert loop.closed
 
@@ -222,8 +226,3 @@ def test_a_warm_up_without_updates_is_an_error():
   with pytest.raises(RuntimeError, match='QR-DQN-1: no update'):
     bench_atari100k.PresetBench(agent_registry.presets()['QR-DQN-1'], s,
                                 make_loop, FakeEnv)
-
-
-def test_machine_names_the_cpu_and_jax():
-  text = bench_atari100k.machine()
-  assert 'cores' in text and 'jax ' in text and 'load average' in text

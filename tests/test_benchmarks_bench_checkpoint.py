@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from scripts.benchmarks import timing
+from scripts.benchmarks import harness
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -22,7 +22,7 @@ def test_each_format_writes_what_it_must(tmp_path):
   # and the older one goes before writing, so the most stays 0.18 GB.
   assert '| chunks | ' in out and '| 0.04 | 0.18 | 0.18 |' in out
   assert 'faster per iteration' in out
-  figures = {f['key']: f['value'] for f in timing.read_figures(out)}
+  figures = {f['key']: f['value'] for f in harness.read_figures(out)}
   key = 'checkpoint.bench_checkpoint.{}:{}'.format
   assert [figures[key(q, 'whole_replay')] for q in (
       'written', 'disk_after', 'disk_at_most')] == ['0.14', '0.14', '0.28']

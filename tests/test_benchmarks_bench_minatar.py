@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from scripts.benchmarks import bench_minatar
-from scripts.benchmarks import timing
+from scripts.benchmarks import harness
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -14,7 +14,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_prints_the_table_and_the_study_estimate():
   out = subprocess.run(
       [sys.executable, '-m', 'scripts.benchmarks.bench_minatar', '--num_steps=100',
-       '--repeats=1', '--timing_repeats=2', '--replay_capacity=1000',
+       '--repeats=2', '--timing_repeats=2', '--replay_capacity=1000',
        '--num_quantiles=5', '--hidden_size=8', '--configs=QR-DQN-0,CR-DQN-K8'],
       cwd=REPO, capture_output=True, text=True, timeout=300,
       check=True).stdout
@@ -28,11 +28,11 @@ def test_prints_the_table_and_the_study_estimate():
   assert re.search(r'study estimate: --train_step_ms=[0-9.]+ '
                    r'--eval_step_ms=[0-9.]+ \(mean over 1 K=1', out), out
   # The last line holds the table's cells and the estimate.
-  figures = {f['key']: f for f in timing.read_figures(out)}
+  figures = {f['key']: f for f in harness.read_figures(out)}
   for name, cells in rows:
     values = [c.strip().rstrip('%') for c in cells.split('|')]
     keys = [f'minatar.bench_minatar.{quantity}:{name}' for quantity, _ in
-            map(bench_minatar.FIGURE_KEYS.get, bench_minatar.COLUMNS)]
+            bench_minatar.COLUMNS.values()]
     assert [figures[k]['value'] for k in keys] == values
   assert figures['minatar.bench_minatar.updates_share:QR-DQN-0'][
       'unit'] == '%'

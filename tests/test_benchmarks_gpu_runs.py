@@ -9,12 +9,16 @@ from scripts.benchmarks import gpu_runs
 
 def test_the_child_runs_the_module_then_reports_the_devices_memory(tmp_path):
   # A module without a main stands for the run: the report comes at exit.
-  log = str(tmp_path / 'child.log')
-  process = gpu_runs.start('scripts.benchmarks.timing', ['--x=1'], {}, log)
-  outcome = gpu_runs.finish(process, log, str(tmp_path / 'no.csv'))
+  started = gpu_runs.launch(str(tmp_path), 'alone', {'X': '1'},
+                            (100, 10, 20), module='scripts.benchmarks.harness')
+  process, log, csv_path = started
+  assert csv_path == str(tmp_path / 'alone' / 'results.csv')
+  outcome = gpu_runs.finish(*started)
   assert outcome.returncode == 0, outcome.output
+  assert '--replay_capacity=20' in process.args[-1]
   # A CPU has no memory statistics: reported empty, not missing.
   assert outcome.stats == {} and outcome.train_rate is None
+  assert log == str(tmp_path / 'alone.log')
 
 
 def test_parse_stats_takes_the_last_report():

@@ -1,41 +1,27 @@
 """Benchmark training throughput: the reference mode against faster modes.
 
-Runs, in one process on one game, the reference mode (one Python DQN Zoo
-environment, `--num_envs=1 --environment_mode=reference`), the vectorized
-mode (ale_py.AtariVectorEnv, K streams) and the accelerator learner options
-(fused updates, replay on the device) with learning active: one update
-every 16 frames in total, as a real run. The modes are measured in turns
-(round robin, `--repeats` rounds) so that load from other processes hits them
-alike; the table shows medians over the rounds.
-
   python -m scripts.benchmarks.bench_agent [--environment_name=pong] [--agent=cr_dqn]
       [--modes=reference:1,vector:16,vector:16:u4,vector:16:u4:device]
       [--num_frames=2048] [--repeats=3] [--bench_replay_capacity=100000]
   python -m scripts.benchmarks.bench_agent --suite=minatar --modes=reference:1,reference:1:u4
 
-A mode is ENV:K[:uU][:device]: the environment mode and K streams, U fused
-updates per dispatch (--num_fused_updates, default 1), and the replay on the
-JAX device (--replay_on_device).
+A mode is ENV:K[:uU][:device]: the environment mode (reference: one Python
+DQN Zoo environment; vector: ale_py.AtariVectorEnv) and K streams, U fused
+updates per dispatch, the replay on the JAX device. Every mode learns (one
+update every 16 frames, as a real run); each round trains `--num_frames`
+frames per mode, then times its parts (medians of `--timing_repeats` calls).
 
-Columns: training frames/s and updates/s of the whole loop (acting, env,
-replay, learning); the time per update of the mode's learner call (median of
-isolated calls of U updates, divided by U, taken in every round right after
-the mode's phase; with the device replay it includes sampling the batch);
-the update's share of the loop time (updates/s x update time: where the time
-goes); the acting time per frame (one batched action selection for K
-streams, divided by the 4K frames it acts for), the env time per frame
-(stepping K streams with preprocessing), the host replay's sample time of one
-batch (none with the device replay), and the memory each mode added to the
-process (resident, after its warm-up; the replay is `--bench_replay_capacity`,
-allocated lazily; the device replay holds it twice). Then `speed-up: X`,
-the best mode's frames/s over the reference mode's, and the last line,
-`figures:`, the figures as JSON.
+Columns (medians of the rounds): training frames/s and updates/s of the whole
+loop; the time of one update (with the device replay, sampling included); its
+share of the loop time (updates/s x update time); acting and env time per
+frame; the host replay's sample(32) time; the memory each mode added after its
+warm-up (the replay is allocated lazily; the device replay holds it twice).
+Then `speed-up: X`, the best mode's frames/s over the reference mode's, and
+the last line, `figures:`, the figures as JSON.
 """
 
 import resource
-import statistics
 import sys
-import time
 from typing import NamedTuple
 
 from absl import flags
@@ -43,16 +29,16 @@ import jax
 import numpy as np
 
 from scripts.analysis import tables
-from scripts.benchmarks import timing
+from scripts.benchmarks import harness
 from zoo.configuration import agent_registry
-from zoo.loops import build
-from zoo.environments import minatar_env
-from zoo.suites import atari_suite
-from zoo.loops import python_loop
-from zoo.suites import minatar_suite
+from zoo.configuration import cli
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import settings_flags  # pylint: disable=unused-import
-from zoo.configuration import cli
+from zoo.environments import minatar_env
+from zoo.loops import build
+from zoo.loops import python_loop
+from zoo.suites import atari_suite
+from zoo.suites import minatar_suite
 
 SUITES = {'atari': atari_suite.ATARI, 'minatar': minatar_suite.MINATAR}
 
@@ -102,94 +88,96 @@ def parse_modes(text: str):
   return modes
 
 
-class ModeBench:
-  """One mode's agent, replay and training environment, warmed up."""
+def part_ms(agent, env, observation, epsilon: float, repeats: int):
+  """Return the ms of the agent's action selection for the K streams of
+  `observation` and of one step of the K streams of `env` (random actions):
+  medians of `repeats` calls."""
+  select = agent._select_action  # pylint: disable=protected-access
+  key = jax.random.PRNGKey(0)
+  rng = np.random.default_rng(0)
+  env.reset()
+  return {'act': harness.median_ms(lambda: select(
+      agent.online_params, key, observation, epsilon), repeats),
+          'env': harness.median_ms(lambda: env.step(
+              rng.integers(0, env.num_actions, env.num_envs)), repeats)}
 
-  def __init__(self, suite, preset, game, mode: Mode, replay_capacity,
-               min_replay):
-    self.name = mode.name
-    self.mode = mode
-    num_envs = self.num_envs = mode.num_envs
+
+class AgentBench:
+  """An agent, its replay and its training environment under settings `s`,
+  filled past the replay's minimum and learning (as in the middle of a run);
+  rss_added: the memory this took."""
+
+  def __init__(self, name: str, suite, s: settings_lib.Settings,
+               warm_frames: int):
+    self.name, self.settings, self.num_envs = name, s, s.num_envs
     rss_before = _rss_bytes()
-    settings = dict(
-        settings_lib.default_settings(suite), environment_name=game,
-        replay_capacity=replay_capacity, num_envs=num_envs,
-        environment_mode=mode.environment_mode,
-        num_fused_updates=mode.num_fused_updates,
-        replay_on_device=mode.replay_on_device,
-        min_replay_capacity_fraction=min_replay / replay_capacity,
-        results_csv_path='', checkpoint_dir='')
-    s = self.settings = settings_lib.resolve_settings(suite, preset,
-                                                    settings)
-    settings_lib.validate_settings(suite, s)
     self.env = build.make_environment_factory(suite, s)(1, 'train')
     self.agent, self.replay = build.build_agent(suite, s,
-                                                    self.env.num_actions)
-    # Fill past the minimum, then compile the update (learning from then on,
-    # as in the middle of a run).
-    self.repeats = s.num_action_repeats
-    warm_frames = self.repeats * (min_replay + 64 * num_envs)
-    python_loop.run_phase(self.env, self.agent.step, warm_frames, self.repeats)
+                                                self.env.num_actions)
+    python_loop.run_phase(self.env, self.agent.step, warm_frames,
+                          s.num_action_repeats)
     if self.agent.num_updates == 0:
-      raise RuntimeError(f'{self.name}: no update during the warm-up.')
+      raise RuntimeError(f'{name}: no update during the warm-up.')
     self.rss_added = _rss_bytes() - rss_before
-    self.frame_rates, self.update_rates = [], []
-    self.components = {}
 
-  def measure_round(self, num_frames, repeats):
-    """Measure one training phase, then each component, in this round."""
+  def train(self, num_frames: int):
+    """Run one training phase; return its frames/s and updates/s."""
     updates_before = self.agent.num_updates
     stats = python_loop.run_phase(self.env, self.agent.step, num_frames,
-                               self.repeats)
+                                  self.settings.num_action_repeats)
     jax.block_until_ready(self.agent.online_params)
-    self.frame_rates.append(stats.frame_rate)
-    self.update_rates.append(
-        (self.agent.num_updates - updates_before) / stats.duration)
-    for name, value in zip(('update', 'act', 'env', 'sample'),
-                           self._component_times(repeats)):
-      self.components.setdefault(name, []).append(value)
-
-  def _component_times(self, repeats):
-    """Return (update ms, act ms/frame, env ms/frame, sample ms)."""
-    agent = self.agent
-    num_updates = self.mode.num_fused_updates
-    update_ms = timing.median_ms(agent.learn, repeats) / num_updates
-    select = agent._select_action  # pylint: disable=protected-access
-    observation = self.replay.sample(self.num_envs).s_t
-    key = jax.random.PRNGKey(0)
-    act_ms = timing.median_ms(
-        lambda: select(agent.online_params, key, observation, 0.01),
-        2 * repeats) / (self.repeats * self.num_envs)
-    sample_ms = timing.median_ms(lambda: self.replay.sample(32, stacks_last=False),
-                           2 * repeats)
-    actions = np.zeros(self.num_envs, np.int32)
-    num_steps = max(64 // self.num_envs, 8)
-    start = time.perf_counter()
-    for _ in range(num_steps):
-      self.env.step(actions)
-    env_ms = 1e3 * (time.perf_counter() - start) / (
-        num_steps * self.repeats * self.num_envs)
-    return update_ms, act_ms, env_ms, sample_ms
-
-  def row(self):
-    median = {name: statistics.median(values)
-              for name, values in self.components.items()}
-    update_rate = statistics.median(self.update_rates)
-    return {
-        'frames/s': f'{statistics.median(self.frame_rates):.0f}',
-        'updates/s': f'{update_rate:.1f}',
-        'update ms': f'{median["update"]:.1f}',
-        'update share': f'{update_rate * median["update"] / 1e3:.0%}',
-        'act ms/frame': f'{median["act"]:.3f}',
-        'env ms/frame': f'{median["env"]:.3f}',
-        'sample ms': ('-' if self.mode.replay_on_device else
-                      f'{median["sample"]:.2f}'),
-        'memory added GB': f'{self.rss_added / 1e9:.2f}',
-    }
+    return {'frames/s': stats.frame_rate, 'updates/s': (
+        self.agent.num_updates - updates_before) / stats.duration}
 
   def close(self):
     self.env.close()
 
+
+class ModeBench(AgentBench):
+  """One mode's agent, replay and training environment, warmed up."""
+
+  def __init__(self, suite, preset, game, mode: Mode, replay_capacity,
+               min_replay):
+    self.mode = mode
+    s = settings_lib.resolve_settings(suite, preset, dict(
+        settings_lib.default_settings(suite), environment_name=game,
+        replay_capacity=replay_capacity, num_envs=mode.num_envs,
+        environment_mode=mode.environment_mode,
+        num_fused_updates=mode.num_fused_updates,
+        replay_on_device=mode.replay_on_device,
+        min_replay_capacity_fraction=min_replay / replay_capacity,
+        results_csv_path='', checkpoint_dir=''))
+    settings_lib.validate_settings(suite, s)
+    super().__init__(mode.name, suite, s, s.num_action_repeats * (
+        min_replay + 64 * mode.num_envs))
+
+  def measure_round(self, repeats, num_frames):
+    """Measure one training phase, then each component, in this round."""
+    agent, frames = self.agent, self.settings.num_action_repeats * self.num_envs
+    out = self.train(num_frames)
+    parts = part_ms(agent, self.env, self.replay.sample(self.num_envs).s_t,
+                    0.01, repeats)
+    out.update({
+        'update': harness.median_ms(agent.learn, repeats) /
+                  self.mode.num_fused_updates,
+        'act': parts['act'] / frames, 'env': parts['env'] / frames,
+        'sample': harness.median_ms(
+            lambda: self.replay.sample(32, stacks_last=False), repeats)})
+    return out
+
+  def row(self, m):
+    """Return the table's cells of this mode's medians `m`."""
+    return {
+        'frames/s': f'{m["frames/s"]:.0f}',
+        'updates/s': f'{m["updates/s"]:.1f}',
+        'update ms': f'{m["update"]:.1f}',
+        'update share': f'{m["updates/s"] * m["update"] / 1e3:.0%}',
+        'act ms/frame': f'{m["act"]:.3f}',
+        'env ms/frame': f'{m["env"]:.3f}',
+        'sample ms': ('-' if self.mode.replay_on_device else
+                      f'{m["sample"]:.2f}'),
+        'memory added GB': f'{self.rss_added / 1e9:.2f}',
+    }
 
 def main(argv):
   del argv
@@ -203,75 +191,50 @@ def main(argv):
       sys.exit(f'Error: {e}')
   game = (f.environment_name if f['environment_name'].present else
           settings_lib.default_settings(suite)['environment_name'])
-  benches = []
-  for mode in modes:
-    start = time.perf_counter()
-    benches.append(ModeBench(suite, agent_registry.default_preset(f.agent), game,
-                             mode, f.bench_replay_capacity, f.min_replay))
-    if len(benches) == 1:
-      s = benches[0].settings
-      print(f'JAX device: {jax.devices()[0]}; {suite.name} {game}; agent '
-            f'{f.agent}; batch {s.batch_size}, N={s.num_quantiles}; '
-            f'one update per {s.learn_period} frames; {f.num_frames} '
-            f'frames per mode per round, {f.repeats} rounds.', flush=True)
-    print(f'{benches[-1].name}: warmed up in '
-          f'{time.perf_counter() - start:.0f}s', flush=True)
-  for round_index in range(f.repeats):
-    for bench in benches:
-      bench.measure_round(f.num_frames, f.timing_repeats)
-    print(f'round {round_index + 1}/{f.repeats}: ' + ', '.join(
-        f'{b.name} {b.frame_rates[-1]:.0f}' for b in benches) + ' frames/s',
-          flush=True)
-  rows = {b.name: b.row() for b in benches}
+  print(f'JAX device: {jax.devices()[0]}; {suite.name} {game}; agent '
+        f'{f.agent}; {f.num_frames} frames per mode per round, {f.repeats} '
+        'rounds.', flush=True)
+  benches = [harness.ready(mode.name, lambda mode=mode: ModeBench(
+      suite, agent_registry.default_preset(f.agent), game, mode,
+      f.bench_replay_capacity, f.min_replay)) for mode in modes]
+  s = benches[0].settings
+  print(f'batch {s.batch_size}, N={s.num_quantiles}; one update per '
+        f'{s.learn_period} frames.', flush=True)
+  medians = harness.medians(harness.measure(
+      {b.name: lambda b=b: b.measure_round(f.timing_repeats, f.num_frames)
+       for b in benches}, f.repeats))
   for bench in benches:
     bench.close()
-  columns = list(next(iter(rows.values())))
-  table = [[name] + [row[c] for c in columns] for name, row in rows.items()]
+  rows = {b.name: b.row(medians[b.name]) for b in benches}
+  what = f'training, {suite.name} {game}, agent {f.agent}'
+  figures = harness.report('training.bench_agent', what, ['mode'], COLUMNS,
+                           rows)
   if suite is atari_suite.ATARI:
-    table.append(['DQN Zoo QR-DQN (not rerun; measured before on this 2-core '
-                  'machine)'] + [_DQN_ZOO.get(c, '') for c in columns])
-  print()
-  print('\n'.join(tables.markdown(['mode'] + columns, table)))
+    print(tables.line(['DQN Zoo QR-DQN (not rerun; measured before on this '
+                       '2-core machine)'] + [_DQN_ZOO.get(c, '')
+                                             for c in COLUMNS]))
   peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
   print(f'\nprocess peak resident memory: {peak:.2f} GB')
-  rates = {b.name: statistics.median(b.frame_rates) for b in benches}
+  rates = {b.name: medians[b.name]['frames/s'] for b in benches}
   best = max(rates, key=rates.get)
   speedup = f'{rates[best] / rates[benches[0].name]:.2f}'
   print(f'best mode: {best}')
   print(f'speed-up: {speedup}')
-  timing.print_figures(figures(rows, f'{suite.name} {game}, agent {f.agent}',
-                               best, speedup))
+  harness.print_figures(
+      figures + [harness.figure(
+          'training.bench_agent.speedup', f'{what}: frames/s of the best '
+          f'mode ({best}) over the reference mode\'s', speedup, 'x')])
 
 
 # Each column's quantity in the figure keys, and its unit.
-FIGURE_KEYS = {'frames/s': ('frames_per_s', 'frames/s'),
-               'updates/s': ('updates_per_s', 'updates/s'),
-               'update ms': ('update_ms', 'ms'),
-               'update share': ('update_share', '%'),
-               'act ms/frame': ('act_ms_per_frame', 'ms'),
-               'env ms/frame': ('env_ms_per_frame', 'ms'),
-               'sample ms': ('sample_ms', 'ms'),
-               'memory added GB': ('memory_added', 'GB')}
-
-
-def figures(rows, what: str, best: str, speedup: str):
-  """Return the figures of the table's measured rows (ModeBench.row() by
-  mode; cells '-' left out) and of the speed-up."""
-  out = []
-  for name, row in rows.items():
-    for column, cell in row.items():
-      if cell == '-':
-        continue
-      quantity, unit = FIGURE_KEYS[column]
-      out.append(timing.figure(
-          f'training.bench_agent.{quantity}:{name.replace(" ", "_")}',
-          f'training, {what}, {name}: {column} (median of the rounds)',
-          cell.rstrip('%'), unit))
-  out.append(timing.figure(
-      'training.bench_agent.speedup',
-      f'training, {what}: frames/s of the best mode ({best}) over the '
-      'reference mode\'s', speedup, 'x'))
-  return out
+COLUMNS = {'frames/s': ('frames_per_s', 'frames/s'),
+           'updates/s': ('updates_per_s', 'updates/s'),
+           'update ms': ('update_ms', 'ms'),
+           'update share': ('update_share', '%'),
+           'act ms/frame': ('act_ms_per_frame', 'ms'),
+           'env ms/frame': ('env_ms_per_frame', 'ms'),
+           'sample ms': ('sample_ms', 'ms'),
+           'memory added GB': ('memory_added', 'GB')}
 
 
 if __name__ == '__main__':
@@ -286,11 +249,9 @@ if __name__ == '__main__':
                       'ENV:K[:uU][:device] items; the first is the baseline.')
   flags.DEFINE_integer('num_frames', 2048,
                        'Measured training frames per mode per round.')
-  flags.DEFINE_integer('repeats', 3, 'Rounds over the modes (median).')
-  flags.DEFINE_integer('timing_repeats', 5,
-                       'Timed calls per component per round (median).')
   flags.DEFINE_integer('bench_replay_capacity', 100_000,
                        'Replay transitions per mode (sampling is O(1) in it).')
   flags.DEFINE_integer('min_replay', 1000,
                        'Transitions held before learning starts.')
+  harness.define_flags(repeats=3, timing_repeats=5)
   cli.run(main)

@@ -1,55 +1,35 @@
 """Benchmark one Atari 100k run on this machine: its rates and its duration.
 
-Builds, for every preset asked, the real Python loop of `--protocol=atari100k`
-(zoo.loops.python_loop at K = 1, the protocol's settings: DER's network,
-n-step 10, one update per agent step, a replay of the whole run), trains it
-past the learning start (1,600 agent steps), then measures in turns (round
-robin, `--repeats` rounds) so that load from other processes hits the
-presets alike. Each round and preset:
-
-- a training slice of `--slice_frames` frames through the loop's `train`
-  (acting, the emulator, storing, one update per agent step);
-- the time of one update (the median of `--timing_repeats` isolated calls),
-  of acting (one action selection, per frame) and of the emulator (one agent
-  step of the training environment, per frame): where the training time goes
-  (the update's share is updates/s x the update time);
-- one whole evaluation episode through the loop's `evaluate`, at the
-  protocol's evaluation ε (0.001).
-
-The estimate of one whole run is the protocol's training frames (10 x
-40,000) at the training rate plus its evaluation episodes (10 after each of
-iterations 0 to 9, 100 after iteration 10) x an episode length, at the
-evaluation rate: the median length of the evaluation episodes measured here
-(those of an agent trained for a few thousand frames), or
-`--eval_episode_frames`. The output says which, and sets the estimate beside
-the goal of `--goal_minutes`. Every figure is the median of the rounds with
-[min, max]; the estimate's bounds are at the fastest and the slowest rates.
-The last line, `figures:`, holds the figures as JSON.
-
   python -m scripts.benchmarks.bench_atari100k [--presets=QR-DQN-1,CR-DQN]
       [--environment_name=pong] [--slice_frames=2000] [--repeats=3]
-      [--eval_episode_frames=0]
+      [--eval_episode_frames=0] [--goal_minutes=20]
 
-Presets are any of the agent packages' (qr_dqn, cr_dqn, iqn: QR-DQN-1,
-CR-DQN, IQN, CR-IQN, ...). An evaluation episode ends at game over or the
-protocol's 108,000 frames: an agent that never ends its game (breakout
-without firing) makes a round last that long.
+Builds, per preset (any package's), the real Python loop of
+`--protocol=atari100k` (K = 1, DER's network, n-step 10, one update per agent
+step, a replay of the whole run) and trains it past the learning start. Each
+round and preset: a training slice of `--slice_frames` frames; the update,
+acting and emulator times (medians of `--timing_repeats` calls; the update's
+share is updates/s x its time); one whole evaluation episode at ε = 0.001.
+Medians of the rounds [min, max].
+
+One whole run is estimated as the protocol's 400,000 training frames at the
+training rate plus its 200 evaluation episodes x an episode length (the median
+measured here, or `--eval_episode_frames`; the output says which) at the
+evaluation rate, with bounds at the slowest and fastest rounds and beside
+`--goal_minutes`. An evaluation episode ends at game over or 108,000 frames
+(an agent that never ends its game makes a round last that long). The last
+line, `figures:`, holds the figures as JSON.
 """
 
 import dataclasses
-import os
-import statistics
 import sys
-import time
-from typing import Any, Callable, Dict, List, Sequence
+from typing import Dict, List
 
 from absl import flags
 import jax
-import numpy as np
 
-from scripts.analysis import minatar_report
-from scripts.analysis import tables
-from scripts.benchmarks import timing
+from scripts.benchmarks import bench_agent
+from scripts.benchmarks import harness
 from zoo.configuration import agent_registry
 from zoo.configuration import cli
 from zoo.configuration import settings as settings_lib
@@ -60,17 +40,14 @@ from zoo.suites import atari_suite
 
 PROTOCOL = 'atari100k'
 DEFAULT_GAME = 'pong'
-# The measured quantities of every round, in the table's order.
-QUANTITIES = ('train frames/s', 'updates/s', 'update ms', 'update share',
-              'act ms/frame', 'env ms/frame', 'eval frames/s',
-              'eval episode frames')
-
-
-def machine() -> str:
-  """Return the CPU, its cores, the load average and the jax version."""
-  load = ', '.join(f'{x:.1f}' for x in os.getloadavg())
-  return (f'{minatar_report.cpu_description()}, load average {load}; jax '
-          f'{jax.__version__}, device {jax.devices()[0]}')
+# The measured quantities of every round, in the table's order, and the
+# quantity and unit of the figures of some.
+QUANTITIES = {'train frames/s': ('train_frames_per_s', 'frames/s'),
+              'updates/s': ('', ''), 'update ms': ('', ''),
+              'update share': ('update_share', '%'),
+              'act ms/frame': ('', ''), 'env ms/frame': ('', ''),
+              'eval frames/s': ('eval_frames_per_s', 'frames/s'),
+              'eval episode frames': ('', '')}
 
 
 def parse_presets(text: str) -> List[agent_registry.AgentPreset]:
@@ -134,12 +111,6 @@ def warmup_slices(s: settings_lib.Settings) -> int:
   return s.min_replay_size() // steps_per_slice + 1
 
 
-def summary(values: Sequence[float]) -> Dict[str, float]:
-  """Return the median, min and max of one quantity's rounds."""
-  return {'median': statistics.median(values), 'min': min(values),
-          'max': max(values)}
-
-
 def estimate(train_frames: int, train_rate: float, eval_episodes: int,
              episode_frames: float, eval_rate: float) -> Dict[str, float]:
   """Return the minutes of training, evaluation and the whole run."""
@@ -149,18 +120,18 @@ def estimate(train_frames: int, train_rate: float, eval_episodes: int,
           'total min': train + evaluation}
 
 
-def estimates(stats: Dict[str, Dict[str, float]], train_frames: int,
+def estimates(stats: Dict[str, harness.Stats], train_frames: int,
               eval_episodes: int, episode_frames: float
               ) -> Dict[str, Dict[str, float]]:
   """Return the estimate at the median rates and at the slowest and fastest.
 
-  stats: summary() by quantity. Returns {'median'|'slowest'|'fastest':
-  estimate()}.
+  stats: harness.summary()'s of one preset. Returns
+  {'median'|'slowest'|'fastest': estimate()}.
   """
-  at = {'median': 'median', 'slowest': 'min', 'fastest': 'max'}
-  return {name: estimate(train_frames, stats['train frames/s'][key],
-                         eval_episodes, episode_frames,
-                         stats['eval frames/s'][key])
+  at = {'median': 'median', 'slowest': 'low', 'fastest': 'high'}
+  return {name: estimate(
+      train_frames, getattr(stats['train frames/s'], key), eval_episodes,
+      episode_frames, getattr(stats['eval frames/s'], key))
           for name, key in at.items()}
 
 
@@ -171,10 +142,10 @@ def fmt(value: float) -> str:
   return f'{value:.3g}'
 
 
-def cell(s: Dict[str, float], percent: bool = False) -> str:
-  """Return 'median [min, max]' of a summary()."""
+def cell(s: harness.Stats, percent: bool = False) -> str:
+  """Return 'median [min, max]' of a harness.Stats."""
   f = (lambda v: f'{v:.0%}') if percent else fmt
-  return f'{f(s["median"])} [{f(s["min"])}, {f(s["max"])}]'
+  return f'{f(s.median)} [{f(s.low)}, {f(s.high)}]'
 
 
 class PresetBench:
@@ -199,7 +170,6 @@ class PresetBench:
       self._train()
     if self.agent.num_updates == 0:
       raise RuntimeError(f'{self.name}: no update during the warm-up.')
-    self.rounds: Dict[str, List[float]] = {q: [] for q in QUANTITIES}
 
   def _train(self):
     self.iteration += 1
@@ -216,30 +186,18 @@ class PresetBench:
     values = {'train frames/s': stats.frame_rate,
               'updates/s': (agent.num_updates - updates_before) /
                            stats.duration}
-    values['update ms'] = timing.median_ms(agent.learn, timing_repeats)
+    values['update ms'] = harness.median_ms(agent.learn, timing_repeats)
     values['update share'] = values['updates/s'] * values['update ms'] / 1e3
-    select = agent._select_action  # pylint: disable=protected-access
-    timestep = self.env.reset()
-    key = jax.random.PRNGKey(0)
-    values['act ms/frame'] = timing.median_ms(
-        lambda: select(agent.online_params, key, timestep.observation,
-                       agent.exploration_epsilon),
-        2 * timing_repeats) / s.num_action_repeats
-    actions = np.zeros(self.env.num_envs, np.int32)
-    num_steps = 8 * timing_repeats
-    start = time.perf_counter()
-    for _ in range(num_steps):
-      self.env.step(actions)
-    values['env ms/frame'] = 1e3 * (time.perf_counter() - start) / (
-        num_steps * s.num_action_repeats)
+    parts = bench_agent.part_ms(agent, self.env, self.env.reset().observation,
+                                agent.exploration_epsilon, timing_repeats)
+    values['act ms/frame'] = parts['act'] / s.num_action_repeats
+    values['env ms/frame'] = parts['env'] / s.num_action_repeats
     evaluation, = self.loop.evaluate(self.iteration, None)
     if evaluation.num_episodes != 1:
       raise RuntimeError(f'{self.name}: the evaluation ran '
                          f'{evaluation.num_episodes} episodes, not one.')
     values['eval frames/s'] = evaluation.frame_rate
     values['eval episode frames'] = float(evaluation.num_frames)
-    for quantity in QUANTITIES:
-      self.rounds[quantity].append(values[quantity])
     return values
 
   def close(self):
@@ -247,62 +205,37 @@ class PresetBench:
     self.env.close()
 
 
-def measure(benches: Sequence[Any], repeats: int, timing_repeats: int,
-            say: Callable[[str], None]) -> None:
-  """Measure the benches in turns, `repeats` rounds."""
-  for round_index in range(repeats):
-    for bench in benches:
-      bench.measure_round(timing_repeats)
-    say(f'round {round_index + 1}/{repeats}: ' + ', '.join(
-        f'{b.name} train {b.rounds["train frames/s"][-1]:.0f}, eval '
-        f'{b.rounds["eval frames/s"][-1]:.0f}' for b in benches) +
-        ' frames/s')
-
-
-def report(rounds: Dict[str, Dict[str, List[float]]], train_frames: int,
-           eval_episodes: int, episode_frames: float, goal_minutes: float,
-           game: str) -> Dict[str, Any]:
-  """Return the tables (text) and the figures of the rounds by preset.
+def report(results: harness.Results, train_frames: int, eval_episodes: int,
+           episode_frames: float, goal_minutes: float, game: str
+           ) -> List[Dict[str, str]]:
+  """Print the tables of the rounds by preset; return their figures.
 
   episode_frames: > 0: the evaluation episode length of the estimate; 0:
   each preset's median measured length.
   """
-  names = list(rounds)
-  stats = {name: {q: summary(v) for q, v in rounds[name].items()}
-           for name in names}
-  lines = tables.markdown(
-      ('agent',) + QUANTITIES,
-      [[name] + [cell(stats[name][q], q == 'update share') for q in QUANTITIES]
-       for name in names], 'l' + 'r' * len(QUANTITIES))
-  estimated = []
-  figures = []
-  for name in names:
-    length = episode_frames or stats[name]['eval episode frames']['median']
-    runs = estimates(stats[name], train_frames, eval_episodes, length)
+  stats = harness.summary(results)
+  prefix = 'atari100k.bench_atari100k'
+  what = f'Atari 100k on {game} (`bench_atari100k`)'
+  figures = harness.report(
+      prefix, what, ['agent'], QUANTITIES,
+      {name: {q: cell(s[q], q == 'update share') for q in QUANTITIES}
+       for name, s in stats.items()}, 'l' + 'r' * len(QUANTITIES))
+  columns = {'episode frames': ('', ''), 'training min': ('', ''),
+             'evaluation min': ('', ''),
+             'whole run min [min, max]': ('whole_run_min', 'min'),
+             f'vs {fmt(goal_minutes)} min': ('', '')}
+  rows = {}
+  for name, s in stats.items():
+    length = episode_frames or s['eval episode frames'].median
+    runs = estimates(s, train_frames, eval_episodes, length)
     median = runs['median']
-    ratio = median['total min'] / goal_minutes
-    estimated.append([
-        name, fmt(length), fmt(median['train min']), fmt(median['eval min']),
+    rows[name] = dict(zip(columns, (
+        fmt(length), fmt(median['train min']), fmt(median['eval min']),
         f'{fmt(median["total min"])} [{fmt(runs["fastest"]["total min"])}, '
-        f'{fmt(runs["slowest"]["total min"])}]', f'{ratio:.2f}x'])
-    key = f'atari100k.bench_atari100k.{{}}:{name}'
-    what = f'{{}}, {name}, Atari 100k on {game} (`bench_atari100k`)'
-    for quantity, unit in (('train frames/s', 'frames/s'),
-                           ('eval frames/s', 'frames/s'),
-                           ('update share', 'fraction')):
-      figures.append({'key': key.format(
-                          quantity.replace(' ', '_').replace('/', '_per_')),
-                      'what': what.format(quantity),
-                      'value': f'{stats[name][quantity]["median"]:.4g}',
-                      'unit': unit})
-    figures.append({'key': key.format('whole_run_min'),
-                    'what': what.format('one whole run, estimated'),
-                    'value': f'{median["total min"]:.4g}', 'unit': 'min'})
-  lines += [''] + tables.markdown(
-      ['agent', 'episode frames', 'training min', 'evaluation min',
-       'whole run min [min, max]', f'vs {fmt(goal_minutes)} min'], estimated,
-      'lrrrrr')
-  return {'text': '\n'.join(lines), 'figures': figures, 'stats': stats}
+        f'{fmt(runs["slowest"]["total min"])}]',
+        f'{median["total min"] / goal_minutes:.2f}x')))
+  return figures + harness.report(prefix, f'{what}, one whole run, estimated',
+                                  ['agent'], columns, rows, 'lrrrrr')
 
 
 def main(argv):
@@ -311,8 +244,6 @@ def main(argv):
   game = f.environment_name if f['environment_name'].present else DEFAULT_GAME
   try:  # Refuse before any long work.
     presets = parse_presets(f.presets)
-    if f.repeats < 1 or f.timing_repeats < 1:
-      raise ValueError('--repeats and --timing_repeats must be positive.')
     if f.eval_episode_frames < 0 or f.goal_minutes <= 0:
       raise ValueError('--eval_episode_frames must be >= 0 (0: measured) and '
                        '--goal_minutes positive.')
@@ -324,7 +255,7 @@ def main(argv):
   s = next(iter(runs.values()))
   train_frames = s.num_iterations * s.num_train_frames
   eval_episodes = run_eval_episodes(s)
-  print(f'machine: {machine()}', flush=True)
+  print(f'machine: {harness.machine()}', flush=True)
   print(f'Atari 100k (--protocol={PROTOCOL}) on {game}: the Python loop at '
         f'K = {s.num_envs}; per round and preset a training slice of '
         f'{f.slice_frames:,} frames past the learning start '
@@ -333,20 +264,18 @@ def main(argv):
         f'{s.eval_exploration_epsilon}; {f.repeats} rounds.', flush=True)
   benches = []
   try:
-    for preset in presets:
-      start = time.perf_counter()
-      benches.append(PresetBench(preset, benched[preset.name]))
-      print(f'{preset.name}: built and past the learning start in '
-            f'{time.perf_counter() - start:.0f} s', flush=True)
-    measure(benches, f.repeats, f.timing_repeats,
-            lambda line: print(line, flush=True))
+    for p in presets:
+      benches.append(harness.ready(p.name, lambda p=p: PresetBench(
+          p, benched[p.name])))
+    results = harness.measure(
+        {b.name: lambda b=b: b.measure_round(f.timing_repeats)
+         for b in benches}, f.repeats,
+        lambda line: harness.say(line + ' training frames/s'))
   finally:
     for bench in benches:
       bench.close()
-  out = report({b.name: b.rounds for b in benches}, train_frames,
-               eval_episodes, f.eval_episode_frames, f.goal_minutes, game)
-  print()
-  print(out['text'])
+  figures = report(results, train_frames, eval_episodes,
+                   f.eval_episode_frames, f.goal_minutes, game)
   length = (f'{f.eval_episode_frames:,} frames (--eval_episode_frames)'
             if f.eval_episode_frames else
             'the median of the evaluation episodes measured here, of an '
@@ -359,7 +288,7 @@ def main(argv):
         'which run no updates, included) plus '
         f'{eval_episodes} evaluation episodes x {length}, at the evaluation '
         f'rate; the goal: {fmt(f.goal_minutes)} minutes.')
-  timing.print_figures(out['figures'])
+  harness.print_figures(figures)
 
 
 if __name__ == '__main__':
@@ -369,12 +298,10 @@ if __name__ == '__main__':
                       'Agent presets, comma separated (any package\'s).')
   flags.DEFINE_integer('slice_frames', 2_000,
                        'Training frames measured per preset per round.')
-  flags.DEFINE_integer('repeats', 3, 'Rounds over the presets (median).')
-  flags.DEFINE_integer('timing_repeats', 5,
-                       'Timed calls per component per round (median).')
   flags.DEFINE_integer('eval_episode_frames', 0,
                        'Frames of an evaluation episode in the estimate; 0: '
                        'the median of the measured episodes.')
   flags.DEFINE_float('goal_minutes', 20.0,
                      'The goal for one whole run, in minutes.')
+  harness.define_flags(repeats=3, timing_repeats=5)
   cli.run(main)

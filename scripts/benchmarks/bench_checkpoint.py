@@ -4,35 +4,26 @@
       [--steps_per_iteration=250000] [--num_streams=1] [--repeats=3]
       [--output_dir=/tmp/bench_checkpoint]
 
-A full replay that then receives one iteration's steps (a default Atari
-iteration: 1M training frames = 250,000 steps) is checkpointed in turns, in
-one process, by
-- "whole replay": the format before chunks: every
-  checkpoint rewrites the replay's arrays into its new directory, then
-  deletes the previous one;
-- "chunks" (zoo.storage.checkpoint.save): only the steps added since the previous
-  checkpoint are written, as one chunk; the previous checkpoint is kept (the
-  fallback), older ones and the chunks neither uses are deleted first.
-Both write the same agent state (a stand-in of `--state_mb` MB, the size of
-CR-DQN's parameters, target and Adam moments) and fsync everything. Printed
-per format: the median wall time of a checkpoint, the bytes it wrote (the
-process's write() bytes, /proc/self/io wchar) and the disk space the
-checkpoint directory holds after it and at most while it was written. The
+A full replay that receives one iteration's steps each round is checkpointed
+by both formats: "whole replay" rewrites the replay's arrays every time, then
+deletes the previous checkpoint; "chunks" (zoo.storage.checkpoint.save)
+writes only the steps added since, keeps the previous checkpoint and deletes
+older ones first. Both write the same agent state (`--state_mb`, CR-DQN's
+size) and fsync everything. Per format: a checkpoint's wall time, the bytes
+it wrote (/proc/self/io wchar), and the disk it holds after and at most. The
 last line, `figures:`, holds the figures as JSON.
 """
 
 import json
 import os
 import shutil
-import statistics
 import time
 
 from absl import app
 from absl import flags
 import numpy as np
 
-from scripts.analysis import tables
-from scripts.benchmarks import timing
+from scripts.benchmarks import harness
 from zoo.storage import checkpoint
 from zoo.storage import files
 from zoo.replay import frame_replay as replay_lib
@@ -135,68 +126,57 @@ def main(argv):
         f'{steps * k:,} steps ({replay_lib.replay_bytes(steps * k) / 1e9:.2f}'
         f' GB); agent state {4 * state_floats * 4 / 1e6:.0f} MB', flush=True)
 
-  results = {'whole replay': [], 'chunks': []}
-  for iteration in range(warm_up, warm_up + FLAGS.repeats):
-    _add_iteration(replay, steps, 1 + iteration % 250)
-    end = replay.num_steps
-    keep_from = end - capacity // k
-    for name, directory, save in (
-        ('whole replay', whole_dir,
-         lambda d, i: save_whole_replay(d, i, tree, replay)),
-        ('chunks', chunk_dir,
-         lambda d, i: checkpoint.save(
-             d, i, {}, tree, replay.steps(end - steps, end),
-             keep_steps_from=keep_from))):
+  def checkpoint_round(directory, save):
+    def measure_one():
       before_disk = _disk_bytes(directory)
       written = _written_bytes()
       start = time.perf_counter()
-      save(directory, iteration)
+      save(directory, iteration[0])
       seconds = time.perf_counter() - start
       written = _written_bytes() - written
-      after_disk = _disk_bytes(directory)
       # Everything written lands before anything old is deleted.
-      results[name].append((seconds, written, after_disk,
-                            before_disk + written))
-      print(f'round {iteration - warm_up + 1}, {name}: {seconds:.1f} s, '
-            f'{written / 1e9:.2f} GB written', flush=True)
+      return {'seconds': seconds, 'written': written,
+              'after': _disk_bytes(directory), 'peak': before_disk + written}
+    return measure_one
 
-  table = []
-  for name, rows in results.items():
-    seconds, written, after, peak = (statistics.median(c) for c in zip(*rows))
-    table.append([name, f'{seconds:.1f}', f'{written / 1e9:.2f}',
-                  f'{after / 1e9:.2f}', f'{peak / 1e9:.2f}'])
-  print('\n' + '\n'.join(tables.markdown(
-      ['checkpoint format', 'seconds per iteration (median)',
-       'GB written per iteration', 'GB on disk after', 'GB on disk at most'],
-      table)))
-  ratio = (statistics.median(r[0] for r in results['whole replay']) /
-           statistics.median(r[0] for r in results['chunks']))
-  print(f'chunks are {ratio:.1f}x faster per iteration')
+  def save_chunks(directory, iteration):
+    end = replay.num_steps
+    checkpoint.save(directory, iteration, {}, tree,
+                    replay.steps(end - steps, end),
+                    keep_steps_from=end - capacity // k)
+
+  iteration = [warm_up - 1]
+
+  def next_iteration(r):  # Each round, the replay receives one iteration.
+    iteration[0] = warm_up + r
+    _add_iteration(replay, steps, 1 + iteration[0] % 250)
+
+  results = harness.medians(harness.measure(
+      {'whole replay': checkpoint_round(
+          whole_dir, lambda d, i: save_whole_replay(d, i, tree, replay)),
+       'chunks': checkpoint_round(chunk_dir, save_chunks)},
+      FLAGS.repeats, lambda line: harness.say(line + ' s'), next_iteration))
   shutil.rmtree(out, ignore_errors=True)
-  timing.print_figures(figures(table, f'{ratio:.1f}', capacity, k,
-                               steps * k))
-
-
-def figures(table, ratio: str, capacity: int, num_streams: int,
-            steps: int):
-  """Return the figures of the table's rows [format, seconds, GB written,
-  GB after, GB at most] and of the chunks' speed-up."""
-  what = (f'a checkpoint per iteration of {steps:,} steps, replay of '
-          f'{capacity:,} transitions in {num_streams} stream(s)')
-  out = []
-  for name, seconds, written, after, peak in table:
-    key = 'checkpoint.bench_checkpoint.{}:' + name.replace(' ', '_')
-    for quantity, value, unit in (
-        ('seconds', seconds, 's'), ('written', written, 'GB'),
-        ('disk_after', after, 'GB'), ('disk_at_most', peak, 'GB')):
-      out.append(timing.figure(key.format(quantity),
-                               f'{what}, {name}: {quantity.replace("_", " ")}'
-                               + (' (median)' if unit == 's' else ''),
-                               value, unit))
-  out.append(timing.figure('checkpoint.bench_checkpoint.chunks_speedup',
-                           f'{what}: the whole replay\'s seconds over the '
-                           'chunks\'', ratio, 'x'))
-  return out
+  columns = {'seconds per iteration': ('seconds', 's'),
+             'GB written per iteration': ('written', 'GB'),
+             'GB on disk after': ('disk_after', 'GB'),
+             'GB on disk at most': ('disk_at_most', 'GB')}
+  figures = harness.report(
+      'checkpoint.bench_checkpoint',
+      f'a checkpoint per iteration of {steps * k:,} steps, replay of '
+      f'{capacity:,} transitions in {k} stream(s)', ['checkpoint format'],
+      columns, {name: dict(zip(columns, (
+          f'{r["seconds"]:.1f}', f'{r["written"] / 1e9:.2f}',
+          f'{r["after"] / 1e9:.2f}', f'{r["peak"] / 1e9:.2f}')))
+                for name, r in results.items()})
+  ratio = (results['whole replay']['seconds'] /
+           results['chunks']['seconds'])
+  ratio = f'{ratio:.1f}'
+  print(f'chunks are {ratio}x faster per iteration')
+  harness.print_figures(figures + [harness.figure(
+      'checkpoint.bench_checkpoint.chunks_speedup', 'a checkpoint per '
+      'iteration: the whole replay\'s seconds over the chunks\'', ratio,
+      'x')])
 
 
 if __name__ == '__main__':
@@ -205,7 +185,7 @@ if __name__ == '__main__':
                        'Steps an iteration adds (all streams).')
   flags.DEFINE_integer('num_streams', 1, 'Streams (K).')
   flags.DEFINE_integer('state_mb', 56, 'Agent state size in MB.')
-  flags.DEFINE_integer('repeats', 3, 'Checkpoints per format (interleaved).')
   flags.DEFINE_string('output_dir', '/tmp/bench_checkpoint',
                       'Scratch directory (deleted at the end).')
+  harness.define_flags(repeats=3)
   cli.run(main)

@@ -1,10 +1,10 @@
 r"""Measure Atari frames/s of the reference and vectorized environments.
 
 Random actions on one game; frames counted as emulator frames (4 per agent
-step per stream); median over repeats, side by side with the reference mode
-at K=1 (DQN Zoo). Optionally measure how far the vectorized mode's pixels are
-from the reference pipeline's on the same emulator state. The last line,
-`figures:`, holds the figures as JSON.
+step per stream); every mode and K in turns (--repeats rounds), medians side
+by side with the reference mode at K=1 (DQN Zoo). Optionally measure how far
+the vectorized mode's pixels are from the reference pipeline's on the same
+emulator state. The last line, `figures:`, holds the figures as JSON.
 
   python -m scripts.benchmarks.bench_env --environment_name=asterix --num_frames=40000
   python -m scripts.benchmarks.bench_env --compare_pixels --compare_games=pong,asterix
@@ -17,16 +17,15 @@ from absl import flags
 import numpy as np
 
 from scripts.analysis import tables
-from scripts.benchmarks import timing
+from scripts.benchmarks import harness
+from zoo.configuration import cli
 from zoo.environments import atari_data
 from zoo.environments import atari_env
 from zoo.environments import vector_env
-from zoo.configuration import cli
 
 _GAME = flags.DEFINE_string('environment_name', 'asterix', 'Atari game.')
 _NUM_FRAMES = flags.DEFINE_integer(
     'num_frames', 40_000, 'Frames per measurement (all streams together).')
-_NUM_REPEATS = flags.DEFINE_integer('num_repeats', 3, 'Repeats (median).')
 _NUM_ENVS = flags.DEFINE_list('num_envs', ['1', '4', '8', '16'],
                               'Stream counts K of the vectorized mode.')
 _REFERENCE_NUM_ENVS = flags.DEFINE_list(
@@ -43,29 +42,15 @@ _COMPARE_STEPS = flags.DEFINE_integer('compare_steps', 500,
                                       'Agent steps per game compared.')
 
 
-def frames_per_second(env, num_frames: int, seed: int) -> float:
+def frames_per_second(env, num_frames: int, rng) -> float:
   """Step `env` with random actions for about `num_frames` frames."""
   num_steps = max(1, num_frames // (4 * env.num_envs))
-  actions = np.random.default_rng(seed).integers(
-      env.num_actions, size=(num_steps, env.num_envs))
+  actions = rng.integers(env.num_actions, size=(num_steps, env.num_envs))
   env.reset()
   start = time.perf_counter()
   for step_actions in actions:
     env.step(step_actions)
   return num_steps * 4 * env.num_envs / (time.perf_counter() - start)
-
-
-def benchmark(mode: str, num_envs: int) -> np.ndarray:
-  env = atari_env.make_atari_environment(
-      _GAME.value, seed=1, num_envs=num_envs, mode=mode,
-      num_threads=_NUM_THREADS.value)
-  rates = []
-  for repeat in range(_NUM_REPEATS.value):
-    rates.append(frames_per_second(env, _NUM_FRAMES.value, seed=repeat))
-    print(f'  {mode:9s} K={num_envs:<3d} repeat {repeat + 1}/'
-          f'{_NUM_REPEATS.value}: {rates[-1]:9.0f} frames/s', flush=True)
-  env.close()
-  return np.array(rates)
 
 
 def compare_pixels(game: str, num_steps: int) -> dict:
@@ -100,25 +85,38 @@ def main(argv: Sequence[str]) -> None:
   for game in _COMPARE_GAMES.value if _COMPARE_PIXELS.value else ():
     atari_data.check_game(game)
   print(f'{_GAME.value}: {_NUM_FRAMES.value} frames per measurement, '
-        f'median of {_NUM_REPEATS.value}', flush=True)
-  results = []
-  for mode, counts in (('reference', _REFERENCE_NUM_ENVS.value),
-                       ('vector', _NUM_ENVS.value)):
-    for num_envs in counts:
-      results.append((mode, int(num_envs), benchmark(mode, int(num_envs))))
-  baseline = np.median(results[0][2])
-  rows = [[mode, num_envs, f'{np.median(rates):.0f}', f'{rates.min():.0f}',
-           f'{rates.max():.0f}', f'{np.median(rates) / baseline:.2f}']
-          for mode, num_envs, rates in results]
-  print('\n' + '\n'.join(tables.markdown(
-      ['mode', 'K', 'frames/s (median)', 'min', 'max',
-       f'x {results[0][0]} K={results[0][1]}'], rows)))
-  figures = rate_figures(rows, _GAME.value)
+        f'median of {flags.FLAGS.repeats} rounds', flush=True)
+  envs = {(mode, int(k)): atari_env.make_atari_environment(
+      _GAME.value, seed=1, num_envs=int(k), mode=mode,
+      num_threads=_NUM_THREADS.value)
+          for mode, counts in (('reference', _REFERENCE_NUM_ENVS.value),
+                               ('vector', _NUM_ENVS.value)) for k in counts}
+  rng = np.random.default_rng(0)
+  stats = harness.summary(harness.measure(
+      {f'{mode} K={k}': lambda env=env: frames_per_second(
+          env, _NUM_FRAMES.value, rng) for (mode, k), env in envs.items()},
+      flags.FLAGS.repeats))
+  for env in envs.values():
+    env.close()
+  (base_mode, base_k), = list(envs)[:1]
+  base = stats[f'{base_mode} K={base_k}'][harness.VALUE].median
+  rows = {}
+  for mode, k in envs:
+    s = stats[f'{mode} K={k}'][harness.VALUE]
+    rows[mode, k] = {'frames/s (median)': f'{s.median:.0f}',
+                     'min': f'{s.low:.0f}', 'max': f'{s.high:.0f}',
+                     f'x {base_mode} K={base_k}': f'{s.median / base:.2f}'}
+  figures = harness.report(
+      'atari.bench_env', f'Atari frames/s, random actions ({_GAME.value})',
+      ['mode', 'K'], {'frames/s (median)': ('frames_per_s', 'frames/s'),
+                      'min': ('', ''), 'max': ('', ''),
+                      f'x {base_mode} K={base_k}':
+                      (f'vs_{base_mode}_{base_k}', 'x')}, rows, 'lrrrrr')
   if _COMPARE_PIXELS.value:
-    print('\n' + '\n'.join(tables.markdown(
+    harness.print_table(
         ['game', 'steps', 'mean abs diff', 'mean diff (vector - ref)',
          'pixels differing', 'pixels off by > 8', 'mean grey vector',
-         'mean grey reference'], [])))
+         'mean grey reference'], [])
     for game in _COMPARE_GAMES.value:  # Each row as it comes: slow.
       c = compare_pixels(game, _COMPARE_STEPS.value)
       print(tables.line([
@@ -129,30 +127,15 @@ def main(argv: Sequence[str]) -> None:
       what = (f'{game}, vectorized mode against the reference pipeline, '
               f'{c["steps"]} steps')
       figures += [
-          timing.figure(f'atari.bench_env.pixels_mean_abs_diff:{game}',
-                        f'{what}: mean |grey-level difference|',
-                        f"{c['mean_abs']:.2f}", 'grey levels'),
-          timing.figure(f'atari.bench_env.pixels_differing:{game}',
-                        f'{what}: pixels differing',
-                        f"{100 * c['fraction_differing']:.1f}", '%')]
-  timing.print_figures(figures)
-
-
-def rate_figures(rows, game: str):
-  """Return the figures of the frames/s table's rows [mode, K, median, min,
-  max, ratio to the first row]."""
-  base_mode, base_k = rows[0][:2]
-  out = []
-  for mode, k, median, _, _, ratio in rows:
-    what = f'Atari frames/s, {mode} mode, K = {k}, random actions ({game})'
-    out.append(timing.figure(f'atari.bench_env.frames_per_s:{mode}:{k}',
-                             f'{what}, median', median, 'frames/s'))
-    out.append(timing.figure(f'atari.bench_env.vs_{base_mode}_{base_k}:'
-                             f'{mode}:{k}',
-                             f'{what}: over the {base_mode} mode at K = '
-                             f'{base_k}', ratio, 'x'))
-  return out
+          harness.figure(f'atari.bench_env.pixels_mean_abs_diff:{game}',
+                         f'{what}: mean |grey-level difference|',
+                         f"{c['mean_abs']:.2f}", 'grey levels'),
+          harness.figure(f'atari.bench_env.pixels_differing:{game}',
+                         f'{what}: pixels differing',
+                         f"{100 * c['fraction_differing']:.1f}", '%')]
+  harness.print_figures(figures)
 
 
 if __name__ == '__main__':
+  harness.define_flags(repeats=3)
   cli.run(main)

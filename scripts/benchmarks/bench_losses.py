@@ -2,9 +2,9 @@ r"""Benchmark the losses: median time of a jitted value-and-gradient.
 
 For batch B and N = M atoms, times jax.jit(value_and_grad) of the batch mean
 of each loss (gradient with respect to the source, target under
-stop_gradient, as in a TD update), prints the median over repeats (the
-variants of one N timed in turns, so that outside load hits them alike), the ratio
-to rlax.quantile_regression_loss, and the temporary memory of the compiled
+stop_gradient, as in a TD update): the variants of one N in turns, --repeats
+rounds, each turn about 2 ms of calls. Prints the medians, the ratio to
+rlax.quantile_regression_loss, and the temporary memory of the compiled
 computation (XLA's memory_analysis). Also times the sort primitives that
 explain the choice of algorithm. The last line, `figures:`, holds the
 variants' figures as JSON.
@@ -37,7 +37,6 @@ Variants (the alternatives measured to choose cramer_loss's formulation):
 
 import functools
 import sys
-import time
 
 from absl import flags
 import jax
@@ -46,7 +45,7 @@ import numpy as np
 
 import losses
 from losses import sorting
-from scripts.benchmarks import timing
+from scripts.benchmarks import harness
 from zoo.configuration import cli
 
 try:
@@ -58,7 +57,6 @@ except ImportError:
 _SIZES = flags.DEFINE_list('sizes', ['32', '201', '1000', '4000', '16000'],
                            'Atom counts N = M.')
 _BATCH = flags.DEFINE_integer('batch', 32, 'Rows per call.')
-_REPEATS = flags.DEFINE_integer('repeats', 30, 'Timed calls per median.')
 _MAX_PAIRWISE_GB = flags.DEFINE_float(
     'max_pairwise_gb', 2.0,
     'Memory cap for the O(N²) forms: above it they are timed on fewer rows '
@@ -159,42 +157,13 @@ def _value_and_grad(loss):
   return jax.jit(jax.value_and_grad(mean_loss))
 
 
-def _median_ms(fn, args, repeats):
+def _turn(fn, args, turn_ms=2.0):
+  """Return a variant's round: enough calls of fn(*args) to last about
+  `turn_ms` (compiled first), in ms per call."""
   jax.block_until_ready(fn(*args))
-  times = []
-  for _ in range(repeats):
-    start = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    times.append(time.perf_counter() - start)
-  return 1e3 * float(np.median(times))
-
-
-def _interleaved_ms(calls, repeats, turn_ms=2.0):
-  """Return the median ms of each (fn, args), timed in turns (round robin).
-
-  Taking turns exposes every variant to the same load from other processes;
-  a turn runs a variant enough times to last about `turn_ms`; the order
-  rotates from round to round.
-  """
-  calls_per_turn = []
-  for fn, args in calls:
-    jax.block_until_ready(fn(*args))
-    start = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    once_ms = 1e3 * (time.perf_counter() - start)
-    calls_per_turn.append(max(1, int(turn_ms / max(once_ms, 1e-3))))
-  times = [[] for _ in calls]
-  for round_index in range(repeats):
-    # Each round starts at the next variant: the one timed after the largest
-    # (cache-evicting) variant changes from round to round.
-    for i in np.roll(np.arange(len(calls)), -round_index):
-      fn, args = calls[i]
-      start = time.perf_counter()
-      for _ in range(calls_per_turn[i]):
-        out = fn(*args)
-      jax.block_until_ready(out)
-      times[i].append((time.perf_counter() - start) / calls_per_turn[i])
-  return [1e3 * float(np.median(samples)) for samples in times]
+  once_ms = harness.timed(lambda: fn(*args))()
+  return harness.timed(lambda: fn(*args),
+                       max(1, int(turn_ms / max(once_ms, 1e-3))))
 
 
 def _temp_mb(fn, args):
@@ -214,32 +183,29 @@ def _check_against(reference, fn, args):
 
 def _time_sorts(batch, sizes, repeats):
   print(f'\nSort primitives, {batch} rows of 2N float32 (median ms):')
-  print(f'{"2N":>7} {"lax.sort f32":>13} {"(f32, i32)":>11} '
-        f'{"(f32,i32,i32)":>14} {"int32 keys":>11} {"numpy":>8}')
   rng = np.random.default_rng(0)
+  rows = []
   for n in sizes:
     x = jnp.asarray(rng.normal(size=(batch, 2 * n)), jnp.float32)
     i = jnp.broadcast_to(jnp.arange(2 * n, dtype=jnp.int32), x.shape)
-    one = jax.jit(lambda x: jax.lax.sort(x, dimension=1))
-    two = jax.jit(lambda x, i: jax.lax.sort((x, i), dimension=1, num_keys=1))
-    three = jax.jit(lambda x, i: jax.lax.sort((x, i, i), dimension=1,
-                                              num_keys=1))
-    keys = jax.jit(lambda x: sorting.keys_to_floats(
-        sorting.sort_keys(sorting.order_keys(x)), x.dtype))
     x_np = np.asarray(x)
-    start = time.perf_counter()
-    for _ in range(repeats):
-      np.sort(x_np, axis=1)
-    numpy_ms = 1e3 * (time.perf_counter() - start) / repeats
-    print(f'{2 * n:>7} {_median_ms(one, (x,), repeats):>13.3f} '
-          f'{_median_ms(two, (x, i), repeats):>11.3f} '
-          f'{_median_ms(three, (x, i), repeats):>14.3f} '
-          f'{_median_ms(keys, (x,), repeats):>11.3f} {numpy_ms:>8.3f}')
+    ms = harness.medians(harness.measure({
+        'lax.sort f32': _turn(jax.jit(
+            lambda x: jax.lax.sort(x, dimension=1)), (x,)),
+        '(f32, i32)': _turn(jax.jit(lambda x, i: jax.lax.sort(
+            (x, i), dimension=1, num_keys=1)), (x, i)),
+        '(f32, i32, i32)': _turn(jax.jit(lambda x, i: jax.lax.sort(
+            (x, i, i), dimension=1, num_keys=1)), (x, i)),
+        'int32 keys': _turn(jax.jit(lambda x: sorting.keys_to_floats(
+            sorting.sort_keys(sorting.order_keys(x)), x.dtype)), (x,)),
+        'numpy': harness.timed(lambda: np.sort(x_np, axis=1))}, repeats))
+    rows.append([2 * n] + [f'{m[harness.VALUE]:.3f}' for m in ms.values()])
+  harness.print_table(['2N'] + list(ms), rows, 'r' * 6)
 
 
 def main(argv):
   del argv
-  batch, repeats = _BATCH.value, _REPEATS.value
+  batch, repeats = _BATCH.value, flags.FLAGS.repeats
   sizes = [int(s) for s in _SIZES.value]
   print(f'jax {jax.__version__} on {jax.devices()[0].device_kind}; batch '
         f'{batch}, float32, median of {repeats}; jit(value_and_grad) of the '
@@ -248,70 +214,53 @@ def main(argv):
         'err = relative difference from the sorted form (value, gradient).')
   rng = np.random.default_rng(0)
   figures = []
+  columns = {'ms': ('ms', 'ms'), '÷ rlax': ('vs_rlax', 'x'),
+             'temp MB': ('', ''), 'err value': ('', ''), 'err grad': ('', ''),
+             'note': ('', '')}
   for n in sizes:
     source = jnp.asarray(rng.normal(size=(batch, n)), jnp.float32)
     target = jnp.asarray(rng.normal(size=(batch, n)), jnp.float32)
     args = (source, target)
-    print(f'\nN = M = {n}')
     row_gb = 4 * n * n * 4 / 2**30  # Measured: ~4 float32 [N, N] per row.
     reference = _value_and_grad(functools.partial(losses.cramer_loss,
                                                   form='sorted'))
-    prepared, skipped = [], []
+    variants, rows = {}, {}
     for name, loss, quadratic in VARIANTS:
       fn = _value_and_grad(loss)
       run_args, scale, note = args, 1.0, ''
+      rows[name, n] = dict.fromkeys(columns, '-')
       if quadratic and batch * row_gb > _MAX_PAIRWISE_GB.value:
         # Time fewer rows and scale: the O(N²) work is linear in the batch.
         rows_fit = int(_MAX_PAIRWISE_GB.value // row_gb)
         if rows_fit < 1:
-          skipped.append((name, None, 'skipped: O(N²) memory '
-                          f'{batch * row_gb:.1f} GB'))
+          rows[name, n]['note'] = (f'skipped: O(N²) memory '
+                                   f'{batch * row_gb:.1f} GB')
           continue
         run_args = (source[:rows_fit], target[:rows_fit])
         scale = batch / rows_fit
-        note = f'  (O(N²): timed on {rows_fit} rows, scaled ×{scale:g})'
-      extra = f'{scale * _temp_mb(fn, run_args):>10.1f}'
+        note = f'O(N²): timed on {rows_fit} rows, scaled ×{scale:g}'
+      rows[name, n].update(
+          {'temp MB': f'{scale * _temp_mb(fn, run_args):.1f}', 'note': note})
       if name.startswith('cramer') and not note:
-        err_value, err_grad = _check_against(reference, fn, args)
-        extra += f'{err_value:>11.1e}{err_grad:>10.1e}'
-      prepared.append((name, fn, run_args, scale, extra + note))
-    times = _interleaved_ms([(fn, run_args) for _, fn, run_args, _, _ in
-                             prepared], repeats)
-    rows = [(name, scale * ms, extra) for (name, _, _, scale, extra), ms in
-            zip(prepared, times)] + skipped
-    rlax_ms = dict((name, ms) for name, ms, _ in rows).get('rlax_qr_loss')
-    print(f'{"variant":<24}{"ms":>10}{"÷ rlax":>9}{"temp MB":>10}'
-          f'{"err value":>11}{"err grad":>10}')
-    for name, ms, extra in rows:
-      if ms is None:
-        print(f'{name:<24}  {extra}')
-      else:
-        ratio = f'{ms / rlax_ms:>9.3f}' if rlax_ms else f'{"-":>9}'
-        print(f'{name:<24}{ms:>10.3f}{ratio}{extra}', flush=True)
-    figures += variant_figures(rows, n, batch)
+        err = _check_against(reference, fn, args)
+        rows[name, n].update(zip(('err value', 'err grad'),
+                                 (f'{e:.1e}' for e in err)))
+      turn = _turn(fn, run_args)
+      variants[name] = lambda turn=turn, scale=scale: scale * turn()
+    ms = harness.medians(harness.measure(variants, repeats))
+    rlax_ms = ms.get('rlax_qr_loss', {}).get(harness.VALUE)
+    for name, m in ms.items():
+      rows[name, n]['ms'] = f'{m[harness.VALUE]:.3f}'
+      if rlax_ms:
+        rows[name, n]['÷ rlax'] = f'{m[harness.VALUE] / rlax_ms:.3f}'
+    figures += harness.report(
+        'losses.bench_losses', f'jit(value_and_grad) of the batch mean, '
+        f'batch {batch}', ['variant', 'N = M'], columns, rows, 'lrrrrrrl')
   if _SORTS.value:
     _time_sorts(batch, sizes[:3], repeats)
-  timing.print_figures(figures)
-
-
-def variant_figures(rows, n: int, batch: int):
-  """Return the figures of one N's rows (variant, ms or None, notes): the
-  median ms and the ratio to rlax_qr_loss, as printed."""
-  rlax_ms = dict((name, ms) for name, ms, _ in rows).get('rlax_qr_loss')
-  out = []
-  for name, ms, _ in rows:
-    if ms is None:
-      continue
-    what = (f'{name}, jit(value_and_grad) of the batch mean, batch {batch}, '
-            f'N = M = {n}')
-    out.append(timing.figure(f'losses.bench_losses.ms:{name}:{n}',
-                             f'{what}: median', f'{ms:.3f}', 'ms'))
-    if rlax_ms:
-      out.append(timing.figure(f'losses.bench_losses.vs_rlax:{name}:{n}',
-                               f'{what}: time over rlax_qr_loss\'s',
-                               f'{ms / rlax_ms:.3f}', 'x'))
-  return out
+  harness.print_figures(figures)
 
 
 if __name__ == '__main__':
+  harness.define_flags(repeats=30)
   cli.run(main)

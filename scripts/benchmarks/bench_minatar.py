@@ -5,29 +5,20 @@ r"""Benchmark the MinAtar loop: training and evaluation steps/s, and the parts.
       [--configs=QR-DQN-1,QR-DQN-0,CR-DQN,NC-CR-DQN,NC-QR-DQN-0,CR-DQN-K8]
       [any run flag, e.g. --num_quantiles=51]
 
-For every configuration of the MinAtar study (scripts.campaign's
-minatar_study), with MinAtar's defaults
-(N = 201, hidden layer 128, one update per 4 steps, replay 100k, learning
-from 5k steps; the run flags change them), in one process, after a
-warm-up that fills the replay to its minimum and compiles the update: a
-training phase of --num_steps steps with learning active (env, act, replay,
-updates) and an evaluation phase (env, act), then each part on its own: one
-environment step, one action selection (K streams in one call), one replay
-add and one replay sample(32), one update (median of isolated calls). The
-configurations are measured in turns (round robin, --repeats rounds) so that
-load from other processes hits them alike; the table shows medians over the
-rounds.
-
-XLA runs single-threaded (--single_threaded, the default), as each run of a
-study with --parallel >= cores does. The last lines print the mean ms per
-training and evaluation step over the K = 1 configurations, then, the last,
-`figures:`, the figures as JSON.
+For every configuration of the MinAtar study (MinAtar's defaults: N = 201,
+one update per 4 steps, replay 100k, learning from 5k steps; the run flags
+change them), warmed up past the learning start, each round: a training phase
+of --num_steps steps, an evaluation phase, then each part on its own (env
+step, action selection for K streams, replay add and sample(32), update;
+medians of --timing_repeats calls). XLA runs single-threaded
+(--single_threaded), as each run of a study does. Then the study estimate
+(mean ms per training and evaluation step over the K = 1 configurations) and
+the last line, `figures:`, the figures as JSON.
 """
 
 import os
 import statistics
 import sys
-import time
 from typing import Any, Dict, List, NamedTuple, Tuple
 
 from absl import app
@@ -35,25 +26,31 @@ from absl import flags
 import jax
 import numpy as np
 
-from scripts.analysis import minatar_report
-from scripts.analysis import tables
-from scripts.benchmarks import timing
+from scripts.benchmarks import bench_agent
+from scripts.benchmarks import harness
 from zoo.configuration import agent_registry
-from zoo.loops import build
-from zoo.environments import environment
-from zoo.environments import minatar_env
-from zoo.replay import frame_replay as replay_lib
-from zoo.loops import python_loop
-from zoo.suites import minatar_suite
+from zoo.configuration import cli
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import settings_flags
-from zoo.configuration import cli
+from zoo.environments import environment
+from zoo.environments import minatar_env
+from zoo.loops import build
+from zoo.loops import python_loop
+from zoo.replay import frame_replay as replay_lib
+from zoo.suites import minatar_suite
 
 FLAGS = flags.FLAGS
 SINGLE_THREADED_XLA = ('--xla_cpu_multi_thread_eigen=false '
                        'intra_op_parallelism_threads=1')
-COLUMNS = ('train steps/s', 'train ms/step', 'eval ms/step', 'update ms',
-           'updates share', 'act ms', 'env ms', 'replay add ms', 'sample ms')
+# The table's columns: each one's quantity in the figure keys, and its unit.
+COLUMNS = {'train steps/s': ('train_steps_per_s', 'steps/s'),
+           'train ms/step': ('train_ms_per_step', 'ms'),
+           'eval ms/step': ('eval_ms_per_step', 'ms'),
+           'update ms': ('update_ms', 'ms'),
+           'updates share': ('updates_share', '%'),
+           'act ms': ('act_ms', 'ms'), 'env ms': ('env_ms', 'ms'),
+           'replay add ms': ('replay_add_ms', 'ms'),
+           'sample ms': ('sample_ms', 'ms')}
 
 
 class Config(NamedTuple):
@@ -98,72 +95,62 @@ def define_flags() -> None:
   flags.DEFINE_integer('num_steps', 3000,
                        'Training steps per configuration per round (eval: '
                        'the same number).')
-  flags.DEFINE_integer('repeats', 3, 'Rounds over the configurations.')
-  flags.DEFINE_integer('timing_repeats', 20,
-                       'Timed calls per part per round (median).')
+  harness.define_flags(repeats=3, timing_repeats=20)
   flags.DEFINE_bool('single_threaded', True,
                     'Run XLA on one thread, as a study run does.')
 
 
-def machine() -> str:
-  """Return the CPU, its cores and the load average (a shared machine)."""
-  load = ', '.join(f'{x:.1f}' for x in os.getloadavg())
-  return f'{minatar_report.cpu_description()}, load average {load}'
+def settings_of(config: Config, base, **changes) -> settings_lib.Settings:
+  """Return a configuration's settings over the run flags' `base`; a
+  UsageError naming the configuration and the bad setting."""
+  try:
+    s = settings_lib.resolve_settings(
+        minatar_suite.MINATAR, agent_registry.presets()[config.preset],
+        dict(base, results_csv_path='', checkpoint_dir='', **changes,
+             **config_settings(config)))
+    settings_lib.validate_settings(minatar_suite.MINATAR, s)
+  except settings_lib.ConfigError as e:
+    raise app.UsageError(f'{config.label}: {e}')
+  return s
 
 
-class ConfigBench:
+def start_xla(single_threaded: bool) -> str:
+  """Start XLA (single-threaded if asked, as a study run); return the
+  machine and JAX's device, to print."""
+  if single_threaded:  # Read when the XLA backend starts, which is below.
+    os.environ['XLA_FLAGS'] = (os.environ.get('XLA_FLAGS', '') + ' ' +
+                               SINGLE_THREADED_XLA).strip()
+  return (f'machine: {harness.machine()}; XLA '
+          f'{"single-threaded" if single_threaded else "multi-threaded"}')
+
+
+class ConfigBench(bench_agent.AgentBench):
   """One configuration's agent, replay and environments, warmed up."""
 
-  def __init__(self, config: Config, base_settings):
-    self.name = config.label
-    settings = dict(base_settings, results_csv_path='', checkpoint_dir='')
-    settings.update(config_settings(config))
-    s = settings_lib.resolve_settings(minatar_suite.MINATAR,
-                                      agent_registry.presets()[config.preset],
-                                      settings)
-    settings_lib.validate_settings(minatar_suite.MINATAR, s)
-    self.settings = s
-    make = build.make_environment_factory(minatar_suite.MINATAR, s)
-    self.env, self.eval_env = make(1, 'train'), make(1, 'eval')
-    self.num_envs = self.env.num_envs
-    self.agent, self.replay = build.build_agent(
-        minatar_suite.MINATAR, s, self.env.num_actions)
-    # Fill past the minimum, then compile the update: learning from then on,
-    # as in the middle of a run.
-    python_loop.run_phase(self.env, self.agent.step,
-                       s.min_replay_size() + 64 * self.num_envs, 1)
-    if self.agent.num_updates == 0:
-      raise RuntimeError(f'{self.name}: no update during the warm-up.')
+  def __init__(self, config: Config, s: settings_lib.Settings):
+    super().__init__(config.label, minatar_suite.MINATAR, s,
+                     s.min_replay_size() + 64 * s.num_envs)
+    self.eval_env = build.make_environment_factory(
+        minatar_suite.MINATAR, s)(1, 'eval')
     python_loop.run_phase(self.eval_env, self.agent.eval_step, 64, 1)
-    self.train_rates: List[float] = []
-    self.update_rates: List[float] = []
-    self.eval_ms: List[float] = []
-    self.parts: Dict[str, List[float]] = {}
 
-  def measure_round(self, num_steps: int, repeats: int) -> None:
+  def measure_round(self, num_steps: int, repeats: int) -> Dict[str, float]:
     """Measure a training and an evaluation phase, then each part."""
-    updates_before = self.agent.num_updates
-    stats = python_loop.run_phase(self.env, self.agent.step, num_steps, 1)
-    jax.block_until_ready(self.agent.online_params)
-    self.train_rates.append(stats.frame_rate)
-    self.update_rates.append(
-        (self.agent.num_updates - updates_before) / stats.duration)
-    stats = python_loop.run_phase(self.eval_env, self.agent.eval_step, num_steps,
-                               1)
-    self.eval_ms.append(1e3 / stats.frame_rate)
-    for name, value in self._part_times(repeats).items():
-      self.parts.setdefault(name, []).append(value)
+    out = self.train(num_steps)
+    stats = python_loop.run_phase(self.eval_env, self.agent.eval_step,
+                                  num_steps, 1)
+    out['eval ms'] = 1e3 / stats.frame_rate
+    return dict(out, **self._part_times(repeats))
 
   def _part_times(self, repeats: int) -> Dict[str, float]:
     agent, k = self.agent, self.num_envs
     batch = self.replay.sample(32, stacks_last=False)
-    times = {'update': timing.median_ms(lambda: agent.learn_from(batch), repeats)}
-    select = agent._select_action  # pylint: disable=protected-access
+    times = {'update': harness.median_ms(lambda: agent.learn_from(batch),
+                                         repeats)}
     observation = self.replay.sample(k).s_t
-    key = jax.random.PRNGKey(0)
-    times['act'] = timing.median_ms(
-        lambda: select(agent.online_params, key, observation, 0.01), repeats)
-    times['sample'] = timing.median_ms(
+    times.update(bench_agent.part_ms(agent, self.env, observation, 0.01,
+                                     repeats))
+    times['sample'] = harness.median_ms(
         lambda: self.replay.sample(32, stacks_last=False), repeats)
     # A scratch replay of the same shape, so that the agent's stays intact.
     scratch = replay_lib.FrameReplay(
@@ -171,39 +158,29 @@ class ConfigBench:
     step_type = np.full(k, environment.MID)
     actions = np.zeros(k, np.int32)
     rewards, discounts = np.zeros(k, np.float32), np.ones(k, np.float32)
-    times['add'] = timing.median_ms(
+    times['add'] = harness.median_ms(
         lambda: scratch.add(step_type, observation, actions, rewards,
                             discounts), repeats)
-    rng = np.random.default_rng(0)
-    self.env.reset()
-    times['env'] = timing.median_ms(
-        lambda: self.env.step(rng.integers(0, self.env.num_actions, k)),
-        repeats)
     return times
 
-  def row(self) -> Dict[str, str]:
-    part = {name: statistics.median(values)
-            for name, values in self.parts.items()}
-    train_rate = statistics.median(self.train_rates)
-    update_rate = statistics.median(self.update_rates)
-    return {
-        'train steps/s': f'{train_rate:.0f}',
-        'train ms/step': f'{1e3 / train_rate:.3f}',
-        'eval ms/step': f'{statistics.median(self.eval_ms):.3f}',
-        'update ms': f'{part["update"]:.2f}',
-        'updates share': f'{update_rate * part["update"] / 1e3:.0%}',
-        'act ms': f'{part["act"]:.3f}',
-        'env ms': f'{part["env"]:.3f}',
-        'replay add ms': f'{part["add"]:.3f}',
-        'sample ms': f'{part["sample"]:.3f}',
-    }
+  @staticmethod
+  def row(m: Dict[str, float]) -> Dict[str, str]:
+    """Return the table's cells of a configuration's medians `m`."""
+    return dict(zip(COLUMNS, (
+        f'{m["frames/s"]:.0f}', f'{1e3 / m["frames/s"]:.3f}',
+        f'{m["eval ms"]:.3f}',
+        f'{m["update"]:.2f}', f'{m["updates/s"] * m["update"] / 1e3:.0%}',
+        f'{m["act"]:.3f}', f'{m["env"]:.3f}', f'{m["add"]:.3f}',
+        f'{m["sample"]:.3f}')))
 
   def close(self) -> None:
-    self.env.close()
+    super().close()
     self.eval_env.close()
 
 
-def _configs(labels) -> List[Config]:
+def configs_named(labels) -> List[Config]:
+  """Return the configurations of --configs; a UsageError naming the
+  known ones."""
   known = {c.label: c for c in CONFIGS +
            OPTIONAL_CONFIGS + (K_STREAM_CONFIG,)}
   unknown = [label for label in labels if label not in known]
@@ -216,107 +193,52 @@ def _configs(labels) -> List[Config]:
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  configs = _configs(FLAGS.configs)
+  configs = configs_named(FLAGS.configs)
   try:
     minatar_env.check_installed()
   except minatar_env.NotInstalledError as e:
     sys.exit(f'Error: {e}')
-  for name in ('num_steps', 'repeats', 'timing_repeats'):
-    if FLAGS[name].value < 1:
-      raise app.UsageError(f'--{name} must be >= 1, got {FLAGS[name].value}.')
-  base_settings = settings_flags.values_from_flags()
-  for config in configs:  # Every configuration's settings, before any work.
-    settings = dict(base_settings, results_csv_path='', checkpoint_dir='',
-                    **config_settings(config))
-    try:
-      settings_lib.validate_settings(minatar_suite.MINATAR,
-                                     settings_lib.resolve_settings(
-                                         minatar_suite.MINATAR,
-                                         agent_registry.presets()[config.preset],
-                                         settings))
-    except settings_lib.ConfigError as e:
-      raise app.UsageError(f'{config.label}: {e}')
-  if FLAGS.single_threaded:
-    # Read when the XLA backend starts, which is below.
-    os.environ['XLA_FLAGS'] = (os.environ.get('XLA_FLAGS', '') + ' ' +
-                               SINGLE_THREADED_XLA).strip()
-  print(f'machine: {machine()}', flush=True)
-  print(f'JAX device: {jax.devices()[0]}; XLA '
-        f'{"single-threaded" if FLAGS.single_threaded else "multi-threaded"}'
-        f'; game {FLAGS.environment_name}; {FLAGS.num_steps} training and '
+  if FLAGS.num_steps < 1:
+    raise app.UsageError(f'--num_steps must be >= 1, got {FLAGS.num_steps}.')
+  base = settings_flags.values_from_flags()
+  resolved = [settings_of(config, base) for config in configs]  # Up front.
+  print(start_xla(FLAGS.single_threaded), flush=True)
+  print(f'game {FLAGS.environment_name}; {FLAGS.num_steps} training and '
         f'evaluation steps per configuration per round, {FLAGS.repeats} '
-        'rounds.',
-        flush=True)
-  benches = []
-  for config in configs:
-    start = time.perf_counter()
-    benches.append(ConfigBench(config, base_settings))
-    s = benches[-1].settings
-    print(f'{config.label}: N={s.num_quantiles}, K={s.num_envs}, one '
-          f'update per {s.learn_period} steps; warmed up in '
-          f'{time.perf_counter() - start:.0f} s', flush=True)
-  for round_index in range(FLAGS.repeats):
-    for bench in benches:
-      bench.measure_round(FLAGS.num_steps, FLAGS.timing_repeats)
-    print(f'round {round_index + 1}/{FLAGS.repeats}: ' + ', '.join(
-        f'{b.name} {b.train_rates[-1]:.0f}' for b in benches) +
-          ' training steps/s', flush=True)
-  rows = {b.name: b.row() for b in benches}
-  print()
-  print('\n'.join(tables.markdown(
-      ('configuration',) + COLUMNS,
-      [[name] + [row[c] for c in COLUMNS] for name, row in rows.items()],
-      'l' + 'r' * len(COLUMNS))))
-  print('\n(act: one call for the K streams; env: one step of the K streams; '
-        'steps count every stream.)')
-  print(f'machine at the end: {machine()}')
-  single = [b for b in benches if b.num_envs == 1]
-  chosen = single or benches
-  train_ms = statistics.mean(1e3 / statistics.median(b.train_rates)
-                             for b in chosen)
-  eval_ms = statistics.mean(statistics.median(b.eval_ms) for b in chosen)
-  print(f'study estimate: --train_step_ms={train_ms:.2f} '
-        f'--eval_step_ms={eval_ms:.2f} (mean over {len(chosen)} ' +
-        ('K=1 configurations)' if single else 'configurations, none K=1)'))
+        'rounds.', flush=True)
+  benches = [harness.ready(
+      f'{c.label} (N={s.num_quantiles}, K={s.num_envs}, one update per '
+      f'{s.learn_period} steps)', lambda c=c, s=s: ConfigBench(c, s))
+             for c, s in zip(configs, resolved)]
+  medians = harness.medians(harness.measure(
+      {b.name: lambda b=b: b.measure_round(FLAGS.num_steps,
+                                           FLAGS.timing_repeats)
+       for b in benches}, FLAGS.repeats))
   for bench in benches:
     bench.close()
-  estimate = (f'mean over {len(chosen)} ' +
-              ('K=1 configurations' if single else
-               'configurations, none K=1'))
-  timing.print_figures(figures(rows, FLAGS.environment_name, f'{train_ms:.2f}',
-                               f'{eval_ms:.2f}', estimate))
-
-
-# Each column's quantity in the figure keys, and its unit.
-FIGURE_KEYS = {'train steps/s': ('train_steps_per_s', 'steps/s'),
-          'train ms/step': ('train_ms_per_step', 'ms'),
-          'eval ms/step': ('eval_ms_per_step', 'ms'),
-          'update ms': ('update_ms', 'ms'),
-          'updates share': ('updates_share', '%'),
-          'act ms': ('act_ms', 'ms'), 'env ms': ('env_ms', 'ms'),
-          'replay add ms': ('replay_add_ms', 'ms'),
-          'sample ms': ('sample_ms', 'ms')}
-
-
-def figures(rows: Dict[str, Dict[str, str]], game: str, train_ms: str,
-            eval_ms: str, estimate: str) -> List[Dict[str, str]]:
-  """Return the figures of the table's rows (ConfigBench.row() by
-  configuration) and of the study estimate."""
-  out = []
-  for name, row in rows.items():
-    for column in COLUMNS:
-      quantity, unit = FIGURE_KEYS[column]
-      out.append(timing.figure(
-          f'minatar.bench_minatar.{quantity}:{name}',
-          f'MinAtar {game}, {name}: {column} (median of the rounds)',
-          row[column].rstrip('%'), unit))
-  for quantity, value in (('train_step_ms', train_ms),
-                          ('eval_step_ms', eval_ms)):
-    out.append(timing.figure(
-        f'minatar.bench_minatar.study_{quantity}',
-        f'MinAtar {game}: the study estimate\'s --{quantity} ({estimate})',
-        value, 'ms'))
-  return out
+  game = FLAGS.environment_name
+  figures = harness.report(
+      'minatar.bench_minatar', f'MinAtar {game}', ['configuration'], COLUMNS,
+      {name: ConfigBench.row(m) for name, m in medians.items()},
+      'l' + 'r' * len(COLUMNS))
+  print('\n(act: one call for the K streams; env: one step of the K streams; '
+        'steps count every stream.)')
+  print(f'machine at the end: {harness.machine()}')
+  chosen = [b for b in benches if b.num_envs == 1] or benches
+  estimate = f'mean over {len(chosen)} ' + (
+      'K=1 configurations' if chosen[0].num_envs == 1 else
+      'configurations, none K=1')
+  steps_ms = {
+      'train_step_ms': statistics.mean(1e3 / medians[b.name]['frames/s']
+                                       for b in chosen),
+      'eval_step_ms': statistics.mean(medians[b.name]['eval ms']
+                                      for b in chosen)}
+  print('study estimate: ' + ' '.join(
+      f'--{q}={ms:.2f}' for q, ms in steps_ms.items()) + f' ({estimate})')
+  harness.print_figures(figures + [harness.figure(
+      f'minatar.bench_minatar.study_{q}',
+      f'MinAtar {game}: the study estimate\'s --{q} ({estimate})',
+      f'{ms:.2f}', 'ms') for q, ms in steps_ms.items()])
 
 
 if __name__ == '__main__':

@@ -1,46 +1,25 @@
 """Benchmark Atari's loops at K streams: the Python loop's orders, the jitted loop.
 
-Times one block (one agent step of K streams: acting, K emulator steps with
-preprocessing, storing, and the K x 4 / 16 updates that fall due in it, run
-as one fused dispatch) five ways, in turns within one process (round robin,
-`--repeats` rounds; the tables show medians):
-
-- stepping alone: the agent's step with learning off (act, step, store);
-- learning alone: the block's updates, one fused call waited for (host
-  sampling of the batches included);
-- serial: the Python loop's order (`--overlap_learning` off: the next action
-  selection waits for the block's updates);
-- overlapped: `--overlap_learning` (acting on the snapshot of the parameters
-  from before the block, on the second JAX device, while the updates run);
-- jitted: `--loop=jitted` (zoo.loops.jitted_loop: acting, ale-py's XLA
-  emulators, the replay on the device and the updates in one compiled
-  program), one training phase of `--num_blocks` blocks, compiled and past
-  the learning start.
-
-The first table holds the overlap goal: overlapped <= 1.15 x max(stepping,
-learning). The second holds every loop's training frames/s (frames = agent
-steps x K x 4, the same frames for every row) and the jitted loop's against
-the faster of the Python loop's two orders. The last line, `figures:`, holds
-the frames/s as JSON, for a record.
-
-Every variant's replay holds `--bench_replay_capacity` transitions, far
-fewer than DQN Zoo's 1M: the timings need only the minimum to learn from,
-and the jitted loop's replay (on the device, 7,072 bytes a transition) stays
-small at any K.
-
-On a CPU host two computations run at once only on two devices: this script
-asks XLA for two host devices (`--xla_force_host_platform_device_count=2`)
-unless XLA_FLAGS already names a count.
-
   python -m scripts.benchmarks.bench_overlap [--environment_name=breakout]
       [--num_envs_list=16,64,128,256] [--num_blocks=16] [--repeats=3]
       [--num_quantiles=N] [--hidden_size=H] [--batch_size=B]
 
-Network settings (`--num_quantiles`, `--hidden_size`, `--num_hidden_layers`,
-`--batch_size`, `--learn_period`, `--num_fused_updates`) are the run flags;
-unset, the suite's defaults (U unset: the block's K x 4 / learn_period
-updates in one call; the jitted loop always runs a block's updates in one
-call). `--num_envs_list` unset: 16,64,128,256 on a GPU, 16,64 on a CPU.
+Times one block (one agent step of K streams, and the K x 4 / learn_period
+updates due in it, in calls of U = `--num_fused_updates`, unset: one call)
+five ways, `--num_blocks` blocks a round: stepping alone (learning off);
+learning alone (the block's updates, waited for); serial (the Python loop's
+order); overlapped (`--overlap_learning`: acting on the second JAX device
+while the updates run); jitted (`--loop=jitted`, one compiled training phase,
+past the learning start). The table holds the overlap goal (overlapped <=
+1.15 x max(stepping, learning)), every loop's training frames/s and the
+jitted loop's over the faster Python order; the last line, `figures:`, the
+frames/s as JSON.
+
+Replays hold `--bench_replay_capacity` transitions (the timings need only the
+minimum to learn from). The network settings are the run flags (unset: the
+suite's defaults). `--num_envs_list` unset: 16,64,128,256 on a GPU, 16,64 on
+a CPU, where this script asks XLA for two host devices
+(`--xla_force_host_platform_device_count=2`) unless XLA_FLAGS names a count.
 """
 
 import os
@@ -55,7 +34,6 @@ if (__name__ == '__main__' and 'jax' not in sys.modules and
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import dataclasses
-import statistics
 import time
 from typing import Any, Callable, Dict, List
 
@@ -63,8 +41,8 @@ from absl import flags
 import jax
 import numpy as np
 
-from scripts.analysis import tables as markdown_tables
-from scripts.benchmarks import timing
+from scripts.benchmarks import bench_jitted_minatar
+from scripts.benchmarks import harness
 from zoo.configuration import agent_registry
 from zoo.configuration import cli
 from zoo.configuration import settings as settings_lib
@@ -76,16 +54,15 @@ from zoo.suites import atari_suite
 # Run flags a measurement may set (the network and the learner's sizes).
 OVERRIDABLE = ('num_quantiles', 'hidden_size', 'num_hidden_layers',
                'batch_size', 'learn_period', 'num_fused_updates')
-COLUMNS = ('stepping ms', 'learning ms', 'serial ms', 'overlapped ms',
-           'overlapped / max', 'serial / max', 'overlapped frames/s')
-# The variants, in the order of each round and of the loops table.
+# The variants, in the order of each round.
 VARIANTS = ('stepping', 'learning', 'serial', 'overlapped', 'jitted')
-LOOP_NAMES = {'stepping': 'stepping alone (Python loop, no learning)',
-              'learning': 'learning alone (Python loop\'s updates)',
-              'serial': 'Python loop, serial',
-              'overlapped': 'Python loop, --overlap_learning',
-              'jitted': 'jitted loop'}
-LOOP_COLUMNS = ('K', 'loop', 'ms per block', 'frames/s', 'vs Python loop')
+# The table's columns: the frames/s of the loops are figures.
+COLUMNS = dict({f'{name} ms': ('', '') for name in VARIANTS}, **{
+    'overlapped / max': ('', ''), 'serial / max': ('', ''),
+    'serial frames/s': ('serial', 'frames/s'),
+    'overlapped frames/s': ('overlapped', 'frames/s'),
+    'jitted frames/s': ('jitted', 'frames/s'),
+    'jitted vs Python loop': ('jitted_vs_python', 'x')})
 # Stream counts by JAX platform when --num_envs_list is unset.
 DEFAULT_NUM_ENVS = {'gpu': '16,64,128,256'}
 CPU_NUM_ENVS = '16,64'
@@ -119,61 +96,17 @@ def block_updates(num_envs: int, num_action_repeats: int,
   return frames // learn_period
 
 
-def row(times: Dict[str, List[float]], block_frames: int) -> Dict[str, str]:
-  """Return one row of the overlap table from per-round block times (ms)."""
-  median = {name: statistics.median(values) for name, values in times.items()}
-  bound = max(median['stepping'], median['learning'])
-  return {
-      'stepping ms': f'{median["stepping"]:.1f}',
-      'learning ms': f'{median["learning"]:.1f}',
-      'serial ms': f'{median["serial"]:.1f}',
-      'overlapped ms': f'{median["overlapped"]:.1f}',
-      'overlapped / max': f'{median["overlapped"] / bound:.2f}',
-      'serial / max': f'{median["serial"] / bound:.2f}',
-      'overlapped frames/s': f'{1e3 * block_frames / median["overlapped"]:.0f}',
-  }
-
-
-def loop_rows(num_envs: int, times: Dict[str, List[float]],
-              block_frames: int) -> List[Dict[str, Any]]:
-  """Return the loops table's rows at K: each variant's median ms per block,
-  frames/s, and (jitted) its speed over the faster Python order."""
-  median = {name: statistics.median(times[name]) for name in VARIANTS}
-  python_ms = min(median['serial'], median['overlapped'])
-  rows = []
-  for name in VARIANTS:
-    rows.append({'K': num_envs, 'variant': name, 'loop': LOOP_NAMES[name],
-                 'ms per block': median[name],
-                 'frames/s': 1e3 * block_frames / median[name],
-                 'vs Python loop': (python_ms / median[name]
-                                    if name == 'jitted' else None)})
-  return rows
-
-
-def format_loop_row(r: Dict[str, Any]) -> List[str]:
-  ratio = r['vs Python loop']
-  return [f'K={r["K"]}', r['loop'], f'{r["ms per block"]:.1f}',
-          f'{r["frames/s"]:.0f}', '' if ratio is None else f'{ratio:.3g}x']
-
-
-def figures(rows: List[Dict[str, Any]], game: str) -> List[Dict[str, str]]:
-  """Return the figures (key, what, value, unit) of the loops table's rows."""
-  out = []
-  for r in rows:
-    if r['variant'] in ('stepping', 'learning'):
-      continue
-    k = r['K']
-    out.append({'key': f'atari.bench_overlap.{r["variant"]}:{k}',
-                'what': f'Atari training frames/s, {r["loop"]}, K = {k} '
-                        f'(`bench_overlap`, {game})',
-                'value': f'{r["frames/s"]:,.0f}', 'unit': 'frames/s'})
-    if r['vs Python loop'] is not None:
-      out.append({'key': f'atari.bench_overlap.jitted_vs_python:{k}',
-                  'what': f'Atari training, jitted loop over the faster '
-                          f'Python loop order, K = {k} (`bench_overlap`, '
-                          f'{game})',
-                  'value': f'{r["vs Python loop"]:.3g}', 'unit': 'x'})
-  return out
+def row(ms: Dict[str, float], block_frames: int) -> Dict[str, str]:
+  """Return one row of the table from the variants' median ms per block."""
+  bound = max(ms['stepping'], ms['learning'])
+  cells = {f'{name} ms': f'{ms[name]:.1f}' for name in VARIANTS}
+  cells.update({name: f'{ms[name.split()[0]] / bound:.2f}'
+                for name in ('overlapped / max', 'serial / max')})
+  cells.update({f'{name} frames/s': f'{1e3 * block_frames / ms[name]:,.0f}'
+                for name in ('serial', 'overlapped', 'jitted')})
+  python_ms = min(ms['serial'], ms['overlapped'])
+  cells['jitted vs Python loop'] = f'{python_ms / ms["jitted"]:.3g}x'
+  return cells
 
 
 class Variant:
@@ -229,50 +162,11 @@ def check_jitted(suite, s: settings_lib.Settings) -> None:
   jitted_loop.check(suite, s)  # Last: it starts the K emulators.
 
 
-class JittedVariant:
-  """The jitted loop at K streams: compiled, learning from its first timed
-  block on; one training phase of `num_blocks` blocks a round."""
-
-  def __init__(self, s: settings_lib.Settings, suite, preset,
-               num_blocks: int):
-    self.num_blocks = num_blocks
-    self.loop = jitted_loop.make(suite, preset, [s])
-    cfg = self.loop.cfg
-    if cfg.block_frames != s.num_envs * s.num_action_repeats:
-      raise RuntimeError(f'the jitted loop\'s block is {cfg.block_frames} '
-                         'frames, not one agent step of the K streams.')
-    self.replay_bytes = sum(np.asarray(x).nbytes for x in
-                            jax.tree.leaves(self.loop.states.replay))
-    self.iteration = 0
-    self.phase_ms()  # Compiles the phase's one chunk.
-    # Past the learning start: every later block runs its updates.
-    while cfg.updates_done(self.loop.frame_t) == 0:
-      self.phase_ms()
-
-  def phase_ms(self) -> float:
-    """Run one training phase; return its ms per block (synchronised)."""
-    self.iteration += 1
-    result, = self.loop.train(self.iteration, lambda frames: None)
-    return 1e3 * result.stats.duration / self.num_blocks
-
-  @property
-  def num_updates(self) -> int:
-    return self.loop.cfg.updates_done(self.loop.frame_t)
-
-  def close(self):
-    self.loop.close()
-
-
-def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
-            repeats, timing_repeats, replay_capacity, min_replay,
-            say: Callable[[str], None] = lambda line: print(line, flush=True)
-            ) -> Dict[str, Any]:
-  """Return the per-round ms per block of every variant at K streams.
-
-  Returns a dict: 'times' ({variant: [ms per block per round]}), 'settings'
-  (the Python loop's), 'updates' (per block), 'device' (the overlapped
-  agent's acting device), 'replay_bytes' (the jitted loop's replay).
-  """
+def settings_at(suite, preset, game: str, num_envs: int, overrides,
+                num_blocks, replay_capacity, min_replay):
+  """Return the settings at K streams: (resolve(**changes), the Python
+  loop's, the jitted loop's, the updates per block); ValueError or
+  ConfigError naming the fix (before any long work)."""
   base = dict(settings_lib.default_settings(suite), **overrides)
   updates = block_updates(num_envs, base['num_action_repeats'],
                           base['learn_period'])
@@ -291,6 +185,22 @@ def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
                      f'the {updates} updates of a block.')
   jitted_s = jitted_settings(s, num_blocks)
   check_jitted(suite, jitted_s)
+  return resolve, s, jitted_s, updates
+
+
+def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
+            repeats, timing_repeats, replay_capacity, min_replay,
+            say: Callable[[str], None] = harness.say
+            ) -> Dict[str, Any]:
+  """Return the per-round ms per block of every variant at K streams.
+
+  Returns a dict: 'times' (harness.measure's, ms per block), 'settings'
+  (the Python loop's), 'updates' (per block), 'device' (the overlapped
+  agent's acting device), 'replay_bytes' (the jitted loop's replay).
+  """
+  resolve, s, jitted_s, updates = settings_at(
+      suite, preset, game, num_envs, overrides, num_blocks, replay_capacity,
+      min_replay)
   variants = {
       # Learning never starts: the minimum is the whole replay.
       'stepping': Variant(resolve(min_replay_capacity_fraction=1.0), suite,
@@ -299,10 +209,12 @@ def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
       'overlapped': Variant(resolve(overlap_learning=True), suite, True,
                             min_replay),
   }
-  start = time.perf_counter()
-  jitted = JittedVariant(jitted_s, suite, preset, num_blocks)
-  say(f'K={num_envs}: jitted loop compiled and past the learning start in '
-      f'{time.perf_counter() - start:.0f} s')
+  jitted = harness.ready(f'K={num_envs} jitted loop', lambda: (
+      bench_jitted_minatar.JittedPhases(suite, preset, [jitted_s])))
+  if jitted.loop.cfg.block_frames != s.num_envs * s.num_action_repeats:
+    raise RuntimeError(f'the jitted loop\'s block is '
+                       f'{jitted.loop.cfg.block_frames} frames, not one agent '
+                       'step of the K streams.')
   learner = variants['serial'].agent
   calls = updates // s.num_fused_updates
 
@@ -310,17 +222,14 @@ def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
     losses = [learner.learn() for _ in range(calls)]
     return losses, learner.online_params
 
-  times = {name: [] for name in VARIANTS}
   updates_before = jitted.num_updates
-  for round_index in range(repeats):
-    for name, variant in variants.items():
-      times[name].append(variant.run_blocks(num_blocks))
-      if name == 'stepping':
-        times['learning'].append(timing.median_ms(learn_block, timing_repeats))
-    times['jitted'].append(jitted.phase_ms())
-    say(f'K={num_envs} round {round_index + 1}/{repeats}: ' + ', '.join(
-        f'{name} {values[-1]:.1f}' for name, values in times.items()) +
-        ' ms per block')
+  blocks = {name: lambda v=variant: v.run_blocks(num_blocks)
+            for name, variant in variants.items()}
+  blocks.update(learning=lambda: harness.median_ms(learn_block,
+                                                   timing_repeats),
+                jitted=lambda: 1e3 * jitted.phase_s() / num_blocks)
+  times = harness.measure({name: blocks[name] for name in VARIANTS}, repeats,
+                          lambda line: say(f'K={num_envs} {line} ms'))
   if variants['stepping'].agent.num_updates:
     raise RuntimeError('the stepping-alone agent learned; raise '
                        '--bench_replay_capacity.')
@@ -337,23 +246,6 @@ def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
           'device': device, 'replay_bytes': jitted.replay_bytes}
 
 
-def tables(results: Dict[int, Dict[str, Any]], game: str
-           ) -> Dict[str, Any]:
-  """Return the printed tables (text) and the figures of measure()'s results
-  by K."""
-  overlap, all_rows = [], []
-  for k, result in results.items():
-    frames = k * result['settings'].num_action_repeats
-    values = row(result['times'], frames)
-    overlap.append([f'K={k}'] + [values[c] for c in COLUMNS])
-    all_rows += loop_rows(k, result['times'], frames)
-  overlap = markdown_tables.markdown(('K',) + COLUMNS, overlap)
-  loops = markdown_tables.markdown(
-      LOOP_COLUMNS, [format_loop_row(r) for r in all_rows], 'llrrr')
-  return {'text': '\n'.join(overlap) + '\n\n' + '\n'.join(loops),
-          'rows': all_rows, 'figures': figures(all_rows, game)}
-
-
 def main(argv):
   del argv
   f = flags.FLAGS
@@ -368,23 +260,10 @@ def main(argv):
   overrides = {name: getattr(f, name) for name in OVERRIDABLE
                if f[name].present}
   preset = agent_registry.default_preset(f.agent)
-  defaults = settings_lib.default_settings(suite)
   try:  # Refuse before any long work.
     for k in num_envs_list:
-      block_updates(k, defaults['num_action_repeats'],
-                    overrides.get('learn_period', defaults['learn_period']))
-    settings_lib.validate_settings(suite, settings_lib.resolve_settings(
-        suite, preset, dict(defaults, **overrides, environment_name=game,
-                            results_csv_path='', checkpoint_dir='')))
-    for k in num_envs_list:
-      check_jitted(suite, jitted_settings(settings_lib.resolve_settings(
-          suite, preset, dict(
-              defaults, **overrides, environment_name=game, num_envs=k,
-              environment_mode='vector',
-              replay_capacity=f.bench_replay_capacity,
-              min_replay_capacity_fraction=(f.min_replay /
-                                            f.bench_replay_capacity),
-              results_csv_path='', checkpoint_dir='')), f.num_blocks))
+      settings_at(suite, preset, game, k, overrides, f.num_blocks,
+                  f.bench_replay_capacity, f.min_replay)
   except (ValueError, settings_lib.ConfigError) as e:
     sys.exit(f'Error: {e}')
   print(f'JAX devices: {jax.devices()}; os.cpu_count() = {os.cpu_count()}; '
@@ -405,16 +284,20 @@ def main(argv):
           f'{time.perf_counter() - start:.0f}s', flush=True)
     results[k] = result
   replay_mb = {k: r['replay_bytes'] / 1e6 for k, r in results.items()}
-  out = tables(results, game)
-  print()
-  print(out['text'])
+  figures = harness.report(
+      'atari.bench_overlap', f'Atari training, agent {f.agent}, {game}',
+      ['K'], COLUMNS, {
+          str(k): row({n: m[harness.VALUE] for n, m in
+                       harness.medians(r['times']).items()},
+                      k * r['settings'].num_action_repeats)
+          for k, r in results.items()}, 'l' + 'r' * len(COLUMNS))
   print(f'\nframes = agent steps x K x 4 (a block: one agent step of the K '
         'streams); medians of the rounds. Every variant\'s replay holds '
         f'{f.bench_replay_capacity:,} transitions, learning from '
         f'{f.min_replay:,}: small for the benchmark (DQN Zoo: 1M); the '
         'jitted loop\'s, on the device: ' + ', '.join(
             f'{mb:.0f} MB at K={k}' for k, mb in replay_mb.items()) + '.')
-  timing.print_figures(out['figures'])
+  harness.print_figures(figures)
 
 
 if __name__ == '__main__':
@@ -427,12 +310,10 @@ if __name__ == '__main__':
   flags.DEFINE_integer('num_blocks', 16,
                        'Blocks per variant per round (one timing; the '
                        'jitted loop: one training phase).')
-  flags.DEFINE_integer('repeats', 3, 'Rounds over the variants (median).')
-  flags.DEFINE_integer('timing_repeats', 5,
-                       'Timed learning-alone blocks per round (median).')
   flags.DEFINE_integer('bench_replay_capacity', 20_000,
                        'Replay transitions per variant (the jitted loop\'s '
                        'too, on the device).')
   flags.DEFINE_integer('min_replay', 1_000,
                        'Transitions held before learning starts.')
+  harness.define_flags(repeats=3, timing_repeats=5)
   cli.run(main)

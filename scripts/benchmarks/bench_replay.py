@@ -1,11 +1,12 @@
 """Measure the replay's resident memory when full, and its sampling time.
 
-  python -m scripts.benchmarks.bench_replay [--replay_capacity=1000000] [--num_streams=16]
+  python -m scripts.benchmarks.bench_replay [--replay_capacity=1000000]
+      [--num_streams=16] [--repeats=200]
 
 Fills a FrameReplay to capacity with random frames (as K streams of one long
 episode) and prints the process's resident memory next to the arrays' exact
-size, then the median time of sample(32) for both stack layouts. The last
-line, `figures:`, holds the figures as JSON.
+size, then the median time of sample(32) for both stack layouts (in turns,
+--repeats rounds). The last line, `figures:`, holds the figures as JSON.
 """
 
 import resource
@@ -15,9 +16,9 @@ from absl import app
 from absl import flags
 import numpy as np
 
-from scripts.benchmarks import timing
-from zoo.replay import frame_replay as replay_lib
+from scripts.benchmarks import harness
 from zoo.configuration import cli
+from zoo.replay import frame_replay as replay_lib
 
 FLAGS = flags.FLAGS
 
@@ -48,23 +49,24 @@ def main(argv):
   print(f'filled {replay.size} transitions in '
         f'{time.perf_counter() - start:.1f} s: resident {full_gb} GB')
   what = f'FrameReplay of {capacity:,} transitions in {k} streams'
-  figures = [
-      timing.figure('replay.bench_replay.arrays', f'{what}: its arrays',
-                    arrays_gb, 'GB'),
-      timing.figure('replay.bench_replay.resident_full',
-                    f'{what}, full: the process\'s resident memory', full_gb,
-                    'GB')]
-  for stacks_last in (True, False):
-    ms = timing.median_ms(lambda: replay.sample(32, stacks_last=stacks_last), 200)
-    print(f'sample(32, stacks_last={stacks_last}): {ms:.3f} ms (median of 200)')
-    figures.append(timing.figure(
-        f'replay.bench_replay.sample_32:stacks_last={stacks_last}',
-        f'{what}: sample(32, stacks_last={stacks_last}), median of 200',
-        f'{ms:.3f}', 'ms'))
-  timing.print_figures(figures)
+  results = harness.medians(harness.measure({
+      f'stacks_last={layout}': harness.timed(
+          lambda layout=layout: replay.sample(32, stacks_last=layout))
+      for layout in (True, False)}, FLAGS.repeats))
+  harness.print_figures([
+      harness.figure('replay.bench_replay.arrays', f'{what}: its arrays',
+                     arrays_gb, 'GB'),
+      harness.figure('replay.bench_replay.resident_full',
+                     f'{what}, full: the process\'s resident memory', full_gb,
+                     'GB')] + harness.report(
+                         'replay.bench_replay', what, ['layout'],
+                         {'sample(32) ms': ('sample_32', 'ms')},
+                         {name: {'sample(32) ms': f'{r[harness.VALUE]:.3f}'}
+                          for name, r in results.items()}, 'lr'))
 
 
 if __name__ == '__main__':
   flags.DEFINE_integer('replay_capacity', 1_000_000, 'Transitions in all.')
   flags.DEFINE_integer('num_streams', 16, 'Streams (K).')
+  harness.define_flags(repeats=200)
   cli.run(main)

@@ -4,7 +4,7 @@ What bench_gpu_memory and bench_gpu_sharing share: the run's command line
 (`cr_dqn.run_atari`, Pong, `--num_envs=64`, a replay small enough to be full
 within the run), a child program that runs it and prints JAX's memory
 statistics of the device at its exit, a sampler of nvidia-smi's memory.used,
-and the run's training rate read back from its CSV.
+the run's training rate read back from its CSV, and their flags.
 """
 
 import dataclasses
@@ -13,11 +13,15 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from absl import flags
 
 from scripts.analysis import run_data
 
+MODULE = 'cr_dqn.run_atari'
 # The run: Pong's episodes end even untrained (a stuck game would make the
 # evaluation's whole episodes long); 64 streams, the mode a campaign uses.
 GAME = 'pong'
@@ -53,6 +57,46 @@ def run_argv(results_csv: str, train_frames: int, eval_frames: int,
           f'--replay_capacity={replay_capacity}',
           f'--results_csv_path={results_csv}', '--checkpoint_dir=',
           '--tensorboard_dir=']
+
+
+def define_flags() -> None:
+  """Define the flags of the measured run (only when run)."""
+  flags.DEFINE_integer('num_train_frames', 100_000, 'Training frames of '
+                       'each run\'s one iteration.')
+  flags.DEFINE_integer('num_eval_frames', 4096, 'Evaluation frames (whole '
+                       'episodes are played past them).')
+  flags.DEFINE_integer('replay_capacity', 20_000, 'Transitions: full within '
+                       'the run.')
+
+
+def setup(name: str) -> Tuple[str, str]:
+  """Return the GPU the runs get and a scratch directory; exit with one
+  Error line unless JAX's device is a GPU."""
+  try:
+    require_gpu()
+  except ValueError as e:
+    sys.exit(f'Error: {e}')
+  return visible_gpu(), tempfile.mkdtemp(prefix=f'{name}-')
+
+
+def launch(work: str, name: str, env: Dict[str, str], sizes: Sequence[int],
+           module: str = MODULE) -> Tuple[subprocess.Popen, str, str]:
+  """Start the measured run as `name` under `work`, with the variables `env`
+  and sizes (training frames, evaluation frames, replay capacity); return it,
+  its log and its CSV (for finish)."""
+  csv_path = os.path.join(work, name, 'results.csv')
+  os.makedirs(os.path.dirname(csv_path))
+  log = os.path.join(work, f'{name}.log')
+  args = run_argv(csv_path, *sizes)
+  print(f'{name}: {" ".join(f"{k}={v}" for k, v in sorted(env.items()))} '
+        f'python -m {module} {" ".join(args)}', flush=True)
+  return start(module, args, env, log), log, csv_path
+
+
+def sizes_from_flags() -> Tuple[int, int, int]:
+  """Return the measured run's sizes set by define_flags' flags."""
+  f = flags.FLAGS
+  return f.num_train_frames, f.num_eval_frames, f.replay_capacity
 
 
 def child_command(module: str, args: Sequence[str],
