@@ -19,10 +19,11 @@ HUMAN_RANDOM = {'g1': (0.0, 10.0), 'g2': (0.0, 100.0), 'g3': (10.0, 20.0)}
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def make_run(game, seed, returns, agent='a', source='ours'):
+def make_run(game, seed, returns, agent='a', source='ours', suite='atari'):
   n = len(returns)
   return run_data.Run(source, agent, game, seed, np.arange(n),
-                      np.arange(n) * 1e6, np.asarray(returns, float), 'mem')
+                      np.arange(n) * 1e6, np.asarray(returns, float), 'mem',
+                      suite=suite)
 
 
 def test_best_agent_summary_hand_computed():
@@ -145,7 +146,7 @@ def test_cli_writes_csv_and_markdown_beside_references(tmp_path):
   result = subprocess.run(
       [sys.executable, '-m', 'scripts.analysis.aggregate', f'--runs={runs_dir}',
        '--reference_agents=dqn', '--num_iterations=2', '--bootstrap_reps=100',
-       f'--output_dir={out}'],
+       f'--output_dir={out}', '--suite=atari'],  # CSVs without a run.json.
       cwd=REPO, capture_output=True, text=True, timeout=120)
   assert result.returncode == 0, result.stderr
   assert '| ours | cr_dqn | subset | 1 | 2 |' in result.stdout
@@ -183,23 +184,24 @@ def test_cli_needs_runs_or_reference():
 
 def test_minatar_runs_get_a_raw_return_table_of_their_own():
   runs = [make_run('g1', 1, [0, 5]),
-          make_run('minatar-breakout', 1, [0.5, 8.0, 6.0]),
-          make_run('minatar-breakout', 2, [0.5, 4.0, 10.0]),
-          make_run('minatar-asterix', 1, [1.0, 2.0])]
+          make_run('breakout', 1, [0.5, 8.0, 6.0], suite='minatar'),
+          make_run('breakout', 2, [0.5, 4.0, 10.0], suite='minatar'),
+          make_run('asterix', 1, [1.0, 2.0], suite='minatar')]
   summaries = aggregate.summarise(runs, HUMAN_RANDOM, num_iterations=1,
                                   num_games=1, reps=100)
   assert [(s.agent, s.num_games) for s in summaries] == [('a', 1)]
   rows = {r.game: r for r in aggregate.summarise_minatar(runs, reps=500)}
   assert set(rows) == {'breakout', 'asterix'}
   breakout = rows['breakout']
-  assert breakout.num_seeds == 2 and breakout.iterations == (2, 2)
-  assert breakout.best == pytest.approx(9.0)   # mean of 8 and 10
+  assert breakout.best.num_seeds == 2 and breakout.iterations == (2, 2)
+  assert breakout.best.mean == pytest.approx(9.0)   # mean of 8 and 10
   assert breakout.last == pytest.approx(8.0)   # mean of 6 and 10
-  assert 8.0 <= breakout.best_ci[0] <= 9.0 <= breakout.best_ci[1] <= 10.0
-  assert np.isnan(rows['asterix'].best_ci[0])  # One seed: no interval.
+  assert 8.0 <= breakout.best.lower <= 9.0 <= breakout.best.upper <= 10.0
+  assert np.isnan(rows['asterix'].best.lower)  # One seed: no interval.
   # Best is taken up to num_iterations.
   capped = {r.game: r for r in aggregate.summarise_minatar(runs, 1, reps=10)}
-  assert capped['breakout'].best == pytest.approx(6.0)
+  assert capped['breakout'].best.mean == pytest.approx(6.0)
+  assert capped['breakout'].iterations == (1, 1)
   text = aggregate.minatar_markdown(list(rows.values()))
   assert 'raw returns' in text
   assert '| ours | a | breakout | 2 | 2 | 9.00 [' in text
@@ -210,15 +212,15 @@ def test_cli_accepts_minatar_runs(tmp_path):
   runs_dir = tmp_path / 'runs'
   for seed in (1, 2):
     write_run(str(runs_dir / f's{seed}' / 'results.csv'), 'cr_dqn',
-              'minatar-breakout', seed, [0.4, 3.0 * seed])
+              'minatar-breakout', seed, [0.4, 3.0 * seed], suite='minatar')
   out = tmp_path / 'out'
   result = subprocess.run(
       [sys.executable, '-m', 'scripts.analysis.aggregate', f'--runs={runs_dir}',
        '--reference_agents=', '--bootstrap_reps=100', f'--output_dir={out}'],
       cwd=REPO, capture_output=True, text=True, timeout=120)
   assert result.returncode == 0, result.stderr
-  assert '| ours | cr_dqn | breakout | 2 | 1 | 4.50 [' in result.stdout
+  assert '| ours | cr_dqn | minatar-breakout | 2 | 1 | 4.50 [' in result.stdout
   with open(out / 'minatar_summary.csv') as f:
     rows = list(csv.DictReader(f))
   assert [(r['agent'], r['game'], r['best_return']) for r in rows] == [
-      ('cr_dqn', 'breakout', '4.5')]
+      ('cr_dqn', 'minatar-breakout', '4.5')]

@@ -17,12 +17,12 @@ PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
 
 
 def make_run(agent, game, returns, frames, path='mem', episodes=None,
-             source='ours', seed=1):
+             source='ours', seed=1, suite='atari'):
   n = len(returns)
   return run_data.Run(source, agent, game, seed, np.arange(n),
                       np.asarray(frames, float), np.asarray(returns, float),
                       path, None if episodes is None else
-                      np.asarray(episodes, float))
+                      np.asarray(episodes, float), suite=suite)
 
 
 def published(agent, game, seeds_returns, source='paper'):
@@ -37,10 +37,11 @@ def write_json(directory, agent, **settings):
     json.dump({'agent': agent, 'suite': 'atari', 'settings': settings}, f)
 
 
-def _run_in(tmp_path, agent, game='breakout', name='r'):
+def _run_in(tmp_path, agent, game='breakout', name='r', suite='atari'):
+  """Return a run read from a CSV without run.json, of the caller's suite."""
   path = str(tmp_path / name / 'results.csv')
   write_run(path, agent, game, 1, [1.0])
-  return run_data.read_runs_csv(path, 'ours')[0]
+  return run_data.read_runs_csv(path, 'ours', suite)[0]
 
 
 # Variants.
@@ -110,11 +111,15 @@ def test_run_json_of_another_run_or_broken_is_ignored(tmp_path):
   assert 'run.json ignored' in cp.resolve_variant(run, 'ours').how
 
 
-def test_minatar_runs_have_no_published_curves(tmp_path):
-  run = _run_in(tmp_path, 'cr_dqn', game='minatar-breakout')
-  (comparison,) = cp.compare_all([('ours', run)], references=[])
-  assert comparison.rows == []
-  assert 'no published Atari curves' in cp.format_comparison(comparison)
+def test_minatar_runs_and_runs_of_unknown_suite_are_not_compared(tmp_path):
+  minatar = _run_in(tmp_path, 'cr_dqn', game='breakout', suite='minatar')
+  unknown = _run_in(tmp_path, 'cr_dqn', name='u', suite=None)
+  comparisons = cp.compare_all([('ours', minatar), ('ours', unknown)],
+                               references=[])
+  assert [c.rows for c in comparisons] == [[], []]
+  assert 'no published Atari curves' in cp.format_comparison(comparisons[0])
+  assert ('no run.json records its suite; pass --suite=atari' in
+          cp.format_comparison(comparisons[1]))
 
 
 # Rows.
@@ -198,7 +203,7 @@ def test_run_json_settings_off_the_protocol_are_listed(tmp_path):
 def test_plot_writes_a_png(tmp_path):
   refs = published('CR-DQN', 'pong', [[-21, -20, -10], [-21, -18, -5]])
   runs = [('ours', make_run('cr_dqn', 'pong', [-21, -25], [0, 1e6])),
-          ('ours', make_run('cr_dqn', 'minatar-breakout', [1], [0]))]
+          ('ours', make_run('cr_dqn', 'breakout', [1], [0], suite='minatar'))]
   path = cp.plot(cp.compare_all(runs, references=refs),
                  str(tmp_path / 'c.png'))
   with open(path, 'rb') as f:
@@ -228,7 +233,7 @@ def test_cli_compares_a_published_seed_and_a_short_run(tmp_path):
   result = subprocess.run(
       [sys.executable, '-m', 'scripts.analysis.compare_published',
        f'--runs={tmp_path / "paper"}', f'--runs=mine={short}',
-       f'--plot={tmp_path / "check.png"}'],
+       f'--plot={tmp_path / "check.png"}', '--suite=atari'],
       cwd=REPO, capture_output=True, text=True, timeout=300)
   assert result.returncode == 0, result.stderr
   out = result.stdout
@@ -244,9 +249,10 @@ def test_the_atari_runs_of_a_results_folder_are_compared(tmp_path):
   from tests.test_analysis_run_data import _evidence_session  # pylint: disable=g-import-not-at-top
   root = str(tmp_path / 'evidence')
   _evidence_session(root, 's1', 'full',
-                    [('atari-breakout', 'CR-DQN', 'cr_dqn', 'breakout', 1),
+                    [('atari-breakout', 'CR-DQN', 'cr_dqn', 'breakout', 1,
+                      'atari'),
                      ('minatar-asterix', 'CR-DQN', 'cr_dqn',
-                      'minatar-asterix', 1)])
+                      'minatar-asterix', 1, 'minatar')])
   (label, run), = cp.load_evidence_runs(root)
   assert (label, run.game) == ('CR-DQN', 'breakout')
   cp.check_arguments([], None, root)  # --evidence_dir alone is enough.

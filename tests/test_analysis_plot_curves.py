@@ -16,11 +16,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HUMAN_RANDOM = {'g1': (0.0, 10.0), 'g2': (0.0, 100.0)}
 
 
-def make_run(game, seed, returns, agent='a', source='ours', frames=None):
+def make_run(game, seed, returns, agent='a', source='ours', frames=None,
+             suite='atari'):
   n = len(returns)
   frames = np.arange(n) * 1e6 if frames is None else np.asarray(frames, float)
   return run_data.Run(source, agent, game, seed, np.arange(n), frames,
-                      np.asarray(returns, float), 'mem')
+                      np.asarray(returns, float), 'mem', suite=suite)
 
 
 def test_smooth_is_a_trailing_moving_average():
@@ -115,7 +116,8 @@ def test_cli_overlays_our_runs_on_references(tmp_path):
   runs_dir = tmp_path / 'runs'
   for seed in (1, 2):
     write_run(str(runs_dir / str(seed) / 'results.csv'), 'cr_dqn', 'pong',
-              seed, list(np.linspace(-21, -10, 8)), frames_per_iteration=400)
+              seed, list(np.linspace(-21, -10, 8)), frames_per_iteration=400,
+              suite='atari')
   out = tmp_path / 'plots'
   result = subprocess.run(
       [sys.executable, '-m', 'scripts.analysis.plot_curves', f'--runs={runs_dir}',
@@ -129,7 +131,8 @@ def test_cli_overlays_our_runs_on_references(tmp_path):
 
 def test_minatar_runs_are_plotted_raw_and_stay_out_of_the_median(tmp_path):
   runs = [make_run('minatar-breakout', s, [0.4, 3.0 * s, 6.0 * s],
-                   agent='cr_dqn', frames=[0, 1e5, 2e5]) for s in (1, 2)]
+                   agent='cr_dqn', frames=[0, 1e5, 2e5], suite='minatar')
+          for s in (1, 2)]
   # Normalising would need human scores, which MinAtar lacks: raw values.
   frames, mean, _, seeds = plot_curves.game_curve(runs, HUMAN_RANDOM, True, 1)
   assert seeds == 2
@@ -145,5 +148,8 @@ def test_minatar_runs_are_plotted_raw_and_stay_out_of_the_median(tmp_path):
   written = plot_curves.plot_all(runs, str(tmp_path / 'mixed'), per_game=False)
   assert sorted(os.path.relpath(p, tmp_path / 'mixed') for p in written) == [
       'aggregate_median.png', 'all_games.png']
-  assert plot_curves._axis_labels('minatar-breakout', True)[1].startswith(
+  assert plot_curves._axis_labels(True, True)[1].startswith(
       'evaluation return (raw')
+  with pytest.raises(ValueError, match='no run.json recording their suite'):
+    plot_curves.plot_all([make_run('pong', 1, [0], suite=None)],
+                         str(tmp_path))

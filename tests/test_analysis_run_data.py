@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from scripts.analysis import run_data
+from zoo.storage import run_json
 
 RUN_COLUMNS = [
     'agent', 'environment_name', 'seed', 'iteration', 'frame',
@@ -17,9 +18,16 @@ RUN_COLUMNS = [
     'capped_normalized_return', 'human_gap']
 
 
-def write_run(path, agent, game, seed, returns, frames_per_iteration=1000):
-  """Write a run CSV with ARCHITECTURE.md's columns; returns[i] is iteration i."""
+def write_run(path, agent, game, seed, returns, frames_per_iteration=1000,
+              suite=None):
+  """Write a run CSV with ARCHITECTURE.md's columns; returns[i] is iteration i.
+
+  suite: also write a run.json recording it (None: none, as older runs).
+  """
   os.makedirs(os.path.dirname(path), exist_ok=True)
+  if suite:
+    run_json.write(path, agent, suite, {'environment_name': game,
+                                        'seed': seed})
   with open(path, 'w', newline='') as f:
     writer = csv.DictWriter(f, fieldnames=RUN_COLUMNS)
     writer.writeheader()
@@ -164,23 +172,32 @@ def test_load_paper_reference():
     run_data.load_all_references(['CR-DQN', 'nope'])
 
 
-def test_minatar_prefix_is_the_minatar_suites():
-  from zoo.suites import minatar_suite  # pylint: disable=g-import-not-at-top
-  assert run_data.MINATAR_PREFIX == minatar_suite.MINATAR.csv_prefix
-  assert run_data.is_minatar('minatar-breakout')
-  assert not run_data.is_minatar('breakout')
+def test_a_runs_suite_is_its_run_jsons_else_the_callers(tmp_path):
+  write_run(str(tmp_path / 'a' / 'results.csv'), 'cr_dqn', 'minatar-breakout',
+            1, [1.0], suite='minatar')
+  write_run(str(tmp_path / 'b' / 'results.csv'), 'cr_dqn', 'pong', 1, [1.0])
+  runs = {r.game: r for r in run_data.load_run_dir(str(tmp_path))}
+  assert (runs['minatar-breakout'].suite, runs['pong'].suite) == (
+      'minatar', None)
+  with pytest.raises(ValueError, match=r'1 run\(s\) have no run.json.*'
+                     '--suite=atari or --suite=minatar'):
+    run_data.check_suites(runs.values())
+  told = {r.game: r.suite for r in run_data.load_runs_args([str(tmp_path)],
+                                                            'atari')}
+  assert told == {'minatar-breakout': 'minatar', 'pong': 'atari'}
+  assert {r.suite for r in run_data.load_reference('paper')} == {'atari'}
 
 
 def _evidence_session(root, sid, scale, sets):
-  """sets: (piece, label, agent, game, seed) of each run CSV."""
+  """sets: (piece, label, agent, game, seed[, suite]) of each run CSV."""
   d = os.path.join(root, 'sessions', sid)
   os.makedirs(d)
   with open(os.path.join(d, 'session.json'), 'w') as f:
     json.dump({'id': sid, 'scale': scale}, f)
-  for piece, label, agent, game, seed in sets:
+  for piece, label, agent, game, seed, *suite in sets:
     write_run(os.path.join(d, 'runs', piece, label, agent, game,
                            f'seed_{seed}', 'results.csv'), agent, game, seed,
-              [1.0])
+              [1.0], suite=suite[0] if suite else None)
   return d
 
 
@@ -198,9 +215,5 @@ def test_evidence_run_sets_of_result_sessions_newest_first(tmp_path):
                                                   ('a', 'QR-DQN-1')]
   assert sets[0][2] == os.path.join(root, 'sessions', 'b', 'runs', 'p1',
                                     'CR-DQN')
-  assert run_data.evidence_csv(root, 'QR-DQN-1', 'asterix', 1).endswith(
-      os.path.join('a', 'runs', 'p2', 'QR-DQN-1', 'qr_dqn', 'minatar-asterix',
-                   'seed_1', 'results.csv'))
-  assert run_data.evidence_csv(root, 'QR-DQN-1', 'asterix', 2) is None
   with pytest.raises(ValueError, match='no sessions'):
     run_data.evidence_run_sets(str(tmp_path / 'nothing'))

@@ -70,7 +70,7 @@ def truncate(path, keep_bytes_from_end):
 def inputs(tmp_path):
   """Directories of bad and good input, shared by the tools' cases."""
   paths = {name: tmp_path / name for name in (
-      'empty', 'unrelated', 'truncated', 'minatar', 'mixed')}
+      'empty', 'unrelated', 'truncated', 'minatar', 'mixed', 'no_suite')}
   for path in paths.values():
     path.mkdir()
   paths['missing'] = tmp_path / 'does_not_exist'
@@ -83,9 +83,11 @@ def inputs(tmp_path):
   paths['truncated_csv'] = truncated
   for seed in (1, 2):
     write_run(str(paths['minatar'] / f's{seed}' / 'results.csv'), 'cr_dqn',
-              'minatar-breakout', seed, [0.4, 3.0 * seed])
+              'minatar-breakout', seed, [0.4, 3.0 * seed], suite='minatar')
   write_run(str(paths['mixed'] / 'run' / 'results.csv'), 'cr_dqn', 'pong', 1,
-            [-21, -20])
+            [-21, -20], suite='atari')
+  write_run(str(paths['no_suite'] / 'run' / 'results.csv'), 'cr_dqn', 'pong',
+            1, [-21, -20])  # No run.json: the suite is unknown.
   (paths['mixed'] / 'notes.csv').write_text('a,b\n1,2\n')
   return paths
 
@@ -100,9 +102,10 @@ WHAT_A_RUN_CSV_IS = ('A run CSV is the results.csv a run writes',) + tuple(
 def test_aggregate_and_plot_curves(module, inputs, tmp_path):
   extra = ['--bootstrap_reps=100'] if module == 'scripts.analysis.aggregate' else [
       f'--output_dir={tmp_path / "plots"}', '--per_game=false']
-  empty, unrelated, truncated, missing, minatar, mixed = (
+  empty, unrelated, truncated, missing, minatar, mixed, no_suite = (
       f'--runs={inputs[k]}' for k in ('empty', 'unrelated', 'truncated',
-                                      'missing', 'minatar', 'mixed'))
+                                      'missing', 'minatar', 'mixed',
+                                      'no_suite'))
   results = run_cases(module, [
       [empty] + extra,
       [unrelated] + extra,
@@ -110,6 +113,8 @@ def test_aggregate_and_plot_curves(module, inputs, tmp_path):
       [missing] + extra,
       [minatar, '--reference_agents='] + extra,
       [mixed, '--reference_agents='] + extra,
+      [no_suite, '--reference_agents='] + extra,
+      [no_suite, '--reference_agents=', '--suite=atari'] + extra,
   ], tmp_path)
   assert_clean_error(results[0], f"'{inputs['empty']}' holds no CSV file",
                      *WHAT_A_RUN_CSV_IS)
@@ -123,6 +128,9 @@ def test_aggregate_and_plot_curves(module, inputs, tmp_path):
   assert_accepted(results[5])  # A run among other CSVs: a warning only.
   assert 'warning: skipping' in results[5]['stderr']
   assert 'notes.csv' in results[5]['stderr']
+  assert_clean_error(results[6], 'no run.json recording their suite',
+                     '--suite=atari or --suite=minatar')
+  assert_accepted(results[7])
 
 
 def test_compare_published(inputs, tmp_path):

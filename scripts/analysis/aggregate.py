@@ -16,7 +16,7 @@ status 'subset' marks fewer games than the full set (e.g. paper variants run on
 4 games). Agents with incomplete or missing runs are 'partial': reported apart,
 best-so-far and without CIs, never mixed with complete agents.
 
-MinAtar runs (environment_name 'minatar-<game>') have no human scores: they
+MinAtar runs (their run.json's suite, or --suite) have no human scores: they
 get a table of their own, per agent and game, of raw returns (the best
 evaluation return of each run, mean over seeds with a bootstrap CI over
 seeds, and the last evaluation return), never mixed into the Atari rows.
@@ -43,11 +43,7 @@ FLAGS = flags.FLAGS
 
 
 def define_flags() -> None:
-  """Define the flags of this entry point.
-
-  Called only when run as a program, so that the scripts and the run
-  entry points can be imported together (tests) without flag clashes.
-  """
+  """Define this entry point's flags (only when run, to avoid flag clashes)."""
   flags.DEFINE_multi_string(
       'runs', [], 'Directory tree of our run CSVs, as DIR or LABEL=DIR (LABEL '
       'names the source column); repeatable.')
@@ -69,6 +65,7 @@ def define_flags() -> None:
       'bootstrap_reps', 50_000, 'Bootstrap resamples (rliable default 50000).')
   flags.DEFINE_float('confidence', 0.95, 'CI coverage.')
   flags.DEFINE_integer('seed', 0, 'Seed of the bootstrap.')
+  run_data.define_suite_flag()
 
 
 METRICS = ('best_agent_summary', 'median', 'iqm', 'mean')
@@ -97,13 +94,18 @@ def best_scores(runs: Sequence[run_data.Run], human_random, num_iterations: int
   games = sorted({r.game for r in runs})
   matrix = np.full((len(seeds), len(games)), np.nan)
   for run in runs:
-    kept = run.iteration <= num_iterations
-    values = run.eval_return[kept]
-    values = values[np.isfinite(values)]
-    if values.size:
-      best = run_data.human_normalized(run.game, np.max(values), human_random)
-      matrix[seeds.index(run.seed), games.index(run.game)] = best
+    best = _best(run, num_iterations)
+    if best is not None:
+      matrix[seeds.index(run.seed), games.index(run.game)] = (
+          run_data.human_normalized(run.game, best, human_random))
   return matrix, seeds, games
+
+
+def _best(run: run_data.Run, num_iterations: int) -> Optional[float]:
+  """Return a run's best evaluation return up to num_iterations (None: none)."""
+  values = run.eval_return[run.iteration <= num_iterations]
+  values = values[np.isfinite(values)]
+  return float(np.max(values)) if values.size else None
 
 
 def _nan_aggregates(matrix: np.ndarray) -> Dict[str, float]:
@@ -170,7 +172,7 @@ def summarise(runs: Sequence[run_data.Run], human_random=None, **kwargs
   MinAtar runs are left out (see summarise_minatar).
   """
   human_random = human_random or run_data.load_human_random()
-  atari = [r for r in runs if not run_data.is_minatar(r.game)]
+  atari = [r for r in run_data.check_suites(runs) if r.suite == 'atari']
   return [summarise_agent(group, human_random, **kwargs)
           for group in run_data.group_by_agent(atari).values()]
 
@@ -181,11 +183,9 @@ class RawSummary:
   source: str
   agent: str
   game: str
-  num_seeds: int
-  iterations: Tuple[int, int]          # min and max last iteration over seeds
-  best: float                          # mean over seeds of each run's best
-  best_ci: Tuple[float, float]         # NaN with fewer than 2 seeds
-  last: float                          # mean over seeds of the last return
+  iterations: Tuple[int, int]  # Min and max last iteration over seeds.
+  best: bootstrap.Cell         # Each run's best: mean over seeds, its CI.
+  last: float                  # Mean over seeds of the last return.
 
 
 def summarise_minatar(runs: Sequence[run_data.Run],
@@ -194,28 +194,18 @@ def summarise_minatar(runs: Sequence[run_data.Run],
                       seed: int = 0) -> List[RawSummary]:
   """Summarise the MinAtar runs per (source, agent, game), in raw returns."""
   groups: Dict[Tuple[str, str, str], List[run_data.Run]] = {}
-  for run in runs:
-    if run_data.is_minatar(run.game):
+  for run in run_data.check_suites(runs):
+    if run.suite == 'minatar' and _best(run, num_iterations) is not None:
       groups.setdefault((run.source, run.agent, run.game), []).append(run)
   rows = []
   for (source, agent, game), group in groups.items():
-    best, last, iterations = [], [], []
-    for run in group:
-      kept = run.iteration <= num_iterations
-      values = run.eval_return[kept]
-      finite = values[np.isfinite(values)]
-      if not finite.size:
-        continue
-      best.append(float(np.max(finite)))
-      last.append(float(values[-1]))
-      iterations.append(int(run.iteration[kept][-1]))
-    if not best:
-      continue
-    cell = bootstrap.mean_with_ci(best, reps, confidence, seed)
-    ci = (cell.lower, cell.upper)
-    rows.append(RawSummary(source, agent, game[len(run_data.MINATAR_PREFIX):],
-                           len(best), (min(iterations), max(iterations)),
-                           float(np.mean(best)), ci, float(np.mean(last))))
+    kept = [r.iteration <= num_iterations for r in group]
+    last = [int(r.iteration[k][-1]) for r, k in zip(group, kept)]
+    rows.append(RawSummary(
+        source, agent, game, (min(last), max(last)),
+        bootstrap.mean_with_ci([_best(r, num_iterations) for r in group], reps,
+                               confidence, seed),
+        float(np.mean([r.eval_return[k][-1] for r, k in zip(group, kept)]))))
   return rows
 
 
@@ -231,18 +221,13 @@ def minatar_markdown(rows: Sequence[RawSummary], confidence: float = 0.95
           f'[{pct}% bootstrap CI over seeds]; last: the last iteration\'s '
           'return, mean over seeds. `python -m scripts.campaign '
           '--campaign=minatar_study --report=DIR` gives the study\'s full report.\n\n')
-  cells = []
-  for r in rows:
-    low, high = r.iterations
-    best = f'{r.best:.2f}'
-    if not math.isnan(r.best_ci[0]):
-      best += f' [{r.best_ci[0]:.2f}, {r.best_ci[1]:.2f}]'
-    cells.append([r.source, r.agent, r.game, r.num_seeds,
-                  low if low == high else f'{low}-{high}', best,
-                  f'{r.last:.2f}'])
   return text + '\n'.join(tables.markdown(
       ['source', 'agent', 'game', 'seeds', 'last iteration',
-       'best return [CI]', 'last return'], cells, 'lllrrrr')) + '\n'
+       'best return [CI]', 'last return'],
+      [[r.source, r.agent, r.game, r.best.num_seeds,
+        '-'.join(str(i) for i in sorted(set(r.iterations))),
+        bootstrap.cell_text(r.best), f'{r.last:.2f}'] for r in rows],
+      'lllrrrr')) + '\n'
 
 
 MINATAR_CSV_COLUMNS = ('source', 'agent', 'game', 'num_seeds',
@@ -252,15 +237,10 @@ MINATAR_CSV_COLUMNS = ('source', 'agent', 'game', 'num_seeds',
 
 
 def minatar_csv_rows(rows: Sequence[RawSummary]) -> List[Dict[str, str]]:
-  return [{'source': r.source, 'agent': r.agent, 'game': r.game,
-           'num_seeds': r.num_seeds, 'last_iteration_min': r.iterations[0],
-           'last_iteration_max': r.iterations[1],
-           'best_return': f'{r.best:.6g}',
-           'best_return_ci_low': ('' if math.isnan(r.best_ci[0])
-                                  else f'{r.best_ci[0]:.6g}'),
-           'best_return_ci_high': ('' if math.isnan(r.best_ci[1])
-                                   else f'{r.best_ci[1]:.6g}'),
-           'last_return': f'{r.last:.6g}'} for r in rows]
+  return [dict(zip(MINATAR_CSV_COLUMNS, [
+      r.source, r.agent, r.game, r.best.num_seeds, *r.iterations,
+      *map(tables.number, (r.best.mean, r.best.lower, r.best.upper, r.last))]))
+          for r in rows]
 
 
 CSV_COLUMNS = (
@@ -278,10 +258,9 @@ def to_csv_rows(summaries: Sequence[AgentSummary]) -> List[Dict[str, str]]:
            'runs_complete': s.runs_complete,
            'runs_incomplete': s.runs_incomplete, 'runs_missing': s.runs_missing}
     for m in METRICS:
-      row[m] = f'{s.point[m]:.6g}'
-      low, high = s.ci.get(m, (None, None))
-      row[f'{m}_ci_low'] = '' if low is None else f'{low:.6g}'
-      row[f'{m}_ci_high'] = '' if high is None else f'{high:.6g}'
+      low, high = s.ci.get(m, (math.nan, math.nan))
+      row.update({m: tables.number(s.point[m]), f'{m}_ci_low':
+                  tables.number(low), f'{m}_ci_high': tables.number(high)})
     rows.append(row)
   return rows
 
@@ -344,17 +323,14 @@ def write_outputs(summaries: Sequence[AgentSummary], output_dir: str,
   return csv_path, md_path, minatar_path
 
 
-def load_requested_runs(runs_args: Sequence[str], with_reference: bool,
-                        reference_agents: Optional[Sequence[str]]
-                        ) -> List[run_data.Run]:
+def load_requested_runs(runs_args: Sequence[str],
+                        reference_agents: Optional[Sequence[str]],
+                        suite: Optional[str] = None) -> List[run_data.Run]:
   """Load --runs directories, then the references (ours come first)."""
-  runs = run_data.load_runs_args(runs_args)
-  if with_reference:
-    agents = reference_agents
-    if agents is not None:
-      agents = [a for a in agents if a]
-    runs.extend(run_data.load_all_references(agents))
-  return run_data.check_unique(runs)
+  runs = run_data.load_runs_args(runs_args, suite)
+  runs.extend(run_data.load_all_references(
+      None if reference_agents is None else [a for a in reference_agents if a]))
+  return run_data.check_suites(run_data.check_unique(runs))
 
 
 def main(argv):
@@ -365,7 +341,8 @@ def main(argv):
                          'references) or --reference (references only).')
   # Check the inputs before the slow bootstrap.
   try:
-    runs = load_requested_runs(FLAGS.runs, True, FLAGS.reference_agents)
+    runs = load_requested_runs(FLAGS.runs, FLAGS.reference_agents,
+                               FLAGS.suite)
   except ValueError as e:
     sys.exit(f'Error: {e}')
   summaries = summarise(

@@ -100,6 +100,7 @@ def define_flags() -> None:
       'result sessions, labelled by its preset.')
   flags.DEFINE_string(
       'plot', None, 'Also draw the comparison into this .png or .pdf file.')
+  run_data.define_suite_flag()
 
 
 @dataclasses.dataclass
@@ -121,8 +122,10 @@ def _setting_matches(value, wanted) -> bool:
 
 def resolve_variant(run: run_data.Run, label: Optional[str]) -> Resolution:
   """Return the published variant to compare `run` with (None: there is none)."""
-  if run.game.startswith('minatar-'):
-    return Resolution(None, 'a MinAtar run: no published Atari curves')
+  if run.suite != 'atari':
+    return Resolution(None, 'a MinAtar run: no published Atari curves'
+                      if run.suite == 'minatar' else
+                      f'no {RUN_JSON} records its suite; {run_data.SUITE_FIX}')
   json_path = run_json.path_next_to(run.path)
   try:
     data, note = run_json.read(json_path), ''
@@ -137,9 +140,6 @@ def resolve_variant(run: run_data.Run, label: Optional[str]) -> Resolution:
             'ignored')
     data = None
   settings = data['settings'] if data else None
-  if data is not None and data.get('suite', 'atari') != 'atari':
-    return Resolution(None, f'a {data["suite"]} run: no published Atari '
-                      'curves', settings)
   suffix = f'; {note}' if note else ''
   if label in VARIANTS:
     variant = VARIANTS[label]
@@ -426,30 +426,34 @@ def plot(comparisons: Sequence[Comparison], path: str) -> str:
   return path
 
 
-def load_labelled_runs(args: Sequence[str]
+def load_labelled_runs(args: Sequence[str], suite: Optional[str] = None
                        ) -> List[Tuple[str, run_data.Run]]:
-  """Load every --runs PATH or LABEL=PATH (directory tree or CSV file)."""
+  """Load every --runs PATH or LABEL=PATH (directory tree or CSV file).
+
+  A run's suite is its run.json's, else `suite`.
+  """
   out = []
   for arg in args:
     label, path = parse_runs_arg(arg)
     if os.path.isfile(path):
-      runs = run_data.read_runs_csv(path, label)
+      runs = run_data.read_runs_csv(path, label, suite)
       if not runs:
         raise ValueError(f'--runs: {path!r} holds no run rows. '
                          f'{run_data.RUN_CSV_HELP}')
     else:
-      runs = run_data.load_run_dir(path, label)
+      runs = run_data.load_run_dir(path, label, suite)
     out.extend((label, run) for run in runs)
   run_data.check_unique(run for _, run in out)
   return out
 
 
-def load_evidence_runs(evidence_dir: str) -> List[Tuple[str, run_data.Run]]:
-  """Load the Atari runs of a results folder, labelled by their preset."""
+def load_evidence_runs(evidence_dir: str, suite: Optional[str] = None
+                       ) -> List[Tuple[str, run_data.Run]]:
+  """Load the runs of a results folder but its MinAtar ones, by preset."""
   out = []
   for _, label, directory in run_data.evidence_run_sets(evidence_dir):
-    runs = run_data.load_run_dir(directory, label)
-    out.extend((label, run) for run in runs if not run_data.is_minatar(run.game))
+    runs = run_data.load_run_dir(directory, label, suite)
+    out.extend((label, run) for run in runs if run.suite != 'minatar')
   if not out:
     raise ValueError(f'--evidence_dir: {evidence_dir!r} holds no Atari run '
                      'yet (a session\'s runs/<piece>/<preset>/...).')
@@ -492,9 +496,9 @@ def main(argv):
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   try:
     check_arguments(FLAGS.runs, FLAGS.plot, FLAGS.evidence_dir)
-    runs = load_labelled_runs(FLAGS.runs)
+    runs = load_labelled_runs(FLAGS.runs, FLAGS.suite)
     if FLAGS.evidence_dir:
-      runs += load_evidence_runs(FLAGS.evidence_dir)
+      runs += load_evidence_runs(FLAGS.evidence_dir, FLAGS.suite)
       run_data.check_unique(run for _, run in runs)
     comparisons = compare_all(runs)
   except ValueError as e:

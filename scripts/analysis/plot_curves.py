@@ -9,7 +9,7 @@ with --normalized, the default, else raw) against frames, each seed first smooth
 by a trailing moving average over --smoothing_window iterations. Our runs are solid
 lines, reference agents dashed; colours are the Okabe-Ito colour-blind-safe palette.
 Writes games/<game>.<fmt>, all_games.<fmt> and aggregate_median.<fmt>.
-MinAtar runs (environment_name 'minatar-<game>') have no human scores: their
+MinAtar runs (their run.json's suite, or --suite) have no human scores: their
 panels show raw returns against training steps (one frame per step), say so
 on the axis, and stay out of the median over games.
 """
@@ -39,11 +39,7 @@ FLAGS = flags.FLAGS
 
 
 def define_flags() -> None:
-  """Define the flags of this entry point.
-
-  Called only when run as a program, so that the scripts and the run
-  entry points can be imported together (tests) without flag clashes.
-  """
+  """Define this entry point's flags (only when run, to avoid flag clashes)."""
   flags.DEFINE_multi_string(
       'runs', [], 'Directory tree of our run CSVs, as DIR or LABEL=DIR; '
       'repeatable.')
@@ -61,6 +57,7 @@ def define_flags() -> None:
   flags.DEFINE_integer(
       'smoothing_window', 5, 'Trailing moving-average window, in iterations.')
   flags.DEFINE_bool('per_game', True, 'Write one file per game.')
+  run_data.define_suite_flag()
 
 
 Curve = Tuple[np.ndarray, np.ndarray, np.ndarray, int]  # frames, mean, std, seeds
@@ -90,7 +87,7 @@ def seed_curves(runs: Sequence[run_data.Run], human_random, normalized: bool,
   frames = np.full((len(runs), length), np.nan)
   for i, run in enumerate(runs):
     values = run.eval_return
-    if normalized and not run_data.is_minatar(run.game):
+    if normalized and run.suite == 'atari':
       values = run_data.human_normalized(run.game, values, human_random)
     scores[i, run.iteration] = values
     frames[i, run.iteration] = run.frame
@@ -130,9 +127,9 @@ def median_curve(runs_by_game: Dict[str, List[run_data.Run]], human_random,
   return frames[keep], np.median(means[:, keep], axis=0), len(per_game)
 
 
-def _axis_labels(game: str, normalized: bool) -> Tuple[str, str]:
+def _axis_labels(minatar: bool, normalized: bool) -> Tuple[str, str]:
   """Return (x label, y label) of a game's panel."""
-  if run_data.is_minatar(game):
+  if minatar:
     return ('training steps (millions)',
             'evaluation return (raw; MinAtar has no human scores)')
   return ('frames (millions)',
@@ -185,15 +182,15 @@ def plot_all(runs: Sequence[run_data.Run], output_dir: str,
     if fmt not in ('png', 'pdf'):
       raise ValueError(f'--format: {fmt!r} is not png or pdf.')
   human_random = human_random or run_data.load_human_random()
-  by_agent = run_data.group_by_agent(runs)
+  by_agent = run_data.group_by_agent(run_data.check_suites(runs))
   if not by_agent:
     raise ValueError('Nothing to plot: give --runs and/or --reference_agents.')
   if games is None:
     ours = [r.game for r in runs if r.source not in run_data.REFERENCE_FILES]
     games = sorted(set(ours or [r.game for r in runs]))
-  for game in games:
-    if not run_data.is_minatar(game):
-      run_data.human_normalized(game, 0.0, human_random)  # Unknown: error.
+  minatar = {r.game for r in runs if r.suite == 'minatar'}
+  for game in set(games) - minatar:
+    run_data.human_normalized(game, 0.0, human_random)  # Unknown: error.
   styles = _styles(list(by_agent))
   # {game: {(source, agent): runs}}
   table: Dict[str, Dict[Tuple[str, str], List[run_data.Run]]] = {}
@@ -210,7 +207,7 @@ def plot_all(runs: Sequence[run_data.Run], output_dir: str,
     for game in games:
       fig, ax = plt.subplots(figsize=(6, 4))
       _plot_game(ax, table[game], styles, human_random, normalized, window)
-      x_label, y_label = _axis_labels(game, normalized)
+      x_label, y_label = _axis_labels(game in minatar, normalized)
       ax.set(title=game, xlabel=x_label, ylabel=y_label)
       ax.grid(alpha=0.3)
       ax.legend(fontsize=8)
@@ -225,7 +222,7 @@ def plot_all(runs: Sequence[run_data.Run], output_dir: str,
                legend_seeds=False)
     ax.set_title(game, fontsize=9)
     ax.tick_params(labelsize=7)
-    if run_data.is_minatar(game):
+    if game in minatar:
       ax.set_ylabel('raw return (MinAtar)', fontsize=7)
   for ax in axes.flat[len(games):]:
     ax.axis('off')
@@ -233,9 +230,8 @@ def plot_all(runs: Sequence[run_data.Run], output_dir: str,
   handles = [plt.Line2D([], [], **styles[k]) for k in plotted]
   fig.legend(handles, [_label(*k) for k in plotted], loc='lower center',
              ncol=min(len(plotted), 6), bbox_to_anchor=(0.5, 1.0))
-  atari_games = [g for g in games if not run_data.is_minatar(g)]
-  x_label, y_label = _axis_labels(atari_games[0] if atari_games else games[0],
-                                  normalized)
+  atari_games = [g for g in games if g not in minatar]
+  x_label, y_label = _axis_labels(not atari_games, normalized)
   if atari_games and len(atari_games) < len(games):
     x_label = 'frames (Atari), training steps (MinAtar), millions'
   fig.supxlabel(x_label)
@@ -270,7 +266,7 @@ def main(argv):
   if not FLAGS.output_dir:
     raise app.UsageError('--output_dir is required.')
   try:
-    runs = run_data.load_runs_args(FLAGS.runs)
+    runs = run_data.load_runs_args(FLAGS.runs, FLAGS.suite)
     reference_agents = [a for a in (FLAGS.reference_agents or []) if a]
     if reference_agents:
       runs.extend(run_data.load_all_references(reference_agents))

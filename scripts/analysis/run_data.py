@@ -1,7 +1,8 @@
-"""Load Atari run results (ours and the shipped references) as per-run arrays.
+"""Load run results (ours and the shipped Atari references) as per-run arrays.
 
 A run is identified by what its rows say (agent, environment_name, seed), never
-by its file name. Our run CSVs hold one run each; the reference files hold many.
+by its file name, and its suite by its run.json, never by a name prefix. Our
+run CSVs hold one run each; the reference files hold many.
 """
 
 import csv
@@ -14,10 +15,12 @@ import os
 import sys
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+from absl import flags
 import numpy as np
 
 from zoo.configuration import settings as settings_lib
 from zoo.storage import results_csv
+from zoo.storage import run_json
 
 DEFAULT_NUM_ITERATIONS = settings_lib.Settings.num_iterations  # Atari's.
 # Published runs report one evaluation per 1M training frames.
@@ -27,9 +30,10 @@ REFERENCE_FILES = {
     'dqn_zoo': 'dqn_zoo_runs.csv.gz',
 }
 HUMAN_RANDOM_FILE = 'atari_human_random.csv'
-# MinAtar runs' environment_name starts with this (zoo.suites.minatar_suite's suite
-# csv_prefix): they have no human, random or published scores.
-MINATAR_PREFIX = 'minatar-'
+# A run's suite: MinAtar runs have no human, random or published scores.
+SUITES = ('atari', 'minatar')
+SUITE_FIX = ('pass --suite=atari or --suite=minatar, the suite of the runs '
+             'written without a run.json')
 _KEY_COLUMNS = ('agent', 'environment_name', 'seed')
 _REQUIRED_COLUMNS = _KEY_COLUMNS + ('iteration', 'eval_episode_return')
 # What the tools say a run CSV is, when they find none.
@@ -70,6 +74,8 @@ class Run:
   eval_num_episodes: Optional[np.ndarray] = None
   # [T] float, when the file has the column (NaN at iteration 0).
   train_return: Optional[np.ndarray] = None
+  # 'atari' or 'minatar': its run.json's, else the reader's; None: unknown.
+  suite: Optional[str] = None
 
   @property
   def key(self) -> RunKey:
@@ -85,9 +91,29 @@ class Run:
     return all(i in present for i in range(num_iterations + 1))
 
 
-def is_minatar(game: str) -> bool:
-  """Return whether `game` (a CSV environment_name) is a MinAtar game."""
-  return game.startswith(MINATAR_PREFIX)
+def define_suite_flag() -> None:
+  """Define --suite, the suite of runs that have no run.json."""
+  flags.DEFINE_enum('suite', None, SUITES, 'The suite of the runs whose CSV '
+                    'has no run.json beside it (written without one); a '
+                    "run.json's suite wins.")
+
+
+def recorded_suite(csv_path: str) -> Optional[str]:
+  """Return the suite that the run.json beside a CSV records (None: none)."""
+  try:
+    data = run_json.read(run_json.path_next_to(csv_path))
+  except (OSError, ValueError):
+    return None
+  return data.get('suite') if data else None
+
+
+def check_suites(runs: Sequence['Run']) -> List['Run']:
+  """Return the runs as a list; raise ValueError if one's suite is unknown."""
+  unknown = [r.path for r in runs if r.suite not in SUITES]
+  if unknown:
+    raise ValueError(f'{len(unknown)} run(s) have no run.json recording their '
+                     f'suite (the first: {unknown[0]}): {SUITE_FIX}.')
+  return list(runs)
 
 
 def reference_path(filename: str) -> str:
@@ -168,8 +194,11 @@ def iterations(path: str) -> List[int]:
     return []
 
 
-def read_runs_csv(path: str, source: str) -> List[Run]:
+def read_runs_csv(path: str, source: str,
+                  suite: Optional[str] = None) -> List[Run]:
   """Read every run in one CSV (or .csv.gz) file.
+
+  Their suite is the one the run.json beside the file records, else `suite`.
 
   Raises:
     NotRunCsvError: the file lacks the identifying columns.
@@ -181,6 +210,7 @@ def read_runs_csv(path: str, source: str) -> List[Run]:
     key = (row['agent'], row['environment_name'], int(float(row['seed'])))
     grouped.setdefault(key, []).append(row)
   runs = []
+  suite = recorded_suite(path) or suite
   for (agent, game, seed), rows in grouped.items():
     rows.sort(key=lambda r: int(float(r['iteration'])))
     iterations = np.array([int(float(r['iteration'])) for r in rows],
@@ -201,7 +231,8 @@ def read_runs_csv(path: str, source: str) -> List[Run]:
         eval_num_episodes=(column('eval_num_episodes')
                            if 'eval_num_episodes' in rows[0] else None),
         train_return=(column('train_episode_return')
-                      if 'train_episode_return' in rows[0] else None)))
+                      if 'train_episode_return' in rows[0] else None),
+        suite=suite))
   return runs
 
 
@@ -251,24 +282,6 @@ def evidence_run_sets(evidence_dir: str) -> List[Tuple[str, str, str]]:
   return list(latest.values())
 
 
-def evidence_csv(evidence_dir: str, label: str, game: str,
-                 seed: int) -> Optional[str]:
-  """Return the newest results.csv of the results folder for a label (the
-  preset or study configuration), a game ('asterix' or 'minatar-asterix')
-  and a seed; None if it holds none."""
-  found = None
-  for _, set_label, directory in evidence_run_sets(evidence_dir):
-    if set_label != label:
-      continue
-    for agent in sorted(os.listdir(directory)):
-      for name in (game, MINATAR_PREFIX + game):
-        path = os.path.join(directory, agent, name, f'seed_{seed}',
-                            'results.csv')
-        if os.path.isfile(path):
-          found = path
-  return found
-
-
 def check_unique(runs: Iterable[Run]) -> List[Run]:
   """Return the runs as a list; raise if two runs share (source, agent, game, seed)."""
   seen: Dict[RunKey, Run] = {}
@@ -282,8 +295,11 @@ def check_unique(runs: Iterable[Run]) -> List[Run]:
   return list(seen.values())
 
 
-def load_run_dir(root: str, source: str = 'ours') -> List[Run]:
+def load_run_dir(root: str, source: str = 'ours',
+                 suite: Optional[str] = None) -> List[Run]:
   """Load every run CSV under `root`; warn about CSVs that are not runs.
+
+  A run's suite is its run.json's, else `suite`.
 
   Raises:
     ValueError: no run CSV under `root` (the message says what one is), a
@@ -293,7 +309,7 @@ def load_run_dir(root: str, source: str = 'ours') -> List[Run]:
   runs, skipped = [], []
   for path in paths:
     try:
-      found = read_runs_csv(path, source)
+      found = read_runs_csv(path, source, suite)
     except NotRunCsvError as e:
       # Other CSVs may live in a runs tree; say so rather than guess.
       skipped.append(str(e))
@@ -325,12 +341,17 @@ def parse_runs_arg(arg: str) -> Tuple[str, str]:
   return 'ours', arg
 
 
-def load_runs_args(args: Sequence[str]) -> List[Run]:
-  """Load the runs of --runs values, LABEL=DIR or DIR; check every DIR first."""
+def load_runs_args(args: Sequence[str],
+                   suite: Optional[str] = None) -> List[Run]:
+  """Load the runs of --runs values, LABEL=DIR or DIR; check every DIR first.
+
+  A run's suite is its run.json's, else `suite`.
+  """
   parsed = [parse_runs_arg(arg) for arg in args]
   for _, path in parsed:
     find_run_files(path)  # Not a directory: an error before any reading.
-  return [run for label, path in parsed for run in load_run_dir(path, label)]
+  return [run for label, path in parsed
+          for run in load_run_dir(path, label, suite)]
 
 
 def load_reference(name: str) -> List[Run]:
@@ -338,7 +359,7 @@ def load_reference(name: str) -> List[Run]:
   if name not in REFERENCE_FILES:
     raise ValueError(f'Unknown reference {name!r}; choose from '
                      f'{sorted(REFERENCE_FILES)}.')
-  return read_runs_csv(reference_path(REFERENCE_FILES[name]), name)
+  return read_runs_csv(reference_path(REFERENCE_FILES[name]), name, 'atari')
 
 
 def load_all_references(agents: Optional[Sequence[str]] = None) -> List[Run]:

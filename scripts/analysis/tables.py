@@ -1,5 +1,6 @@
-"""The markdown tables that every tool prints or writes."""
+"""The markdown tables that every tool prints or writes, and CSV numbers."""
 
+import math
 from typing import Iterable, List, Sequence
 
 
@@ -27,3 +28,8 @@ def markdown(header: Sequence[str], rows: Iterable[Sequence],
 def line(cells: Iterable) -> str:
   """Return one row of a markdown table (to print rows as they come)."""
   return '| ' + ' | '.join(str(c) for c in cells) + ' |'
+
+
+def number(value: float) -> str:
+  """Return a number for a CSV cell: 6 significant digits, '' if NaN."""
+  return '' if math.isnan(value) else f'{value:.6g}'
