@@ -76,10 +76,17 @@ class Interval(NamedTuple):
   upper: float
 
 
-def stratified_resample_indices(rng: np.random.Generator, reps: int,
-                                num_runs: int, num_tasks: int) -> np.ndarray:
-  """Return run indices [reps, num_runs, num_tasks], drawn independently per cell."""
-  return rng.integers(0, num_runs, size=(reps, num_runs, num_tasks))
+def _check_confidence(confidence: float) -> None:
+  if not 0.0 < confidence < 1.0:
+    raise ValueError(f'confidence must be in (0, 1), got {confidence}.')
+
+
+def _percentile_interval(values: np.ndarray, confidence: float, axis=None
+                         ) -> Tuple[np.ndarray, np.ndarray]:
+  """Return the (lower, upper) percentiles of `values` at `confidence`."""
+  alpha = 100.0 * (1.0 - confidence) / 2.0
+  lower, upper = np.percentile(values, [alpha, 100.0 - alpha], axis=axis)
+  return lower, upper
 
 
 def stratified_bootstrap(scores: np.ndarray, aggregate: Aggregate,
@@ -104,7 +111,8 @@ def stratified_bootstrap(scores: np.ndarray, aggregate: Aggregate,
   values = []
   for start in range(0, reps, chunk_size):
     n = min(chunk_size, reps - start)
-    runs = stratified_resample_indices(rng, n, num_runs, num_tasks)
+    # Run indices [n, num_runs, num_tasks], drawn independently per cell.
+    runs = rng.integers(0, num_runs, size=(n, num_runs, num_tasks))
     values.append(aggregate(scores[runs, task_index]))
   return np.concatenate(values)
 
@@ -113,12 +121,10 @@ def confidence_interval(scores: np.ndarray, aggregate: Aggregate,
                         reps: int = 50_000, confidence: float = 0.95,
                         seed: int = 0) -> Interval:
   """Return the point estimate and the percentile bootstrap CI of `aggregate`."""
-  if not 0.0 < confidence < 1.0:
-    raise ValueError(f'confidence must be in (0, 1), got {confidence}.')
+  _check_confidence(confidence)
   point = float(aggregate(np.asarray(scores, dtype=np.float64)))
-  values = stratified_bootstrap(scores, aggregate, reps=reps, seed=seed)
-  alpha = 100.0 * (1.0 - confidence) / 2.0
-  lower, upper = np.percentile(values, [alpha, 100.0 - alpha])
+  lower, upper = _percentile_interval(
+      stratified_bootstrap(scores, aggregate, reps=reps, seed=seed), confidence)
   return Interval(point, float(lower), float(upper))
 
 
@@ -130,8 +136,7 @@ def profile_band(scores: np.ndarray, taus, reps: int = 2_000,
   (point, lower, upper), each [len(taus)]: pointwise stratified-bootstrap
   intervals, as rliable's create_performance_profile (2,000 resamples).
   """
-  if not 0.0 < confidence < 1.0:
-    raise ValueError(f'confidence must be in (0, 1), got {confidence}.')
+  _check_confidence(confidence)
   taus = np.asarray(taus, dtype=np.float64)
   point = score_distribution(np.asarray(scores, dtype=np.float64), taus)
   # Each resample compares every run with every tau: keep chunks small.
@@ -139,9 +144,7 @@ def profile_band(scores: np.ndarray, taus, reps: int = 2_000,
   values = stratified_bootstrap(
       scores, lambda x: score_distribution(x, taus), reps=reps, seed=seed,
       chunk_size=chunk)
-  alpha = 100.0 * (1.0 - confidence) / 2.0
-  lower, upper = np.percentile(values, [alpha, 100.0 - alpha], axis=0)
-  return point, lower, upper
+  return (point,) + _percentile_interval(values, confidence, axis=0)
 
 
 def difference_interval(a, b, reps: int = 50_000, confidence: float = 0.95,
@@ -151,17 +154,15 @@ def difference_interval(a, b, reps: int = 50_000, confidence: float = 0.95,
   The groups are independent (e.g. the seeds of two configurations): each
   resample draws a's values with replacement from a and b's from b.
   """
-  if not 0.0 < confidence < 1.0:
-    raise ValueError(f'confidence must be in (0, 1), got {confidence}.')
+  _check_confidence(confidence)
   a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
   if a.ndim != 1 or b.ndim != 1 or not a.size or not b.size:
     raise ValueError(f'a and b must be non-empty vectors, got shapes '
                      f'{a.shape} and {b.shape}.')
   rng = np.random.default_rng(seed)
-  values = (a[rng.integers(0, a.size, (reps, a.size))].mean(-1) -
-            b[rng.integers(0, b.size, (reps, b.size))].mean(-1))
-  alpha = 100.0 * (1.0 - confidence) / 2.0
-  lower, upper = np.percentile(values, [alpha, 100.0 - alpha])
+  lower, upper = _percentile_interval(
+      a[rng.integers(0, a.size, (reps, a.size))].mean(-1) -
+      b[rng.integers(0, b.size, (reps, b.size))].mean(-1), confidence)
   return Interval(float(a.mean() - b.mean()), float(lower), float(upper))
 
 
@@ -181,10 +182,9 @@ def mean_with_ci(values: Sequence[float], reps: int = 50_000,
     return Cell(math.nan, math.nan, math.nan, 0)
   if values.size < 2:
     return Cell(float(values[0]), math.nan, math.nan, 1)
-  interval = confidence_interval(
-      values[:, None], mean_of_means, reps=reps,
-      confidence=confidence, seed=seed)
-  return Cell(interval.point, interval.lower, interval.upper, values.size)
+  return Cell(*confidence_interval(values[:, None], mean_of_means, reps=reps,
+                                   confidence=confidence, seed=seed),
+              values.size)
 
 
 def difference_ci(a: Sequence[float], b: Sequence[float], reps: int = 50_000,
@@ -194,8 +194,7 @@ def difference_ci(a: Sequence[float], b: Sequence[float], reps: int = 50_000,
   if a.size < 2 or b.size < 2:
     point = float(a.mean() - b.mean()) if a.size and b.size else math.nan
     return Cell(point, math.nan, math.nan, min(a.size, b.size))
-  interval = difference_interval(a, b, reps, confidence, seed)
-  return Cell(interval.point, interval.lower, interval.upper,
+  return Cell(*difference_interval(a, b, reps, confidence, seed),
               min(a.size, b.size))
 
 

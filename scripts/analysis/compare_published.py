@@ -26,8 +26,9 @@ import numpy as np
 
 from scripts.analysis import run_data
 from zoo.configuration import agent_registry
-from zoo.storage import run_json
 from zoo.configuration import cli
+from zoo.storage import files
+from zoo.storage import run_json
 
 FLAGS = flags.FLAGS
 
@@ -371,44 +372,33 @@ def format_comparison(c: Comparison) -> str:
 
 def plot(comparisons: Sequence[Comparison], path: str) -> str:
   """Draw every compared run beside its published seeds into `path`."""
-  import matplotlib  # pylint: disable=g-import-not-at-top
-  matplotlib.use('Agg')  # Files only; never needs a display.
-  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
-  from scripts.analysis import plot_curves  # pylint: disable=g-import-not-at-top
-  from zoo.storage import files  # pylint: disable=g-import-not-at-top
-
+  # pylint: disable=g-import-not-at-top
+  from scripts.analysis import plot_curves  # Imports matplotlib.
   shown = [c for c in comparisons if c.rows]
   if not shown:
     raise ValueError('Nothing to plot: no run has published curves.')
-  columns = min(3, len(shown))
-  rows = int(np.ceil(len(shown) / columns))
-  fig, axes = plt.subplots(rows, columns, figsize=(4.5 * columns, 3.2 * rows),
-                           squeeze=False)
-  ours_color, published_color, alarm = (plot_curves.OKABE_ITO[4],
-                                        plot_curves.OKABE_ITO[0],
-                                        plot_curves.OKABE_ITO[5])
-  for ax, c in zip(axes.flat, shown):
+  fig, axes = plot_curves.panels(len(shown), min(3, len(shown)), 4.5, 3.2)
+  for ax, c in zip(axes, shown):
     last = float(np.nanmax(c.run.frame))
     by_frame = published_at(c.published)
     frames = sorted(by_frame)
     # The published evaluations up to the first one at or after our last.
     keep = [f for f in frames if f <= last] + [f for f in frames if f > last][:1]
-    x = np.array(keep) / 1e6
-    low = np.array([by_frame[f].min() for f in keep])
-    high = np.array([by_frame[f].max() for f in keep])
-    mean = np.array([by_frame[f].mean() for f in keep])
     name = c.resolution.variant.name
-    ax.fill_between(x, low, high, color=published_color, alpha=0.15,
-                    linewidth=0, label=f'{name} published, min–max')
-    ax.plot(x, mean, color=published_color, linestyle='--', linewidth=1.2,
+    ax.fill_between(np.array(keep) / 1e6, [by_frame[f].min() for f in keep],
+                    [by_frame[f].max() for f in keep], alpha=0.15,
+                    color=plot_curves.color(0), linewidth=0,
+                    label=f'{name} published, min–max')
+    ax.plot(np.array(keep) / 1e6, [by_frame[f].mean() for f in keep],
+            color=plot_curves.color(0), linestyle='--', linewidth=1.2,
             marker='.', label=f'{name} published, mean')
-    ax.plot(c.run.frame / 1e6, c.run.eval_return, color=ours_color,
+    ax.plot(c.run.frame / 1e6, c.run.eval_return, color=plot_curves.color(4),
             linewidth=2.0, marker='o', markersize=3, label='ours')
     outside = [r for r in c.rows if r.mark in (BELOW, ABOVE)]
     if outside:
       ax.plot([r.frame / 1e6 for r in outside], [r.ours for r in outside],
               linestyle='none', marker='o', markersize=8, markerfacecolor='none',
-              color=alarm, label='outside the published range')
+              color=plot_curves.color(5), label='outside the published range')
     ax.set_title(f'{c.run.game}: {c.run.agent} seed {c.run.seed} vs {name}',
                  fontsize=9)
     ax.set_xlabel('frames (millions)', fontsize=8)
@@ -416,14 +406,8 @@ def plot(comparisons: Sequence[Comparison], path: str) -> str:
     ax.tick_params(labelsize=7)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6)
-  for ax in axes.flat[len(shown):]:
-    ax.axis('off')
   fig.tight_layout()
-  with files.atomic_path(path) as tmp:
-    fig.savefig(tmp, format=os.path.splitext(path)[1][1:], dpi=100,
-                bbox_inches='tight')
-  plt.close(fig)
-  return path
+  return plot_curves.save(fig, path)
 
 
 def load_labelled_runs(args: Sequence[str], suite: Optional[str] = None
@@ -443,7 +427,6 @@ def load_labelled_runs(args: Sequence[str], suite: Optional[str] = None
     else:
       runs = run_data.load_run_dir(path, label, suite)
     out.extend((label, run) for run in runs)
-  run_data.check_unique(run for _, run in out)
   return out
 
 
@@ -483,7 +466,6 @@ def check_arguments(runs: Sequence[str], plot_path: Optional[str],
     extension = os.path.splitext(plot_path)[1]
     if extension not in ('.png', '.pdf'):
       raise ValueError(f'--plot: {plot_path!r} must end in .png or .pdf.')
-    from zoo.storage import files  # pylint: disable=g-import-not-at-top
     directory = os.path.dirname(os.path.abspath(plot_path))
     try:
       files.make_writable_directory(directory)
@@ -499,7 +481,7 @@ def main(argv):
     runs = load_labelled_runs(FLAGS.runs, FLAGS.suite)
     if FLAGS.evidence_dir:
       runs += load_evidence_runs(FLAGS.evidence_dir, FLAGS.suite)
-      run_data.check_unique(run for _, run in runs)
+    run_data.check_unique(run for _, run in runs)
     comparisons = compare_all(runs)
   except ValueError as e:
     sys.exit(f'Error: {e}')

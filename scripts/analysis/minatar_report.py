@@ -32,9 +32,6 @@ import os
 import platform
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-import matplotlib
-matplotlib.use('Agg')  # Files only; never needs a display.
-import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import numpy as np
 
 from scripts.analysis import bootstrap
@@ -127,24 +124,23 @@ def load_run(label: str, game: str, seed: int, path: str,
   """
   if not os.path.exists(path):
     return None
-  rows = [r for r in run_data.read_rows(path, _RUN_COLUMNS)
-          if 0 <= int(run_data.to_float(r['iteration'])) <= num_iterations]
-  rows.sort(key=lambda r: int(run_data.to_float(r['iteration'])))
-  iteration = np.array([int(run_data.to_float(r['iteration'])) for r in rows],
-                       np.int64)
-  steps = np.array([run_data.to_float(r['frame']) for r in rows])
-  seconds = 0.0
-  for i, row in enumerate(rows):
-    seconds += num_eval_frames / run_data.to_float(row['eval_frame_rate'])
-    if i > 0 and iteration[i] > 0:
-      trained = steps[i] - steps[i - 1]
-      seconds += trained / run_data.to_float(row['train_frame_rate'])
-  complete = set(iteration.tolist()) >= set(range(num_iterations + 1))
+  rows = run_data.read_rows(path, _RUN_COLUMNS)
+  column = {c: np.array([run_data.to_float(r[c]) for r in rows])
+            for c in _RUN_COLUMNS}
+  order = np.argsort(column['iteration'], kind='stable')
+  kept = order[(column['iteration'][order] >= 0) &
+               (column['iteration'][order] <= num_iterations)]
+  column = {c: v[kept] for c, v in column.items()}
+  iteration = column['iteration'].astype(np.int64)
+  steps = column['frame']
+  trained = (np.diff(steps) / column['train_frame_rate'][1:])[iteration[1:] > 0]
+  seconds = np.sum(num_eval_frames / column['eval_frame_rate']) + np.sum(
+      trained)
   return RunResult(
-      label, game, seed, path, complete, iteration, steps,
-      np.array([run_data.to_float(r['eval_episode_return']) for r in rows]),
-      np.array([run_data.to_float(r['train_episode_return']) for r in rows]),
-      seconds if np.isfinite(seconds) else math.nan)
+      label, game, seed, path, set(range(num_iterations + 1)) <= set(
+          iteration.tolist()), iteration, steps, column['eval_episode_return'],
+      column['train_episode_return'],
+      float(seconds) if np.isfinite(seconds) else math.nan)
 
 
 def study_span(csv_paths: Sequence[str]
@@ -220,19 +216,13 @@ FINAL_COLUMNS = (
 
 
 def _final_csv_row(row: Dict) -> Dict[str, str]:
-  out = {'game': row['game'], 'configuration': row['configuration'],
-         'seeds': row['seeds'], 'seeds_list': row['seeds_list'],
-         'final_train_mean': f'{row["final_train"]:.6g}',
-         'random_policy': f'{row["random"]:.6g}',
-         'above_random': str(row['above_random']).lower()}
-  for name in ('final', 'mean_over_iterations'):
-    cell = row[name]
-    out[f'{name}_mean'] = f'{cell.mean:.6g}'
-    out[f'{name}_ci_low'] = ('' if math.isnan(cell.lower)
-                             else f'{cell.lower:.6g}')
-    out[f'{name}_ci_high'] = ('' if math.isnan(cell.upper)
-                              else f'{cell.upper:.6g}')
-  return out
+  final, mean = row['final'], row['mean_over_iterations']
+  return dict(zip(FINAL_COLUMNS, [
+      row['game'], row['configuration'], row['seeds'], row['seeds_list'],
+      *map(tables.number, (final.mean, final.lower, final.upper, mean.mean,
+                           mean.lower, mean.upper, row['final_train'],
+                           row['random'])),
+      str(row['above_random']).lower()]))
 
 
 RUN_COLUMNS = ('configuration', 'game', 'seed', 'state', 'last_iteration',
@@ -246,19 +236,14 @@ def run_rows(planned: Sequence[Tuple[str, str, int, str]],
   rows = []
   for label, game, seed, path in planned:
     r = results[(label, game, seed)]
-    state = ('missing' if r is None else
-             'complete' if r.complete else 'incomplete')
     has = r is not None and r.iteration.size > 0
-    rows.append({
-        'configuration': label, 'game': game, 'seed': seed, 'state': state,
-        'last_iteration': r.last_iteration if r is not None else '',
-        'final_eval_return': f'{r.final:.6g}' if has else '',
-        'mean_eval_return_over_iterations': (
-            f'{r.mean_over_iterations:.6g}' if has and r.last_iteration >= 1
-            else ''),
-        'final_train_return': f'{r.final_train:.6g}' if has else '',
-        'phase_hours': f'{r.phase_seconds / 3600:.3f}' if has else '',
-        'path': path})
+    numbers = ((r.final, r.mean_over_iterations if r.last_iteration >= 1
+                else math.nan, r.final_train) if has else (math.nan,) * 3)
+    rows.append(dict(zip(RUN_COLUMNS, [
+        label, game, seed, 'missing' if r is None else
+        'complete' if r.complete else 'incomplete',
+        '' if r is None else r.last_iteration, *map(tables.number, numbers),
+        f'{r.phase_seconds / 3600:.3f}' if has else '', path])))
   return rows
 
 
@@ -282,61 +267,42 @@ def k_stream_rows(results: Sequence[RunResult], game: str, k_label: str,
   return rows
 
 
-def _seed_matrix(runs: Sequence[RunResult]) -> Tuple[np.ndarray, np.ndarray]:
-  """Return steps [T] and eval returns [seeds, T] of complete runs."""
-  steps = runs[0].steps
-  return steps, np.stack([r.eval_return for r in runs])
-
-
-def _plot_group(ax, runs, color, label):
-  steps, returns = _seed_matrix(runs)
-  ax.plot(steps / 1e6, returns.mean(0), color=color, linewidth=2,
-          label=f'{label} [{len(runs)} seed{"s" if len(runs) > 1 else ""}]')
-  ax.fill_between(steps / 1e6, returns.min(0), returns.max(0), color=color,
-                  alpha=0.15, linewidth=0)
-
-
 def plot_curves_figure(results: Sequence[RunResult], labels: Sequence[str],
                        games: Sequence[str], random_returns: Dict[str, float],
-                       path: str, title: str = '') -> Optional[str]:
+                       path: str) -> Optional[str]:
   """Plot one panel per game, one line per configuration; None if no run."""
   groups = group_complete(results)
   games = [g for g in games if any(groups.get((l, g)) for l in labels)]
   if not games:
     return None
-  fig, axes = plt.subplots(1, len(games), figsize=(4.5 * len(games), 3.6),
-                           squeeze=False)
-  colors = plot_curves.OKABE_ITO
-  for ax, game in zip(axes[0], games):
+  fig, axes = plot_curves.panels(len(games), len(games), 4.5, 3.6)
+  legend = {}  # First label of each configuration: {name: handle}.
+  for ax, game in zip(axes, games):
     for i, label in enumerate(labels):
       runs = groups.get((label, game))
-      if runs:
-        _plot_group(ax, runs, colors[i % len(colors)], label)
+      if runs:  # Mean over seeds, min..max band.
+        returns = np.stack([r.eval_return for r in runs])
+        legend.setdefault(label, plot_curves.band(
+            ax, runs[0].steps / 1e6, returns.mean(0), returns.min(0),
+            returns.max(0), color=plot_curves.color(i), linewidth=2,
+            label=f'{label} [{len(runs)} seed{"s" * (len(runs) > 1)}]'))
     if game in random_returns:
-      ax.axhline(random_returns[game], color='grey', linestyle='--',
-                 linewidth=1.2, label='random policy')
+      legend.setdefault('random', ax.axhline(
+          random_returns[game], color='grey', linestyle='--', linewidth=1.2,
+          label='random policy'))
     ax.set(title=game, xlabel='training steps (millions)',
            ylabel='evaluation return')
     ax.grid(alpha=0.3)
-  handles, names = axes[0][0].get_legend_handles_labels()
-  for ax in axes[0][1:]:
-    for h, n in zip(*ax.get_legend_handles_labels()):
-      if n.split(' [')[0] not in [m.split(' [')[0] for m in names]:
-        handles.append(h)
-        names.append(n)
-  fig.legend(handles, names, loc='lower center', ncol=min(len(names), 4),
+  fig.legend(list(legend.values()), [h.get_label() for h in legend.values()],
+             loc='lower center', ncol=min(len(legend), 4),
              bbox_to_anchor=(0.5, 1.0), fontsize=8)
-  if title:
-    fig.suptitle(title, y=1.12, fontsize=10)
   fig.tight_layout()
-  with files.atomic_path(path) as tmp:
-    fig.savefig(tmp, format='png', dpi=100, bbox_inches='tight')
-  plt.close(fig)
-  return path
+  return plot_curves.save(fig, path)
 
 
-def markdown(final: Sequence[Dict], k_rows: Sequence[Dict], k_game: str,
-             k_label: str, runs_table: Sequence[Dict[str, str]],
+def markdown(final: Sequence[Dict], k_rows: Sequence[Dict],
+             k_stream: Optional[Tuple[str, str]],
+             runs_table: Sequence[Dict[str, str]],
              random_results: Sequence[RandomReturn],
              num_iterations: int, num_train_frames: int, machine: str,
              confidence: float, figures: Sequence[str],
@@ -367,6 +333,7 @@ def markdown(final: Sequence[Dict], k_rows: Sequence[Dict], k_game: str,
         'yes' if row['above_random'] else 'no'] for row in final],
       'llrrrrrl')
   if k_rows:
+    k_label, k_game = k_stream
     lines += ['', f'## K = 8 streams vs K = 1 ({k_game}, CR-DQN)', '']
     lines += tables.markdown(
         ['statistic', f'K = 1 ({K_ONE_LABEL})', f'K = 8 ({k_label})',
@@ -414,15 +381,12 @@ def write_report(planned: Sequence[Tuple[str, str, int, str]],
     games: the games, in order.
     k_stream: (K = 8 label, game) of the K-stream check, or None.
     output_dir: where the files go.
-    num_iterations: iterations of a complete run.
+    num_iterations: iterations of a complete run (the others are listed).
     num_train_frames: training steps per iteration.
     num_eval_frames: evaluation steps per iteration (for the wall time).
     machine: where the runs ran, for the report.
     random_results: the random policy's return on every game (of `games`
       and of the K-stream check), e.g. from scripts.experiments.minatar_random.
-    reps: bootstrap resamples.
-    confidence: CI coverage.
-    seed: the bootstrap's seed.
   """
   results = {(label, game, s): load_run(label, game, s, path, num_iterations,
                                         num_eval_frames)
@@ -442,36 +406,24 @@ def write_report(planned: Sequence[Tuple[str, str, int, str]],
                           seed) if k_stream else [])
   table = run_rows(planned, results)
   os.makedirs(output_dir, exist_ok=True)
-  written = []
-  figures = []
-  path = plot_curves_figure(main, labels, games, random_returns,
-                            os.path.join(output_dir, 'curves.png'))
-  if path:
-    figures.append('curves.png')
-    written.append(path)
+  plots = [('curves.png', main, labels, games)]
   if k_stream:
-    path = plot_curves_figure(
-        present, [K_ONE_LABEL, k_stream[0]], [k_stream[1]], random_returns,
-        os.path.join(output_dir, 'k_streams.png'))
-    if path:
-      figures.append('k_streams.png')
-      written.append(path)
+    plots.append(('k_streams.png', present, [K_ONE_LABEL, k_stream[0]],
+                  [k_stream[1]]))
+  figures = [name for name, runs, plot_labels, plot_games in plots
+             if plot_curves_figure(runs, plot_labels, plot_games,
+                                   random_returns,
+                                   os.path.join(output_dir, name))]
   for name, columns, rows in (
       ('final_scores.csv', FINAL_COLUMNS, [_final_csv_row(r) for r in final]),
       ('runs.csv', RUN_COLUMNS, table)):
     files.write_csv_atomically(os.path.join(output_dir, name), columns, rows)
-    written.append(os.path.join(output_dir, name))
-  outputs = {
-      'report.md': markdown(final, k_rows, k_stream[1] if k_stream else '',
-                            k_stream[0] if k_stream else '', table,
-                            random_results, num_iterations, num_train_frames,
-                            machine, confidence, figures,
-                            study_span([p for _, _, _, p in planned])),
-  }
-  for name, text in outputs.items():
-    files.write_atomically(os.path.join(output_dir, name), text)
-    written.append(os.path.join(output_dir, name))
-  return written
+  files.write_atomically(os.path.join(output_dir, 'report.md'), markdown(
+      final, k_rows, k_stream, table,
+      random_results, num_iterations, num_train_frames, machine, confidence,
+      figures, study_span([p for _, _, _, p in planned])))
+  return [os.path.join(output_dir, name) for name in
+          figures + ['final_scores.csv', 'runs.csv', 'report.md']]
 
 
 def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
@@ -479,13 +431,7 @@ def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
                         seed: int = 0) -> str:
   """Return the report's CR-DQN - QR-DQN-1 and normalised-IQM sections.
 
-  Args:
-    results: RunResult of the complete runs.
-    labels: the configurations, in order.
-    games: the games, in order.
-    random_returns: the random policy's return per game.
-    reps: bootstrap resamples.
-    seed: the bootstrap's seed.
+  Over the complete RunResults; labels and games in order.
   """
   final = {}
   for r in results:

@@ -140,23 +140,48 @@ def _label(source: str, agent: str) -> str:
   return agent if source in ('ours',) else f'{agent} ({source})'
 
 
+def color(i: int) -> str:
+  """Return the i-th colour of the palette (cycling)."""
+  return OKABE_ITO[i % len(OKABE_ITO)]
+
+
+def band(ax, x, line, low, high, **style):
+  """Plot a line and a pale band from low to high; return the line."""
+  handle, = ax.plot(x, line, **style)
+  ax.fill_between(x, low, high, color=style['color'], alpha=0.15, linewidth=0)
+  return handle
+
+
+def panels(count: int, columns: int, width: float, height: float):
+  """Return a figure of `count` panels in rows of `columns`, and their axes."""
+  rows = -(-count // columns)
+  fig, axes = plt.subplots(rows, columns, squeeze=False,
+                           figsize=(width * columns, height * rows))
+  for ax in axes.flat[count:]:
+    ax.axis('off')
+  return fig, axes.flat[:count]
+
+
+def save(fig, path: str, close: bool = True) -> str:
+  """Write a figure to `path` atomically, in the format its extension names."""
+  with files.atomic_path(path) as tmp:
+    fig.savefig(tmp, format=os.path.splitext(path)[1][1:], dpi=100,
+                bbox_inches='tight')
+  if close:
+    plt.close(fig)
+  return path
+
+
 def _styles(agents: Sequence[Tuple[str, str]]) -> Dict[Tuple[str, str], dict]:
-  styles = {}
-  for i, (source, agent) in enumerate(agents):
-    reference = source in run_data.REFERENCE_FILES
-    styles[(source, agent)] = dict(
-        color=OKABE_ITO[i % len(OKABE_ITO)],
-        linestyle='--' if reference else '-',
-        linewidth=1.2 if reference else 2.0)
-  return styles
+  return {(source, agent): dict(
+      color=color(i), linestyle='--' if reference else '-',
+      linewidth=1.2 if reference else 2.0)
+          for i, (source, agent) in enumerate(agents)
+          for reference in [source in run_data.REFERENCE_FILES]}
 
 
 def _save(fig, path_stem: str, formats: Sequence[str]) -> List[str]:
-  paths = []
-  for fmt in formats:
-    with files.atomic_path(f'{path_stem}.{fmt}') as tmp:
-      fig.savefig(tmp, format=fmt, dpi=100, bbox_inches='tight')
-    paths.append(f'{path_stem}.{fmt}')
+  paths = [save(fig, f'{path_stem}.{fmt}', close=False) for fmt in formats]
   plt.close(fig)
   return paths
 
@@ -166,11 +191,9 @@ def _plot_game(ax, game_runs, styles, human_random, normalized, window,
   for key, runs in game_runs.items():
     frames, mean, std, num_seeds = game_curve(runs, human_random, normalized,
                                               window)
-    style = styles[key]
-    label = _label(*key) + (f' [{num_seeds} seeds]' if legend_seeds else '')
-    ax.plot(frames / 1e6, mean, label=label, **style)
-    ax.fill_between(frames / 1e6, mean - std, mean + std,
-                    color=style['color'], alpha=0.15, linewidth=0)
+    band(ax, frames / 1e6, mean, mean - std, mean + std, **styles[key],
+         label=_label(*key) + (f' [{num_seeds} seeds]' if legend_seeds
+                               else ''))
 
 
 def plot_all(runs: Sequence[run_data.Run], output_dir: str,
@@ -213,19 +236,14 @@ def plot_all(runs: Sequence[run_data.Run], output_dir: str,
       ax.legend(fontsize=8)
       written += _save(fig, os.path.join(output_dir, 'games', game), formats)
 
-  columns = int(np.ceil(np.sqrt(len(games))))
-  rows = int(np.ceil(len(games) / columns))
-  fig, axes = plt.subplots(rows, columns, figsize=(3 * columns, 2.4 * rows),
-                           squeeze=False)
-  for ax, game in zip(axes.flat, games):
+  fig, axes = panels(len(games), int(np.ceil(np.sqrt(len(games)))), 3, 2.4)
+  for ax, game in zip(axes, games):
     _plot_game(ax, table[game], styles, human_random, normalized, window,
                legend_seeds=False)
     ax.set_title(game, fontsize=9)
     ax.tick_params(labelsize=7)
     if game in minatar:
       ax.set_ylabel('raw return (MinAtar)', fontsize=7)
-  for ax in axes.flat[len(games):]:
-    ax.axis('off')
   plotted = [k for k in by_agent if any(k in table[g] for g in games)]
   handles = [plt.Line2D([], [], **styles[k]) for k in plotted]
   fig.legend(handles, [_label(*k) for k in plotted], loc='lower center',
@@ -242,11 +260,8 @@ def plot_all(runs: Sequence[run_data.Run], output_dir: str,
   if not atari_games:
     return written  # No human scores, so no median over games.
   fig, ax = plt.subplots(figsize=(7, 4.5))
-  for key, agent_runs in by_agent.items():
-    runs_by_game = {}
-    for run in agent_runs:
-      if run.game in atari_games:
-        runs_by_game.setdefault(run.game, []).append(run)
+  for key in by_agent:
+    runs_by_game = {g: table[g][key] for g in atari_games if key in table[g]}
     if not runs_by_game:
       continue
     frames, median, num_games = median_curve(runs_by_game, human_random, window)

@@ -73,10 +73,6 @@ class Configuration(NamedTuple):
   relative_width: bool = False
 
   @property
-  def smoothed(self) -> bool:
-    return self.loss in SMOOTHED_LOSSES
-
-  @property
   def sampled(self) -> bool:
     """Whether the network is evaluated at sampled levels (an IQN)."""
     return self.head == 'iqn'
@@ -164,49 +160,49 @@ class Settings(NamedTuple):
   widths: Sequence[float] = ()  # Empty: each configuration's own width.
 
 
+_HELP = {
+    'configurations': ('Configurations to run, from: ' +
+                       ', '.join(CONFIGURATIONS_BY_NAME) +
+                       ' (the default: all but the sampled-level iqn_ ones).'),
+    'num_trials': 'Independent trials per configuration.',
+    'num_iterations': 'Adam steps per trial.',
+    'num_quantiles': 'Atoms N.',
+    'learning_rate': 'Adam step size.',
+    'batch_size': 'Sampled Diracs per Adam step.',
+    'dirac_locations': 'Locations of the mixture Diracs.',
+    'dirac_probabilities': ('Probabilities of the mixture Diracs (numbers or '
+                            'fractions such as 2/3; they must sum to 1).'),
+    'collapse_tolerance': ('A trial collapsed if all its atoms lie within '
+                           'this distance of one point (max atom - min atom '
+                           '<= 2 x tolerance).'),
+    'seed': 'Seed; trial i uses fold_in(seed, i).',
+    'output_dir': ('Where synthetic.csv, synthetic.md and synthetic.png are '
+                   'written (the copy in the docs: '
+                   '--output_dir=docs/synthetic).'),
+    'oscillation_steps': ('Oscillation = the std of each sorted atom over the '
+                          'last this many steps (all steps if fewer), '
+                          'averaged over atoms (then over trials).'),
+    'widths': ('Sweep of the smoothing width h: each smoothed configuration '
+               "named in --configurations runs once per width (absolute, or "
+               "times the atoms' spread for the _relative ones); the others "
+               "run once. Empty: each configuration's own width."),
+}
+# The lists of numbers, parsed by _parse_numbers (fractions allowed).
+_NUMBER_LISTS = {'dirac_locations': ['-1', '1'],
+                 'dirac_probabilities': ['2/3', '1/3'], 'widths': []}
+
+
 def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
   """Define this entry point's flags (only when run, to avoid flag clashes)."""
-  d = Settings()
-  fv = dict(flag_values=flag_values)
-  flags.DEFINE_list(
-      'configurations', list(d.configurations),
-      'Configurations to run, from: ' + ', '.join(CONFIGURATIONS_BY_NAME) +
-      ' (the default: all but the sampled-level iqn_ ones).',
-      **fv)
-  flags.DEFINE_integer('num_trials', d.num_trials,
-                       'Independent trials per configuration.', **fv)
-  flags.DEFINE_integer('num_iterations', d.num_iterations,
-                       'Adam steps per trial.', **fv)
-  flags.DEFINE_integer('num_quantiles', d.num_quantiles, 'Atoms N.', **fv)
-  flags.DEFINE_float('learning_rate', d.learning_rate, 'Adam step size.', **fv)
-  flags.DEFINE_integer('batch_size', d.batch_size,
-                       'Sampled Diracs per Adam step.', **fv)
-  flags.DEFINE_list('dirac_locations', ['-1', '1'],
-                    'Locations of the mixture Diracs.', **fv)
-  flags.DEFINE_list('dirac_probabilities', ['2/3', '1/3'],
-                    'Probabilities of the mixture Diracs (numbers or '
-                    'fractions such as 2/3; they must sum to 1).', **fv)
-  flags.DEFINE_float(
-      'collapse_tolerance', d.collapse_tolerance,
-      'A trial collapsed if all its atoms lie within this distance of one '
-      'point (max atom - min atom <= 2 x tolerance).', **fv)
-  flags.DEFINE_integer('seed', d.seed, 'Seed; trial i uses fold_in(seed, i).',
-                       **fv)
-  flags.DEFINE_integer(
-      'oscillation_steps', d.oscillation_steps,
-      'Oscillation = the std of each sorted atom over the last this many '
-      'steps (all steps if fewer), averaged over atoms (then over trials).',
-      **fv)
-  flags.DEFINE_list(
-      'widths', [],
-      'Sweep of the smoothing width h: each smoothed configuration named in '
-      '--configurations runs once per width (absolute, or times the atoms\' '
-      'spread for the _relative ones); the others run once. Empty: each '
-      'configuration\'s own width.', **fv)
-  flags.DEFINE_string(
-      'output_dir', d.output_dir,
-      'Where synthetic.csv, synthetic.md and synthetic.png are written '
-      '(the copy in the docs: --output_dir=docs/synthetic).', **fv)
+  define = {int: flags.DEFINE_integer, float: flags.DEFINE_float,
+            str: flags.DEFINE_string}
+  for name, default in Settings()._asdict().items():
+    if name in _NUMBER_LISTS or name == 'configurations':
+      flags.DEFINE_list(name, _NUMBER_LISTS.get(name, list(default)),
+                        _HELP[name], flag_values=flag_values)
+    else:
+      define[type(default)](name, default, _HELP[name],
+                            flag_values=flag_values)
 
 
 def _parse_numbers(name: str, values: Sequence[str]) -> tuple[float, ...]:
@@ -219,16 +215,11 @@ def _parse_numbers(name: str, values: Sequence[str]) -> tuple[float, ...]:
 
 def settings_from_flags(f: flags.FlagValues = flags.FLAGS) -> Settings:
   """Return the Settings given on the command line; raise ValueError."""
-  return Settings(
-      configurations=tuple(f.configurations), num_trials=f.num_trials,
-      num_iterations=f.num_iterations, num_quantiles=f.num_quantiles,
-      learning_rate=f.learning_rate, batch_size=f.batch_size,
-      dirac_locations=_parse_numbers('dirac_locations', f.dirac_locations),
-      dirac_probabilities=_parse_numbers('dirac_probabilities',
-                                         f.dirac_probabilities),
-      collapse_tolerance=f.collapse_tolerance, seed=f.seed,
-      output_dir=f.output_dir, oscillation_steps=f.oscillation_steps,
-      widths=_parse_numbers('widths', f.widths))
+  values = {name: getattr(f, name) for name in Settings._fields}
+  values['configurations'] = tuple(values['configurations'])
+  values.update({name: _parse_numbers(name, values[name])
+                 for name in _NUMBER_LISTS})
+  return Settings(**values)
 
 
 class Mixture(NamedTuple):
@@ -236,16 +227,25 @@ class Mixture(NamedTuple):
   probabilities: np.ndarray  # [K]
 
 
-class TrialResults(NamedTuple):
-  """Results of one configuration, one row per trial."""
-  configuration: Configuration
-  num_params: int
+class TrialOutputs(NamedTuple):
+  """What the trials of one configuration learned, one row per trial."""
   atoms: np.ndarray        # [T, N] learned atoms, sorted
   d1: np.ndarray           # [T]
   collapsed: np.ndarray    # [T] bool
   final_loss: np.ndarray   # [T] loss at the last step
-  seconds: float
   oscillation: np.ndarray  # [T] mean over atoms of their std over the last K
+
+
+class TrialResults(NamedTuple):
+  """Results of one configuration, one row per trial."""
+  configuration: Configuration
+  num_params: int
+  seconds: float
+  atoms: np.ndarray
+  d1: np.ndarray
+  collapsed: np.ndarray
+  final_loss: np.ndarray
+  oscillation: np.ndarray
 
 
 def make_mixture(locations: Sequence[float],
@@ -463,14 +463,6 @@ def make_train_trials(configuration: Configuration, mixture: Mixture,
   return jax.vmap(train_trial)
 
 
-class TrialOutputs(NamedTuple):
-  atoms: jnp.ndarray       # [T, N], sorted
-  d1: jnp.ndarray          # [T]
-  collapsed: jnp.ndarray   # [T] bool
-  final_loss: jnp.ndarray  # [T]
-  oscillation: jnp.ndarray  # [T]
-
-
 def evaluated_atoms(configuration: Configuration, num_quantiles: int) -> int:
   """Return how many atoms measure a configuration's learned distribution."""
   if configuration.sampled:
@@ -512,15 +504,9 @@ def run_configuration(configuration: Configuration, mixture: Mixture, *,
       num_quantiles, num_iterations, learning_rate, batch_size,
       collapse_tolerance, oscillation_steps)
   outputs = jax.device_get(train_trials(trial_keys(seed, num_trials)))
-  return TrialResults(
-      configuration=configuration,
-      num_params=count_params(configuration, num_quantiles),
-      atoms=outputs.atoms, d1=outputs.d1, collapsed=outputs.collapsed,
-      final_loss=outputs.final_loss, seconds=time.perf_counter() - start,
-      oscillation=outputs.oscillation)
+  return TrialResults(configuration, count_params(configuration, num_quantiles),
+                      time.perf_counter() - start, *outputs)
 
-
-# Results table.
 
 TABLE_COLUMNS = ('configuration', 'label', 'parameters', 'd1_mean', 'd1_std',
                  'collapsed', 'trials', 'd1_mean_not_collapsed',
@@ -528,6 +514,7 @@ TABLE_COLUMNS = ('configuration', 'label', 'parameters', 'd1_mean', 'd1_std',
 
 
 def table_rows(results: Sequence[TrialResults]):
+  """Return one dict per configuration (TABLE_COLUMNS, and 'sampled')."""
   rows = []
   for r in results:
     kept = r.d1[~r.collapsed]
@@ -539,7 +526,8 @@ def table_rows(results: Sequence[TrialResults]):
         trials=len(r.d1),
         d1_mean_not_collapsed=float(np.mean(kept)) if len(kept) else np.nan,
         mean_of_atoms=float(np.mean(r.atoms)),
-        oscillation=float(np.mean(r.oscillation))))
+        oscillation=float(np.mean(r.oscillation)),
+        sampled=r.configuration.sampled))
   return rows
 
 
@@ -554,10 +542,6 @@ def format_csv(rows) -> str:
   return buffer.getvalue()
 
 
-def _or_dash(value: float) -> str:
-  return '–' if np.isnan(value) else f'{value:.4f}'
-
-
 def format_markdown(rows, mixture: Mixture, num_quantiles: int,
                     collapse_tolerance: float,
                     oscillation_steps: int = 100) -> str:
@@ -567,7 +551,8 @@ def format_markdown(rows, mixture: Mixture, num_quantiles: int,
        'd1 mean, not collapsed', 'mean of atoms', 'oscillation'],
       [[row['label'], row['parameters'], f"{row['d1_mean']:.4f}",
         f"{row['d1_std']:.4f}", f"{row['collapsed']}/{row['trials']}",
-        _or_dash(row['d1_mean_not_collapsed']),
+        '–' if np.isnan(row['d1_mean_not_collapsed'])
+        else f"{row['d1_mean_not_collapsed']:.4f}",
         f"{row['mean_of_atoms']:+.4f}", f"{row['oscillation']:.4f}"]
        for row in rows], 'l' + 'r' * 7)
   mean = float(np.dot(mixture.locations, mixture.probabilities))
@@ -583,7 +568,7 @@ def format_markdown(rows, mixture: Mixture, num_quantiles: int,
       f'trials. The Cramér losses (plain and smoothed) are multiplied by '
       f'N/2, as in the published code.',
   ]
-  if any(_is_sampled(row) for row in rows):
+  if any(row['sampled'] for row in rows):
     lines[-1] += (
         f' IQN rows: the network is trained at {num_quantiles} levels drawn '
         f'uniformly per batch element and step; d1, collapse and the mean of '
@@ -593,11 +578,6 @@ def format_markdown(rows, mixture: Mixture, num_quantiles: int,
         f'itself when the {num_quantiles}-atom staircase is), the oscillation '
         f'on its outputs at the {num_quantiles} midpoints.')
   return '\n'.join(lines) + '\n'
-
-
-def _is_sampled(row) -> bool:
-  configuration = CONFIGURATIONS_BY_NAME.get(row['configuration'])
-  return configuration is not None and configuration.sampled
 
 
 def check_output_dir(output_dir: str) -> None:
@@ -618,41 +598,25 @@ def parse_configurations(names: Sequence[str]) -> list[Configuration]:
   return [CONFIGURATIONS_BY_NAME[n] for n in names]
 
 
-def _check_positive(**values) -> None:
-  for name, value in values.items():
-    if not value > 0:
-      raise ValueError(f'--{name} must be positive, got {value!r}.')
-
-
 def expand_widths(configurations: Sequence[Configuration],
                   widths: Sequence[float]) -> list[Configuration]:
   """Return the configurations with each smoothed one once per width."""
-  if not widths:
-    return list(configurations)
-  expanded = []
-  for configuration in configurations:
-    if configuration.smoothed:
-      expanded += [configuration.with_width(w) for w in widths]
-    else:
-      expanded.append(configuration)
-  return expanded
+  return [c.with_width(w) if w else c for c in configurations
+          for w in (widths if c.loss in SMOOTHED_LOSSES and widths else [0])]
 
 
 def check_settings(settings: Settings
                    ) -> tuple[list[Configuration], Mixture]:
   """Validate every setting before any work; raise ValueError naming the fix."""
   configurations = parse_configurations(settings.configurations)
-  for width in settings.widths:
-    if not width > 0:
-      raise ValueError(f'--widths must be positive, got {width!r}.')
+  for name in ('widths', 'oscillation_steps', 'num_trials', 'num_iterations',
+               'num_quantiles', 'learning_rate', 'batch_size',
+               'collapse_tolerance'):
+    value = getattr(settings, name)
+    for v in value if name == 'widths' else [value]:
+      if not v > 0:
+        raise ValueError(f'--{name} must be positive, got {v!r}.')
   configurations = expand_widths(configurations, settings.widths)
-  _check_positive(oscillation_steps=settings.oscillation_steps)
-  _check_positive(num_trials=settings.num_trials,
-                  num_iterations=settings.num_iterations,
-                  num_quantiles=settings.num_quantiles,
-                  learning_rate=settings.learning_rate,
-                  batch_size=settings.batch_size,
-                  collapse_tolerance=settings.collapse_tolerance)
   mixture = make_mixture(settings.dirac_locations,
                          settings.dirac_probabilities)
   for size in sorted({evaluated_atoms(c, settings.num_quantiles)
@@ -685,8 +649,8 @@ def run_experiment(settings: Settings) -> list[dict]:
         seed=settings.seed, collapse_tolerance=settings.collapse_tolerance,
         oscillation_steps=settings.oscillation_steps)
     results.append(result)
-    elapsed = time.perf_counter() - start
-    eta = elapsed / (i + 1) * (len(configurations) - i - 1)
+    eta = (time.perf_counter() - start) / (i + 1) * (
+        len(configurations) - i - 1)
     steps_per_s = settings.num_trials * settings.num_iterations / result.seconds
     print(f'[{i + 1}/{len(configurations)}] {configuration.name:20s} '
           f'd1 {np.mean(result.d1):.4f} ± {np.std(result.d1):.4f}, '
@@ -699,15 +663,13 @@ def run_experiment(settings: Settings) -> list[dict]:
   markdown = format_markdown(rows, mixture, num_quantiles,
                              settings.collapse_tolerance,
                              settings.oscillation_steps)
-  output_dir = settings.output_dir
-  files.write_atomically(os.path.join(output_dir, 'synthetic.csv'),
-                         format_csv(rows))
-  files.write_atomically(os.path.join(output_dir, 'synthetic.md'), markdown)
-  files.write_atomically(os.path.join(output_dir, 'synthetic.png'),
-                         synthetic_plot.figure_png(results, mixture))
-  print()
-  print(markdown)
-  print(f'Wrote synthetic.csv, synthetic.md and synthetic.png to {output_dir}.')
+  for name, content in (
+      ('synthetic.csv', format_csv(rows)), ('synthetic.md', markdown),
+      ('synthetic.png', synthetic_plot.figure_png(results, mixture))):
+    files.write_atomically(os.path.join(settings.output_dir, name), content)
+  print(f'\n{markdown}')
+  print('Wrote synthetic.csv, synthetic.md and synthetic.png to '
+        f'{settings.output_dir}.')
   print(f'Wall time: {time.perf_counter() - start:.1f} s.')
   return rows
 
