@@ -150,7 +150,7 @@ def test_compare_published(inputs, tmp_path):
   for result in results[2:4]:
     assert_clean_error(result, 'line 4', 'cut short or damaged')
   assert_clean_error(results[4], 'holds no run rows', *WHAT_A_RUN_CSV_IS[:6])
-  assert_clean_error(results[5], 'does not exist', 'pass a directory')
+  assert_clean_error(results[5], 'does not exist', 'pass the directory')
 
 
 def test_evaluate(inputs, tmp_path):

@@ -410,26 +410,6 @@ def plot(comparisons: Sequence[Comparison], path: str) -> str:
   return plot_curves.save(fig, path)
 
 
-def load_labelled_runs(args: Sequence[str], suite: Optional[str] = None
-                       ) -> List[Tuple[str, run_data.Run]]:
-  """Load every --runs PATH or LABEL=PATH (directory tree or CSV file).
-
-  A run's suite is its run.json's, else `suite`.
-  """
-  out = []
-  for arg in args:
-    label, path = parse_runs_arg(arg)
-    if os.path.isfile(path):
-      runs = run_data.read_runs_csv(path, label, suite)
-      if not runs:
-        raise ValueError(f'--runs: {path!r} holds no run rows. '
-                         f'{run_data.RUN_CSV_HELP}')
-    else:
-      runs = run_data.load_run_dir(path, label, suite)
-    out.extend((label, run) for run in runs)
-  return out
-
-
 def load_evidence_runs(evidence_dir: str, suite: Optional[str] = None
                        ) -> List[Tuple[str, run_data.Run]]:
   """Load the runs of a results folder but its MinAtar ones, by preset."""
@@ -443,25 +423,13 @@ def load_evidence_runs(evidence_dir: str, suite: Optional[str] = None
   return out
 
 
-def parse_runs_arg(arg: str) -> Tuple[str, str]:
-  """Split 'LABEL=PATH' or 'PATH' (a directory or a CSV file)."""
-  if os.path.exists(arg):
-    return 'ours', arg
-  return run_data.parse_runs_arg(arg)
-
-
 def check_arguments(runs: Sequence[str], plot_path: Optional[str],
                     evidence_dir: Optional[str] = None) -> None:
   """Raise ValueError naming a bad argument, before any work."""
   if not runs and not evidence_dir:
     raise ValueError('Pass --runs=PATH (a directory of run CSVs or a CSV '
                      'file), repeatable, or --evidence_dir=evidence.')
-  for arg in runs:
-    _, path = parse_runs_arg(arg)
-    if not os.path.exists(path):
-      raise ValueError(f'--runs: {path!r} does not exist; pass a directory '
-                       'of run CSVs (e.g. a campaign\'s folder) or one run '
-                       'CSV.')
+  run_data.check_runs_args(runs)
   if plot_path:
     extension = os.path.splitext(plot_path)[1]
     if extension not in ('.png', '.pdf'):
@@ -478,7 +446,8 @@ def main(argv):
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   try:
     check_arguments(FLAGS.runs, FLAGS.plot, FLAGS.evidence_dir)
-    runs = load_labelled_runs(FLAGS.runs, FLAGS.suite)
+    runs = [(run.source, run)
+            for run in run_data.load_runs_args(FLAGS.runs, FLAGS.suite)]
     if FLAGS.evidence_dir:
       runs += load_evidence_runs(FLAGS.evidence_dir, FLAGS.suite)
     run_data.check_unique(run for _, run in runs)

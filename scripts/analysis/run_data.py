@@ -239,15 +239,12 @@ def read_runs_csv(path: str, source: str,
 def find_run_files(root: str) -> List[str]:
   """Return every *.csv and *.csv.gz file under `root`, sorted."""
   if not os.path.isdir(root):
-    raise ValueError(f'--runs: {root!r} is not a directory; pass the '
-                     'directory the runs were written to (a campaign\'s '
-                     'folder, e.g. --runs=runs/atari57).')
-  found = []
-  for dirpath, _, filenames in os.walk(root):
-    for name in filenames:
-      if name.endswith('.csv') or name.endswith('.csv.gz'):
-        found.append(os.path.join(dirpath, name))
-  return sorted(found)
+    raise ValueError(f'--runs: {root!r} does not exist or is not a directory; '
+                     'pass the directory the runs were written to (a '
+                     'campaign\'s folder, e.g. --runs=runs/atari57) or one '
+                     'run CSV.')
+  return sorted(os.path.join(d, name) for d, _, names in os.walk(root)
+                for name in names if name.endswith(('.csv', '.csv.gz')))
 
 
 # The results folder (evidence/): sessions/<id>/session.json and the runs at
@@ -334,24 +331,36 @@ def load_run_dir(root: str, source: str = 'ours',
 
 
 def parse_runs_arg(arg: str) -> Tuple[str, str]:
-  """Split a --runs value 'LABEL=DIR' or 'DIR' into (label, dir)."""
-  if '=' in arg and not os.path.isdir(arg):
+  """Split a --runs value 'LABEL=PATH' or 'PATH' into (label, path)."""
+  if '=' in arg and not os.path.exists(arg):
     label, path = arg.split('=', 1)
     return label, path
   return 'ours', arg
 
 
-def load_runs_args(args: Sequence[str],
-                   suite: Optional[str] = None) -> List[Run]:
-  """Load the runs of --runs values, LABEL=DIR or DIR; check every DIR first.
-
-  A run's suite is its run.json's, else `suite`.
-  """
+def check_runs_args(args: Sequence[str]) -> List[Tuple[str, str]]:
+  """Return the (label, path) of --runs values; raise if a path is none."""
   parsed = [parse_runs_arg(arg) for arg in args]
   for _, path in parsed:
-    find_run_files(path)  # Not a directory: an error before any reading.
-  return [run for label, path in parsed
-          for run in load_run_dir(path, label, suite)]
+    if not os.path.isfile(path):
+      find_run_files(path)
+  return parsed
+
+
+def load_runs_args(args: Sequence[str],
+                   suite: Optional[str] = None) -> List[Run]:
+  """Load the runs of --runs values, LABEL=PATH or PATH (a directory tree of
+  run CSVs or one run CSV); check every PATH first. Each run's source is its
+  LABEL ('ours' without one), its suite its run.json's, else `suite`.
+  """
+  runs = []
+  for label, path in check_runs_args(args):
+    found = (load_run_dir(path, label, suite) if os.path.isdir(path)
+             else read_runs_csv(path, label, suite))
+    if not found:
+      raise ValueError(f'--runs: {path!r} holds no run rows. {RUN_CSV_HELP}')
+    runs += found
+  return runs
 
 
 def load_reference(name: str) -> List[Run]:

@@ -5,28 +5,21 @@ r"""Record Atari evaluation episodes once; replay them through the phase rules.
   python -m scripts.experiments.evaluation_rule --mode=replay
       [--recording=...] [--num_replications=200] [--output_csv=PATH]
 
-Record: plays each scenario's episodes (a game and a fixed policy) in the
-evaluation environment's emulator settings (zoo.environments.atari_env.make_ale:
-no sticky actions, minimal action set, 1-30 no-op frames at each start, each
-action repeated 4 frames, episodes cut at 108,000 frames) and keeps, per
-episode, its length in agent steps and every non-zero reward with its step.
-The policies do not look at the screen, so none is rendered. The scenarios:
-`breakout_stuck` is an untrained agent's evaluation (one fixed action, NOOP,
-with the evaluation's ε = 0.001 of uniform actions: the ball is launched only
-when a random FIRE comes, so episodes run for tens of thousands of frames,
-many to the cap); `breakout_lazy` the same with ε = 0.01; the others a
-uniformly random policy.
+Record: plays each scenario's episodes (a game and a fixed policy, which does
+not look at the screen) in the evaluation emulator's settings
+(zoo.environments.atari_env.make_ale) and keeps each episode's length in agent
+steps and its non-zero rewards with their steps. `breakout_stuck` is an
+untrained agent's evaluation (NOOP, else ε = 0.001 uniform actions: episodes
+run for tens of thousands of frames); `breakout_lazy` the same at ε = 0.01;
+the others a uniformly random policy.
 
-Replay: K streams each play episodes drawn uniformly (with replacement) from
-a scenario's recording, as timesteps (FIRST, MID..., LAST with the rewards),
-through zoo.loops.phase_accounting's real `count`/`is_over`/`phase_stats`
-(jax.numpy under jit, vmapped over the replications), for each rule:
-DQN Zoo's budget rule at K = 1, the budget rule at K, whole episodes at K
-(unbounded) and the bounded rule at K for several overrun bounds, its cut
-episodes counted with their partial return or dropped. The truth is the mean
-return of the scenario's recorded episodes; the table gives each rule's
-bias, RMSE, how often it has no estimate (NaN), and its cost: the frames all
-K streams stepped, mean and max, as a multiple of the budget.
+Replay: K streams each play episodes drawn with replacement from a recording,
+through zoo.loops.phase_accounting's `count`/`is_over`/`phase_stats` (jitted,
+vmapped over replications), for each rule: DQN Zoo's budget rule at K = 1, the
+budget rule, whole episodes and the bounded rule (its cut episodes with their
+partial return or dropped) at K. Each rule's bias and RMSE against the mean
+recorded return, its share of phases without an estimate, and its cost in
+budgets: docs/evaluation-rule.md.
 """
 
 import csv
@@ -96,10 +89,8 @@ def record_scenario(scenario: Scenario, log=print) -> Episodes:
     frames, step = 0, 0
     done = False
     while not done:
-      if scenario.policy == 'random' or rng.rand() < scenario.epsilon:
-        action = actions[rng.randint(len(actions))]
-      else:
-        action = actions[0]
+      action = (actions[rng.randint(len(actions))] if scenario.policy ==
+                'random' or rng.rand() < scenario.epsilon else actions[0])
       step += 1
       reward = 0.0
       for _ in range(REPEATS):
@@ -113,8 +104,8 @@ def record_scenario(scenario: Scenario, log=print) -> Episodes:
         steps.append(step)
         rewards.append(reward)
     lengths.append(step)
-    if episode % 10 == 9 or scenario.policy == "noop":
-      log(f"{scenario.game} {scenario.policy}: {episode + 1} episodes")
+    if episode % 10 == 9 or scenario.policy == 'noop':
+      log(f'{scenario.game} {scenario.policy}: {episode + 1} episodes')
   return Episodes(np.asarray(lengths, np.int32),
                   np.asarray(episodes, np.int32),
                   np.asarray(steps, np.int32),
@@ -149,12 +140,9 @@ class Rule(NamedTuple):
 
 def rules(overruns: Sequence[float]) -> List[Rule]:
   """Return the rules compared at K > 1."""
-  out = [Rule('budget', False), Rule('whole episodes', True)]
-  for overrun in overruns:
-    for cut_rule in ('partial', 'drop'):
-      out.append(Rule(f'bounded {overrun:g}x, {cut_rule}', True, overrun,
-                      cut_rule))
-  return out
+  return [Rule('budget', False), Rule('whole episodes', True)] + [
+      Rule(f'bounded {overrun:g}x, {cut_rule}', True, overrun, cut_rule)
+      for overrun in overruns for cut_rule in ('partial', 'drop')]
 
 
 def _replay_program(num_streams: int, num_frames: int, rule: Rule):
@@ -258,13 +246,6 @@ def measure(recorded: Dict[str, Episodes], overruns: Sequence[float],
   return rows
 
 
-def markdown(rows: Sequence[Dict[str, str]]) -> str:
-  """Return the rows as a Markdown table."""
-  columns = list(rows[0])
-  return '\n'.join(tables.markdown(
-      columns, [[row[c] for c in columns] for row in rows]))
-
-
 def define_flags() -> None:
   """Define the flags of this entry point (only when run)."""
   flags.DEFINE_enum('mode', 'replay', ['record', 'replay'],
@@ -308,7 +289,7 @@ def main(argv):
               if name in FLAGS.scenarios}
   rows = measure(recorded, overruns, FLAGS.num_replications,
                  log=lambda m: print(m, file=sys.stderr))
-  print(markdown(rows))
+  print('\n'.join(tables.markdown(rows[0], [r.values() for r in rows])))
   if FLAGS.output_csv:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(rows[0]),

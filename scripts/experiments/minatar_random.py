@@ -15,8 +15,6 @@ plays the same phases in MinAtar in JAX (zoo.environments.minatar_jax_env), the
 environment of the jitted loop, with JAX's random numbers.
 """
 
-import csv
-import io
 import os
 import sys
 import time
@@ -96,11 +94,8 @@ def measure(game: str, seeds: Sequence[int],
             num_steps: int = DEFAULT_NUM_STEPS,
             loop: str = 'python') -> minatar_report.RandomReturn:
   """Return the random policy's return on `game` for every seed."""
-  if loop == 'jitted':
-    stats = [random_policy_phase(game, seed, num_steps)
-             for seed in seeds]
-  else:
-    stats = [random_policy_return(game, seed, num_steps) for seed in seeds]
+  phase = random_policy_phase if loop == 'jitted' else random_policy_return
+  stats = [phase(game, seed, num_steps) for seed in seeds]
   return minatar_report.RandomReturn(
       game, list(seeds), [s.episode_return for s in stats],
       [s.num_episodes for s in stats], num_steps)
@@ -146,11 +141,8 @@ def main(argv):
              for game in games]
   print(minatar_report.random_markdown(results))
   if FLAGS.output_csv:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(to_rows(results)[0]))
-    writer.writeheader()
-    writer.writerows(to_rows(results))
-    files.write_atomically(FLAGS.output_csv, buffer.getvalue())
+    rows = to_rows(results)
+    files.write_csv_atomically(FLAGS.output_csv, list(rows[0]), rows)
     print(f'wrote {FLAGS.output_csv}', file=sys.stderr)
 
 
