@@ -114,7 +114,7 @@ def test_run_json_of_another_run_or_broken_is_ignored(tmp_path):
 def test_minatar_runs_and_runs_of_unknown_suite_are_not_compared(tmp_path):
   minatar = _run_in(tmp_path, 'cr_dqn', game='breakout', suite='minatar')
   unknown = _run_in(tmp_path, 'cr_dqn', name='u', suite=None)
-  comparisons = cp.compare_all([('ours', minatar), ('ours', unknown)],
+  comparisons = cp.compare_all([minatar, unknown],
                                references=[])
   assert [c.rows for c in comparisons] == [[], []]
   assert 'no published Atari curves' in cp.format_comparison(comparisons[0])
@@ -156,7 +156,7 @@ def test_a_published_seed_of_each_variant_lies_in_its_range(references, name):
   seed = runs[1]
   ours = make_run(variant.package, 'breakout', seed.eval_return, seed.frame,
                   source=name)
-  (comparison,) = cp.compare_all([(name, ours)], references=references)
+  (comparison,) = cp.compare_all([ours], references=references)
   assert comparison.resolution.variant is variant
   assert len(comparison.rows) == 201
   assert all(r.mark == cp.IN_RANGE for r in comparison.rows)
@@ -167,7 +167,7 @@ def test_text_reports_counts_and_the_chance_level():
   refs = published('QR-DQN-0', 'breakout', [[0, 1], [1, 3], [2, 5]])
   run = make_run('qr_dqn', 'breakout', [1, 9, 4], [0, 1e6, 2000],
                  source='QR-DQN-0')
-  (comparison,) = cp.compare_all([('QR-DQN-0', run)], references=refs)
+  (comparison,) = cp.compare_all([run], references=refs)
   text = cp.format_comparison(comparison)
   assert 'published: QR-DQN-0 (paper runs, 3 seeds)' in text
   assert '3 iterations, 2 compared: 1 in range, 0 below, 1 above.' in text
@@ -178,7 +178,7 @@ def test_text_reports_counts_and_the_chance_level():
 def test_a_game_without_published_runs_of_the_variant_is_said(tmp_path):
   refs = published('NC-CR-DQN', 'breakout', [[0], [1]])
   run = make_run('nc_cr_dqn', 'pong', [1], [0])
-  (comparison,) = cp.compare_all([('ours', run)], references=refs)
+  (comparison,) = cp.compare_all([run], references=refs)
   assert 'no published NC-CR-DQN runs on pong (published games: breakout)' in (
       cp.format_comparison(comparison))
 
@@ -202,8 +202,8 @@ def test_run_json_settings_off_the_protocol_are_listed(tmp_path):
 
 def test_plot_writes_a_png(tmp_path):
   refs = published('CR-DQN', 'pong', [[-21, -20, -10], [-21, -18, -5]])
-  runs = [('ours', make_run('cr_dqn', 'pong', [-21, -25], [0, 1e6])),
-          ('ours', make_run('cr_dqn', 'breakout', [1], [0], suite='minatar'))]
+  runs = [make_run('cr_dqn', 'pong', [-21, -25], [0, 1e6]),
+          make_run('cr_dqn', 'breakout', [1], [0], suite='minatar')]
   path = cp.plot(cp.compare_all(runs, references=refs),
                  str(tmp_path / 'c.png'))
   with open(path, 'rb') as f:
@@ -253,8 +253,8 @@ def test_the_atari_runs_of_a_results_folder_are_compared(tmp_path):
                       'atari'),
                      ('minatar-asterix', 'CR-DQN', 'cr_dqn',
                       'minatar-asterix', 1, 'minatar')])
-  (label, run), = cp.load_evidence_runs(root)
-  assert (label, run.game) == ('CR-DQN', 'breakout')
+  run, = cp.load_evidence_runs(root)
+  assert (run.source, run.game) == ('CR-DQN', 'breakout')
   cp.check_arguments([], None, root)  # --evidence_dir alone is enough.
   empty = str(tmp_path / 'empty')
   _evidence_session(empty, 's1', 'full', [])

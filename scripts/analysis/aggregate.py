@@ -3,23 +3,15 @@ r"""Summarise Atari-57 results: best-agent median, and median/IQM/mean with 95% 
   python -m scripts.analysis.aggregate --reference
   python -m scripts.analysis.aggregate --runs=runs/ --output_dir=results/
 
-For every agent (ours, and the shipped paper references):
-- the best score of a run is the max over iterations 0..num_iterations of its
-  human-normalised evaluation return;
-- best-agent summary: per seed, the median over games of the best scores, then
-  the mean over seeds (the number papers report);
-- median (of per-game means over seeds), IQM and mean over the [seeds, games]
-  matrix of best scores, with percentile CIs of a stratified bootstrap that
-  resamples seeds independently within each game (rliable's method).
-Agents whose runs are all complete on a full [seeds x games] grid get CIs;
-status 'subset' marks fewer games than the full set (e.g. paper variants run on
-4 games). Agents with incomplete or missing runs are 'partial': reported apart,
-best-so-far and without CIs, never mixed with complete agents.
-
-MinAtar runs (their run.json's suite, or --suite) have no human scores: they
-get a table of their own, per agent and game, of raw returns (the best
-evaluation return of each run, mean over seeds with a bootstrap CI over
-seeds, and the last evaluation return), never mixed into the Atari rows.
+For every agent (ours, and the shipped references), over the best
+human-normalised evaluation return of each run (iterations 0..num_iterations):
+the best-agent summary (per seed the median over games, then the mean over
+seeds: the number papers report), and the median, IQM and mean over the
+[seeds, games] matrix with stratified-bootstrap percentile CIs (rliable's).
+Only agents complete on a full grid get CIs; 'subset': fewer games than the
+full set; 'partial' (runs incomplete or missing): apart, best so far, no CIs.
+MinAtar runs (their run.json's suite, or --suite) have no human scores: a
+table of their own gives their raw returns (best, with a CI over seeds; last).
 """
 
 import dataclasses
@@ -142,22 +134,14 @@ def summarise_agent(runs: Sequence[run_data.Run], human_random,
   runs_complete = int(sum(complete))
   runs_missing = matrix.size - len(runs)
   full_grid = runs_complete == matrix.size and np.all(np.isfinite(matrix))
-  if not full_grid:
-    status = STATUS_PARTIAL
-  elif len(games) < num_games:
-    status = STATUS_SUBSET
-  else:
-    status = STATUS_COMPLETE
-  point, ci = {}, {}
-  if full_grid:
-    for name in METRICS:
-      interval = bootstrap.confidence_interval(
-          matrix, bootstrap.AGGREGATES[name], reps=reps,
-          confidence=confidence, seed=seed)
-      point[name] = interval.point
-      ci[name] = (interval.lower, interval.upper)
-  else:
-    point = _nan_aggregates(matrix)
+  status = (STATUS_PARTIAL if not full_grid else
+            STATUS_SUBSET if len(games) < num_games else STATUS_COMPLETE)
+  intervals = {name: bootstrap.confidence_interval(
+      matrix, bootstrap.AGGREGATES[name], reps=reps, confidence=confidence,
+      seed=seed) for name in (METRICS if full_grid else ())}
+  point = ({n: i.point for n, i in intervals.items()} if full_grid
+           else _nan_aggregates(matrix))
+  ci = {n: (i.lower, i.upper) for n, i in intervals.items()}
   return AgentSummary(source=source, agent=agent, status=status,
                       num_games=len(games), num_seeds=len(seeds),
                       runs_complete=runs_complete,
@@ -251,18 +235,12 @@ CSV_COLUMNS = (
 
 def to_csv_rows(summaries: Sequence[AgentSummary]) -> List[Dict[str, str]]:
   """Return CSV rows (scores as fractions of human, CIs blank for partial)."""
-  rows = []
-  for s in summaries:
-    row = {'source': s.source, 'agent': s.agent, 'status': s.status,
-           'num_games': s.num_games, 'num_seeds': s.num_seeds,
-           'runs_complete': s.runs_complete,
-           'runs_incomplete': s.runs_incomplete, 'runs_missing': s.runs_missing}
-    for m in METRICS:
-      low, high = s.ci.get(m, (math.nan, math.nan))
-      row.update({m: tables.number(s.point[m]), f'{m}_ci_low':
-                  tables.number(low), f'{m}_ci_high': tables.number(high)})
-    rows.append(row)
-  return rows
+  return [dict(zip(CSV_COLUMNS, [
+      s.source, s.agent, s.status, s.num_games, s.num_seeds, s.runs_complete,
+      s.runs_incomplete, s.runs_missing] + [
+          tables.number(x) for m in METRICS
+          for x in (s.point[m], *s.ci.get(m, (math.nan, math.nan)))]))
+          for s in summaries]
 
 
 def _pct(value: float, ci: Optional[Tuple[float, float]]) -> str:
@@ -311,16 +289,14 @@ def write_outputs(summaries: Sequence[AgentSummary], output_dir: str,
                   ) -> Tuple[str, ...]:
   """Write summary.csv, summary.md (and minatar_summary.csv); return paths."""
   os.makedirs(output_dir, exist_ok=True)
-  csv_path = os.path.join(output_dir, 'summary.csv')
-  md_path = os.path.join(output_dir, 'summary.md')
-  files.write_csv_atomically(csv_path, CSV_COLUMNS, to_csv_rows(summaries))
-  files.write_atomically(md_path, markdown)
-  if not minatar:
-    return csv_path, md_path
-  minatar_path = os.path.join(output_dir, 'minatar_summary.csv')
-  files.write_csv_atomically(minatar_path, MINATAR_CSV_COLUMNS,
-                             minatar_csv_rows(minatar))
-  return csv_path, md_path, minatar_path
+  paths = [os.path.join(output_dir, name) for name in (
+      'summary.csv', 'summary.md', 'minatar_summary.csv')]
+  files.write_csv_atomically(paths[0], CSV_COLUMNS, to_csv_rows(summaries))
+  files.write_atomically(paths[1], markdown)
+  if minatar:
+    files.write_csv_atomically(paths[2], MINATAR_CSV_COLUMNS,
+                               minatar_csv_rows(minatar))
+  return tuple(paths[:3 if minatar else 2])
 
 
 def load_requested_runs(runs_args: Sequence[str],

@@ -243,16 +243,9 @@ def compare_run(run: run_data.Run, published: Sequence[run_data.Run]
     if seeds is not None:
       row.low, row.mean, row.high = seeds.min(), seeds.mean(), seeds.max()
       row.num_seeds = len(seeds)
-      if count == 0:
-        row.mark = PARTIAL
-      elif not np.isfinite(value):
-        row.mark = MISSING
-      elif value < row.low:
-        row.mark = BELOW
-      elif value > row.high:
-        row.mark = ABOVE
-      else:
-        row.mark = IN_RANGE
+      row.mark = (PARTIAL if count == 0 else MISSING if not np.isfinite(value)
+                  else BELOW if value < row.low else ABOVE if value > row.high
+                  else IN_RANGE)
     elif count == 0:
       row.mark = f'{NO_COUNTERPART}; {PARTIAL}'
     rows.append(row)
@@ -262,8 +255,7 @@ def compare_run(run: run_data.Run, published: Sequence[run_data.Run]
 @dataclasses.dataclass
 class Comparison:
   """A run, the variant it is compared with, and its rows (empty: none)."""
-  run: run_data.Run
-  label: str
+  run: run_data.Run  # Its source is its --runs label.
   resolution: Resolution
   published: List[run_data.Run]
   rows: List[Row]
@@ -271,14 +263,14 @@ class Comparison:
   differences: List[str] = dataclasses.field(default_factory=list)
 
 
-def compare_all(labelled_runs: Sequence[Tuple[str, run_data.Run]],
+def compare_all(runs: Sequence[run_data.Run],
                 references: Optional[Sequence[run_data.Run]] = None
                 ) -> List[Comparison]:
-  """Compare every (label, run) with its published variant.
+  """Compare every run with its published variant (its source: its label).
 
   `references` defaults to the shipped reference files the variants need.
   """
-  resolutions = [resolve_variant(run, label) for label, run in labelled_runs]
+  resolutions = [resolve_variant(run, run.source) for run in runs]
   if references is None:
     references = []
     # DQN Zoo's file is large: load only what the runs need.
@@ -288,11 +280,10 @@ def compare_all(labelled_runs: Sequence[Tuple[str, run_data.Run]],
   for ref in references:
     index.setdefault((ref.source, ref.agent, ref.game), []).append(ref)
   out = []
-  for (label, run), resolution in zip(labelled_runs, resolutions):
+  for run, resolution in zip(runs, resolutions):
     variant = resolution.variant
     if variant is None:
-      out.append(Comparison(run, label, resolution, [], [],
-                            note=resolution.how))
+      out.append(Comparison(run, resolution, [], [], note=resolution.how))
       continue
     published = index.get((variant.source, variant.reference_agent, run.game),
                           [])
@@ -303,7 +294,7 @@ def compare_all(labelled_runs: Sequence[Tuple[str, run_data.Run]],
       note = (f'no published {variant.name} runs on {run.game} (published '
               f'games: {", ".join(games) or "none"})')
     out.append(Comparison(
-        run, label, resolution, published,
+        run, resolution, published,
         compare_run(run, published) if published else [], note=note,
         differences=protocol_differences(run, resolution)))
   return out
@@ -322,7 +313,7 @@ def outside_by_chance(num_seeds: int) -> float:
 def format_comparison(c: Comparison) -> str:
   """Return the text block of one run."""
   run = c.run
-  source = '' if c.label == 'ours' else f' [{c.label}]'
+  source = '' if run.source == 'ours' else f' [{run.source}]'
   lines = [f'{run.agent} on {run.game}, seed {run.seed}{source}: {run.path}']
   variant = c.resolution.variant
   if variant is None:
@@ -411,12 +402,11 @@ def plot(comparisons: Sequence[Comparison], path: str) -> str:
 
 
 def load_evidence_runs(evidence_dir: str, suite: Optional[str] = None
-                       ) -> List[Tuple[str, run_data.Run]]:
+                       ) -> List[run_data.Run]:
   """Load the runs of a results folder but its MinAtar ones, by preset."""
-  out = []
-  for _, label, directory in run_data.evidence_run_sets(evidence_dir):
-    runs = run_data.load_run_dir(directory, label, suite)
-    out.extend((label, run) for run in runs if run.suite != 'minatar')
+  out = [run for _, label, directory in run_data.evidence_run_sets(evidence_dir)
+         for run in run_data.load_run_dir(directory, label, suite)
+         if run.suite != 'minatar']
   if not out:
     raise ValueError(f'--evidence_dir: {evidence_dir!r} holds no Atari run '
                      'yet (a session\'s runs/<piece>/<preset>/...).')
@@ -446,12 +436,10 @@ def main(argv):
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   try:
     check_arguments(FLAGS.runs, FLAGS.plot, FLAGS.evidence_dir)
-    runs = [(run.source, run)
-            for run in run_data.load_runs_args(FLAGS.runs, FLAGS.suite)]
+    runs = run_data.load_runs_args(FLAGS.runs, FLAGS.suite)
     if FLAGS.evidence_dir:
       runs += load_evidence_runs(FLAGS.evidence_dir, FLAGS.suite)
-    run_data.check_unique(run for _, run in runs)
-    comparisons = compare_all(runs)
+    comparisons = compare_all(run_data.check_unique(runs))
   except ValueError as e:
     sys.exit(f'Error: {e}')
   print('\n\n'.join(format_comparison(c) for c in comparisons))
