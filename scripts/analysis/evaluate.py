@@ -4,19 +4,14 @@
       [--iteration=N] [--num_episodes=10] [--video_path=pong.gif|pong.mp4]
       [--seed=1]
 
-The newest intact checkpoint, or that of `--iteration` among the two a run
-keeps; a damaged newest one is skipped with a warning naming the damaged
-file (zoo.storage.checkpoint_read.verify).
-
-Rebuilds the network from the checkpoint's saved settings (its agent, suite,
-head and sizes; zoo.storage.checkpoint_read.load_params) and plays whole episodes under
-the DQN Zoo evaluation protocol: the online parameters, ε =
---eval_exploration_epsilon of the run (0.001), one environment in the
-reference mode, the run's episode frame cap (108,000 frames). Prints each
-episode's return (raw game score), its human-normalised score and frames,
-then their mean. `--video_path` records the raw RGB screens of the first
-episode, one per agent step (15 per second of game time): a GIF (Pillow), or
-an MP4 when the ffmpeg program is on PATH.
+Loads the newest intact checkpoint (a damaged newest one is skipped with a
+warning naming it), or that of `--iteration` among the two a run keeps, and
+the network its saved settings describe; plays whole episodes under the DQN
+Zoo evaluation protocol (the online parameters, the run's ε, one environment
+in the reference mode, its episode frame cap) and prints each episode's return,
+human-normalised score and frames, then their mean. `--video_path` records the
+first episode's RGB screens, 15 per second of game time: a GIF (Pillow), or an
+MP4 with the ffmpeg program.
 """
 
 import dataclasses
@@ -56,8 +51,7 @@ class Episode(NamedTuple):
 def define_flags() -> None:
   """Define this entry point's flags (only when run, to avoid flag clashes).
 
-  Its own flags only, with their own help: the run's settings come from the
-  checkpoint, and a run flag given here is refused as unknown.
+  No run flag: the run's settings come from the checkpoint.
   """
   flags.DEFINE_string('checkpoint_dir', None,
                       "Required: the run's checkpoint directory (its "
@@ -127,16 +121,10 @@ def play(env: environment.BatchedEnvironment, act: Callable, num_episodes: int,
          num_action_repeats: int, normalize: Callable[[float], float],
          render: Optional[Callable] = None, video_max_steps: int = 0,
          ) -> Tuple[List[Episode], List[np.ndarray]]:
-  """Play whole episodes on stream 0; return them and the first's screens.
-
-  Args:
-    env: a fresh environment (its stream 0 is played).
-    act: fn(timestep) -> actions.
-    num_episodes: episodes to play to their end.
-    num_action_repeats: frames per step.
-    normalize: return -> human-normalised score.
-    render: fn(env) -> [K, H, W, 3] screens; None: no video.
-    video_max_steps: screens of the first episode to keep.
+  """Play whole episodes on stream 0 of a fresh `env`; return them and the
+  first's screens (at most video_max_steps; none without render(env) ->
+  [K, H, W, 3]). act(timestep) -> actions; normalize(return) -> its
+  human-normalised score.
   """
   episodes, screens = [], []
   timestep = env.reset()
@@ -162,14 +150,10 @@ def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
              warn: Optional[Callable[[str], None]] = None) -> List[Episode]:
   """Play `num_episodes` with a run's parameters (module docstring).
 
-  Args:
-    iteration: the checkpoint of that iteration; None: the newest intact.
-    warn: told that damaged newer checkpoints were skipped (stderr).
-
-  Raises:
-    ValueError: no checkpoint (checkpoint.DamagedError: none intact, or the
-      one asked for is damaged), a suite that cannot render a video, a bad
-      video path; before any episode is played.
+  `iteration`: that checkpoint (None: the newest intact); `warn` (stderr) is
+  told of damaged newer checkpoints skipped. Raises ValueError before any
+  episode: no checkpoint (checkpoint.DamagedError: none intact, or the one
+  asked for is damaged), a suite that cannot render a video, a bad path.
   """
   if num_episodes < 1:
     raise ValueError(f'--num_episodes must be positive, got {num_episodes}.')

@@ -55,6 +55,7 @@ class NotRunCsvError(ValueError):
 class DamagedRunCsvError(ValueError):
   """A run CSV whose rows cannot be read: cut short or damaged."""
 
+
 RunKey = Tuple[str, str, str, int]  # (source, agent, game, seed)
 
 
@@ -87,8 +88,7 @@ class Run:
 
   def is_complete(self, num_iterations: int = DEFAULT_NUM_ITERATIONS) -> bool:
     """Return whether the run has every iteration 0..num_iterations."""
-    present = set(int(i) for i in self.iteration)
-    return all(i in present for i in range(num_iterations + 1))
+    return set(range(num_iterations + 1)) <= set(self.iteration.tolist())
 
 
 def define_suite_flag() -> None:
@@ -140,12 +140,6 @@ def human_normalized(game: str, score, human_random: Dict[str, Tuple[float, floa
       human_score - random_score)
 
 
-def _open_text(path: str):
-  if path.endswith('.gz'):
-    return gzip.open(path, 'rt', newline='')
-  return open(path, newline='')
-
-
 def to_float(text: Optional[str]) -> float:
   """Return a CSV cell's number (NaN where empty or not a number)."""
   try:
@@ -166,7 +160,8 @@ def read_rows(path: str, columns: Sequence[str] = _REQUIRED_COLUMNS
     DamagedRunCsvError: a row is cut short or unreadable (a truncated file).
   """
   try:
-    with _open_text(path) as f:
+    with (gzip.open(path, 'rt', newline='') if path.endswith('.gz')
+          else open(path, newline='')) as f:
       lines = results_csv.checked_rows(f, path)
       header = next(lines, (0, None))[1]
       if header is None:
@@ -219,20 +214,19 @@ def read_runs_csv(path: str, source: str,
       raise ValueError(f'{path}: run {agent}/{game}/seed {seed} repeats an '
                        'iteration; each iteration must have one row.')
 
-    def column(name, rows=rows):
-      return np.array([to_float(r[name]) for r in rows])
+    def column(name, rows=rows):  # None: the file has no such column.
+      return (np.array([to_float(r[name]) for r in rows])
+              if name in rows[0] else None)
+    frame = column('frame')
     runs.append(Run(
         source=source, agent=agent, game=game, seed=seed,
         iteration=iterations,
         # Published runs have no frame column: one iteration per 1M frames.
-        frame=(column('frame') if 'frame' in rows[0]
-               else iterations * float(FRAMES_PER_ITERATION)),
+        frame=(iterations * float(FRAMES_PER_ITERATION) if frame is None
+               else frame),
         eval_return=column('eval_episode_return'), path=path,
-        eval_num_episodes=(column('eval_num_episodes')
-                           if 'eval_num_episodes' in rows[0] else None),
-        train_return=(column('train_episode_return')
-                      if 'train_episode_return' in rows[0] else None),
-        suite=suite))
+        eval_num_episodes=column('eval_num_episodes'),
+        train_return=column('train_episode_return'), suite=suite))
   return runs
 
 
@@ -373,9 +367,7 @@ def load_reference(name: str) -> List[Run]:
 
 def load_all_references(agents: Optional[Sequence[str]] = None) -> List[Run]:
   """Load both reference sets, keeping only `agents` if given."""
-  runs = []
-  for name in REFERENCE_FILES:
-    runs.extend(load_reference(name))
+  runs = [run for name in REFERENCE_FILES for run in load_reference(name)]
   if agents is not None:
     known = sorted({r.agent for r in runs})
     unknown = [a for a in agents if a not in known]

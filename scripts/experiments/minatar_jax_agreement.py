@@ -78,11 +78,9 @@ def minatar_episodes(game: str, seed: int, num_episodes: int) -> Sample:
   ret, length = 0.0, 0
   while len(returns) < num_episodes:
     timestep = env.step(rng.integers(0, env.num_actions, 1))
-    if timestep.step_type[0] == minatar_env.environment.FIRST:
-      ret, length = 0.0, 0
-      continue
-    ret += float(timestep.reward[0])
-    length += 1
+    first = timestep.step_type[0] == minatar_env.environment.FIRST
+    ret, length = (0.0, 0) if first else (ret + float(timestep.reward[0]),
+                                          length + 1)
     if timestep.step_type[0] == minatar_env.environment.LAST:
       returns.append(ret)
       lengths.append(length)
@@ -98,8 +96,8 @@ def jax_episodes(game: str, seed: int, num_episodes: int) -> Sample:
   env = minatar_jax_env.make(game)
   _, returns, lengths = minatar_jax_env.random_policy_episodes(
       env, jax.random.PRNGKey(seed), num_episodes)
-  returns, lengths = np.asarray(returns, np.float64), np.asarray(lengths)
-  return Sample(returns, lengths, time.perf_counter() - start)
+  return Sample(np.asarray(returns, np.float64), np.asarray(lengths),
+                time.perf_counter() - start)
 
 
 def mean_se(x: np.ndarray) -> Tuple[float, float]:
@@ -138,11 +136,8 @@ def compare(game: str, num_episodes: int, seed: int = 1,
 
 def to_markdown(results: Sequence[Agreement]) -> str:
   """Return the agreement table."""
-
   def cell(x):
-    mean, se = mean_se(x)
-    return f'{mean:.3f} ± {se:.3f}'
-
+    return '{:.3f} ± {:.3f}'.format(*mean_se(x))
   return '\n'.join(tables.markdown(
       ['game', 'episodes per side', 'return, minatar', 'return, JAX', 'z',
        'length, minatar', 'length, JAX', 'z', 'agrees'],
