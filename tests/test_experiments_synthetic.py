@@ -43,21 +43,6 @@ def test_exact_staircase_uses_midpoint_quantiles_when_n_p_is_not_integer():
                                 [-3, -3, 0.5, 2])
 
 
-def test_d1_is_exact_on_hand_computed_cases():
-  target = np.array([-1.0] * 8 + [1.0] * 4, np.float32)
-  assert float(synthetic.d1(target[::-1], target)) == 0.0  # Order is free.
-  # All atoms at 0: every atom is 1 away.
-  assert float(synthetic.d1(np.zeros(12, np.float32), target)) == 1.0
-  # All atoms at -1: the 4 upper atoms are 2 away: 8/12.
-  np.testing.assert_allclose(synthetic.d1(-np.ones(12, np.float32), target),
-                             2 / 3, rtol=1e-6)
-  # One atom moved by 0.6: 0.6/12. Batched over leading dimensions.
-  moved = np.stack([target, target]).copy()
-  moved[1, 3] += 0.6
-  np.testing.assert_allclose(synthetic.d1(moved, target), [0.0, 0.05],
-                             atol=1e-7)
-
-
 def test_collapse_means_all_atoms_within_tolerance_of_one_point():
   atoms = np.array([[0.3, 0.5, 0.45],    # spread 0.2: within 0.1 of 0.4.
                     [0.3, 0.51, 0.45],   # spread 0.21.

@@ -176,9 +176,9 @@ def group_complete(results: Sequence[RunResult]
   """Return {(label, game): complete runs}, in planned order."""
   groups: Dict[Tuple[str, str], List[RunResult]] = {}
   for r in results:
-    groups.setdefault((r.label, r.game), [])
+    group = groups.setdefault((r.label, r.game), [])  # Planned order.
     if r.complete:
-      groups[(r.label, r.game)].append(r)
+      group.append(r)
   return groups
 
 
@@ -251,14 +251,13 @@ def k_stream_rows(results: Sequence[RunResult], game: str, k_label: str,
                   reps: int, confidence: float, seed: int) -> List[Dict]:
   """Return K = 1 vs K = 8 rows: per iteration means, then final and mean."""
   groups = group_complete(results)
-  one, eight = groups.get((K_ONE_LABEL, game), []), groups.get((k_label, game),
-                                                              [])
+  one, eight = (groups.get((label, game), []) for label in (K_ONE_LABEL,
+                                                            k_label))
   if not one or not eight:
     return []
   rows = []
   for statistic in ('final', 'mean_over_iterations'):
-    a = [getattr(r, statistic) for r in eight]
-    b = [getattr(r, statistic) for r in one]
+    a, b = ([getattr(r, statistic) for r in runs] for runs in (eight, one))
     rows.append({'statistic': statistic,
                  'k1': bootstrap.mean_with_ci(b, reps, confidence, seed),
                  'k8': bootstrap.mean_with_ci(a, reps, confidence, seed),
@@ -433,33 +432,22 @@ def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
 
   Over the complete RunResults; labels and games in order.
   """
-  final = {}
-  for r in results:
-    if r.complete:
-      final.setdefault((r.label, r.game), {})[r.seed] = float(
-          r.eval_return[-1])
+  final = {}  # {(label, game): {seed: final return}}
+  for r in (r for r in results if r.complete):
+    final.setdefault((r.label, r.game), {})[r.seed] = r.final
   a, b = COMPARED
   lines = [f'## {a} - {b} per game', '',
            f'Final evaluation return of {a} minus {b}: difference of the '
            'means over seeds, 95% percentile bootstrap CI resampling each '
            "configuration's seeds.", '']
-  rows = []
-  for game in games:
-    if (a, game) in final and (b, game) in final:
-      cell = bootstrap.difference_ci(
-          list(final[(a, game)].values()), list(final[(b, game)].values()),
-          reps=reps, seed=seed)
-      rows.append([game, cell.num_seeds, bootstrap.cell_text(cell)])
-    else:
-      rows.append([game, 0, '–'])
-  lines += tables.markdown(['game', 'seeds', 'difference [95% CI]'], rows,
-                           'lrl')
-  best = {}
-  for game in games:
-    means = [np.mean(list(final[(label, game)].values())) for label in labels
-             if (label, game) in final]
-    if means and game in random_returns:
-      best[game] = max(means)
+  cells = [bootstrap.difference_ci(  # No seeds of one: '–'.
+      list(final.get((a, g), {}).values()),
+      list(final.get((b, g), {}).values()), reps=reps, seed=seed)
+           for g in games]
+  lines += tables.markdown(
+      ['game', 'seeds', 'difference [95% CI]'],
+      [[g, c.num_seeds, bootstrap.cell_text(c)] for g, c in zip(games, cells)],
+      'lrl')
   lines += ['', '## Aggregate over games', '',
             'Interquartile mean over seeds x games of the final return '
             'normalised per game, (score - random) / (best - random), where '
@@ -467,9 +455,11 @@ def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
             'stratified bootstrap CI (scripts.analysis.bootstrap). Only '
             'games where every configuration has complete runs, and only seeds '
             'complete on all of them.', '']
-  usable = [g for g in games if g in best and
-            best[g] != random_returns[g] and
+  usable = [g for g in games if g in random_returns and
             all((label, g) in final for label in labels)]
+  best = {g: max(np.mean(list(final[(label, g)].values())) for label in labels)
+          for g in usable}
+  usable = [g for g in usable if best[g] != random_returns[g]]
   if not usable:
     return '\n'.join(lines + ['No game has complete runs of every '
                               'configuration yet.', '']) + '\n'

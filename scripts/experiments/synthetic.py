@@ -1,27 +1,17 @@
 r"""The one-state synthetic experiment: which loss learns a mixture of two Diracs.
 
 One state, one action; the return is a Dirac at -1 with probability 2/3 and at
-+1 with probability 1/3. Each batch element draws one Dirac and uses it as the
-N-atom target (all N atoms at that location). A network with no torso, fed the
-constant input 1.0, is trained by Adam; we report the 1-Wasserstein distance d1
-between its N learned atoms and the exact staircase projection of the mixture.
-
-The Cramér loss is multiplied by N/2 here, as in the published code: then its
-gradients equal the QR(kappa=0) ones while the quantiles do not cross, so Adam's
-epsilon acts alike on both. The smoothed Cramér candidates (multiquadric kernel,
-noisy target; absolute or relative width h) carry the same factor; besides d1
-and the mean of atoms, each row reports the oscillation of the atoms over the
-last steps, and --widths sweeps h.
-
-The sampled-level rows (head 'iqn', opt-in by name) train an IQN network
-(networks.iqn_network) at N levels drawn uniformly per batch element and step:
-QR at the sampled levels (IQN's loss), the unbiased sampled Cramér loss and the
-plug-in one (losses.cramer_loss on the samples). Their learned distribution
-is the network's outputs at 100 N midpoint levels: d1, collapse and the mean of
-atoms are measured on it, the oscillation on the outputs at the N midpoints.
-
-Trials of one configuration run as one jitted program: `lax.scan` over the
-steps inside, `vmap` over the trials.
++1 with probability 1/3, each batch element's N-atom target one drawn Dirac. A
+network with no torso is trained by Adam; each row reports the 1-Wasserstein
+distance d1 of its N atoms to the exact staircase projection of the mixture,
+collapses, the mean of atoms and their oscillation over the last steps. The
+Cramér losses (plain and smoothed: multiquadric kernel or noisy target, of
+width h, absolute or relative; --widths sweeps h) are multiplied by N/2, as in
+the published code, for the gradient scale of QR. The sampled-level rows (head
+'iqn', opt-in by name) train an IQN network at N uniform levels per element
+and step and are measured at 100 N midpoint levels. Trials of a configuration
+run as one jitted program (`lax.scan` over steps, `vmap` over trials).
+docs/experiments/synthetic.md describes the experiment and its results.
 
   python -m scripts.experiments.synthetic                 # writes runs/synthetic/
   python -m scripts.experiments.synthetic --output_dir=docs/synthetic   # the docs' copy
@@ -295,11 +285,6 @@ def exact_staircase(mixture: Mixture, num_quantiles: int) -> np.ndarray:
   return mixture.locations[index]
 
 
-def d1(atoms, target_atoms):
-  """Return the 1-Wasserstein distance between equal-size staircases [..., N]."""
-  return losses.wasserstein1(jnp.asarray(atoms), jnp.asarray(target_atoms))
-
-
 def collapsed(atoms, tolerance: float):
   """Return whether all atoms [..., N] lie within `tolerance` of one point."""
   atoms = jnp.asarray(atoms)
@@ -451,8 +436,8 @@ def make_train_trials(configuration: Configuration, mixture: Mixture,
     (params, _, _), (loss, atoms_over_steps) = jax.lax.scan(
         train_step, (params, opt_state, key), None, length=num_iterations)
     atoms = jnp.sort(atoms_of(params, grid))  # [N], or [100 N] sampled.
-    # d1 of two sorted staircases, written out: through d1() XLA would
-    # constant-fold the sort of the 1200-atom target, seconds per compile.
+    # d1 of two sorted staircases, written out: through losses.wasserstein1
+    # XLA would constant-fold the sort of the 1200-atom target.
     return TrialOutputs(atoms=atoms,
                         d1=jnp.mean(jnp.abs(atoms - target_staircase), -1),
                         collapsed=collapsed(atoms, collapse_tolerance),
