@@ -217,3 +217,15 @@ def test_evidence_run_sets_of_result_sessions_newest_first(tmp_path):
                                     'CR-DQN')
   with pytest.raises(ValueError, match='no sessions'):
     run_data.evidence_run_sets(str(tmp_path / 'nothing'))
+
+
+def test_load_with_references_keeps_ours_first_and_the_agents_asked(tmp_path):
+  write_run(str(tmp_path / 'r' / 'results.csv'), 'cr_dqn', 'pong', 1, [1.0],
+            suite='atari')
+  alone = run_data.load_with_references([str(tmp_path)], [''])
+  assert [r.source for r in alone] == ['ours']
+  runs = run_data.load_with_references([str(tmp_path)], ['CR-DQN'])
+  assert runs[0].source == 'ours' and {r.agent for r in runs[1:]} == {'CR-DQN'}
+  write_run(str(tmp_path / 'bare' / 'results.csv'), 'cr_dqn', 'pong', 2, [1.0])
+  with pytest.raises(ValueError, match='--suite'):
+    run_data.load_with_references([str(tmp_path)], [])

@@ -220,13 +220,6 @@ MINATAR_CSV_COLUMNS = ('source', 'agent', 'game', 'num_seeds',
                        'best_return_ci_high', 'last_return')
 
 
-def minatar_csv_rows(rows: Sequence[RawSummary]) -> List[Dict[str, str]]:
-  return [dict(zip(MINATAR_CSV_COLUMNS, [
-      r.source, r.agent, r.game, r.best.num_seeds, *r.iterations,
-      *map(tables.number, (r.best.mean, r.best.lower, r.best.upper, r.last))]))
-          for r in rows]
-
-
 CSV_COLUMNS = (
     ['source', 'agent', 'status', 'num_games', 'num_seeds', 'runs_complete',
      'runs_incomplete', 'runs_missing'] +
@@ -294,19 +287,12 @@ def write_outputs(summaries: Sequence[AgentSummary], output_dir: str,
   files.write_csv_atomically(paths[0], CSV_COLUMNS, to_csv_rows(summaries))
   files.write_atomically(paths[1], markdown)
   if minatar:
-    files.write_csv_atomically(paths[2], MINATAR_CSV_COLUMNS,
-                               minatar_csv_rows(minatar))
+    files.write_csv_atomically(paths[2], MINATAR_CSV_COLUMNS, [
+        dict(zip(MINATAR_CSV_COLUMNS, [
+            r.source, r.agent, r.game, r.best.num_seeds, *r.iterations,
+            *map(tables.number, (r.best.mean, r.best.lower, r.best.upper,
+                                 r.last))])) for r in minatar])
   return tuple(paths[:3 if minatar else 2])
-
-
-def load_requested_runs(runs_args: Sequence[str],
-                        reference_agents: Optional[Sequence[str]],
-                        suite: Optional[str] = None) -> List[run_data.Run]:
-  """Load --runs directories, then the references (ours come first)."""
-  runs = run_data.load_runs_args(runs_args, suite)
-  runs.extend(run_data.load_all_references(
-      None if reference_agents is None else [a for a in reference_agents if a]))
-  return run_data.check_suites(run_data.check_unique(runs))
 
 
 def main(argv):
@@ -317,8 +303,8 @@ def main(argv):
                          'references) or --reference (references only).')
   # Check the inputs before the slow bootstrap.
   try:
-    runs = load_requested_runs(FLAGS.runs, FLAGS.reference_agents,
-                               FLAGS.suite)
+    runs = run_data.load_with_references(FLAGS.runs, FLAGS.reference_agents,
+                                         FLAGS.suite)
   except ValueError as e:
     sys.exit(f'Error: {e}')
   summaries = summarise(

@@ -45,14 +45,9 @@ class Variant:
 
 # The published runs of each preset (zoo.configuration.agent_registry): (run_data.REFERENCE_FILES
 # key, its agent column there).
-PUBLISHED = {
-    'CR-DQN': ('paper', 'CR-DQN'),
-    'NC-CR-DQN': ('paper', 'NC-CR-DQN'),
-    'NC-QR-DQN-1': ('paper', 'NC-QR-DQN-1'),
-    'NC-QR-DQN-0': ('paper', 'NC-QR-DQN-0'),
-    'QR-DQN-0': ('paper', 'QR-DQN-0'),
-    'QR-DQN-1': ('dqn_zoo', 'qrdqn'),
-}
+PUBLISHED = {name: ('paper', name) for name in (
+    'CR-DQN', 'NC-CR-DQN', 'NC-QR-DQN-1', 'NC-QR-DQN-0', 'QR-DQN-0')}
+PUBLISHED['QR-DQN-1'] = ('dqn_zoo', 'qrdqn')
 # The NC head of the published runs.
 PUBLISHED_NC_SCALE_ACTIVATION = 'relu'
 
@@ -305,11 +300,6 @@ def _number(value: float, width: int, digits: int = 2) -> str:
       '–'.rjust(width))
 
 
-def outside_by_chance(num_seeds: int) -> float:
-  """Return P(a new exchangeable seed falls outside num_seeds seeds' range)."""
-  return 2.0 / (num_seeds + 1)
-
-
 def format_comparison(c: Comparison) -> str:
   """Return the text block of one run."""
   run = c.run
@@ -333,13 +323,11 @@ def format_comparison(c: Comparison) -> str:
   lines.append(f'  {"iteration":>9} {"frame":>12} {"ours":>9} {"episodes":>8}'
                f' {"pub. min":>9} {"mean":>9} {"max":>9} {"seeds":>5}  mark')
   for row in c.rows:
-    episodes = (f'{int(row.episodes):8d}' if np.isfinite(row.episodes)
-                else '–'.rjust(8))
-    seeds_text = str(row.num_seeds) if row.num_seeds else '–'
     lines.append(
         f'  {row.iteration:9d} {row.frame:12,.0f} {_number(row.ours, 9)} '
-        f'{episodes} {_number(row.low, 9)} {_number(row.mean, 9)} '
-        f'{_number(row.high, 9)} {seeds_text:>5}  {row.mark}')
+        f'{_number(row.episodes, 8, 0)} {_number(row.low, 9)} '
+        f'{_number(row.mean, 9)} {_number(row.high, 9)} '
+        f'{row.num_seeds or "–":>5}  {row.mark}')
   compared = [r for r in c.rows if r.mark in (IN_RANGE, BELOW, ABOVE)]
   count = {m: sum(r.mark == m for r in compared) for m in (IN_RANGE, BELOW,
                                                            ABOVE)}
@@ -348,16 +336,16 @@ def format_comparison(c: Comparison) -> str:
              f'{count[ABOVE]} above.')
   if compared:
     n = min(r.num_seeds for r in compared)
+    # An exchangeable new seed is the lowest or highest of n + 1: 2 / (n + 1).
     summary += (f' A new seed of the same agent falls outside {n} published '
-                f'seeds\' range at {outside_by_chance(n):.0%} of iterations '
-                'by chance.')
+                f'seeds\' range at {2 / (n + 1):.0%} of iterations by chance.')
   lines.append(summary)
   if any(r.mark.startswith(NO_COUNTERPART) for r in c.rows):
     frames = sorted(published_at(c.published))
-    step = frames[1] - frames[0] if len(frames) > 1 else math.nan
-    if np.isfinite(step):
-      lines.append(f'  The published runs evaluate every {step:,.0f} frames; '
-                   'iterations at other frames have no counterpart.')
+    if len(frames) > 1:
+      lines.append(f'  The published runs evaluate every '
+                   f'{frames[1] - frames[0]:,.0f} frames; iterations at other '
+                   'frames have no counterpart.')
   return '\n'.join(lines)
 
 

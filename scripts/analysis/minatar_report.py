@@ -1,29 +1,16 @@
 """The MinAtar study's report: curves, final scores with CIs, K = 8 vs K = 1.
 
 `write_report` reads the planned runs of a MinAtar campaign
-(scripts.campaign.report: each run's results.csv) and writes, into the
-output directory:
-
-- final_scores.csv and report.md: per game and configuration, over the
-  complete seeds, the mean of two statistics of each run with a 95%
-  percentile bootstrap CI over seeds (scripts.analysis.bootstrap; with 3 seeds the
-  interval is coarse): the evaluation return of the last iteration ("final")
-  and the mean evaluation return over iterations 1..T ("mean over
-  iterations", which also rewards learning early). The random policy's
-  return (measured by scripts.experiments.minatar_random) stands beside them.
-- runs.csv: one row per planned run (complete, incomplete or missing).
-- curves.png: per game, the evaluation return against training steps, mean
-  over complete seeds (line) and min..max over seeds (band), the random
-  policy dashed; k_streams.png: the same for CR-DQN K = 1 and K = 8.
-- wall time: the hours the runs spent in their phases (from the CSVs' frame
-  rates; start-up, compilation before a phase and checkpoints not counted),
-  and the study's span, from the first run's start (the campaign's run.log)
-  to the last CSV write.
-
-`comparison_markdown` adds CR-DQN - QR-DQN-1 per game and the normalised
-IQM over games.
-
-Incomplete and missing runs are listed, never averaged in.
+(scripts.campaign.report) and writes final_scores.csv and report.md (per game
+and configuration, over the complete seeds: the mean of each run's last
+evaluation return ("final") and of its mean over iterations 1..T, with 95%
+bootstrap CIs over seeds, beside the random policy's return), runs.csv (every
+planned run: complete, incomplete or missing), curves.png and k_streams.png
+(mean over seeds and min..max band against training steps), and the wall time
+(the phases' hours from the CSVs' frame rates; the span from the first run.log
+start to the last CSV write). `comparison_markdown` adds CR-DQN - QR-DQN-1 per
+game and the normalised IQM over games. Incomplete and missing runs are
+listed, never averaged in.
 """
 
 import datetime
@@ -374,18 +361,11 @@ def write_report(planned: Sequence[Tuple[str, str, int, str]],
                  seed: int = 0) -> List[str]:
   """Write the report files for the planned runs; return their paths.
 
-  Args:
-    planned: (configuration label, game, seed, results CSV path) per run.
-    labels: the configurations of the main table, in order.
-    games: the games, in order.
-    k_stream: (K = 8 label, game) of the K-stream check, or None.
-    output_dir: where the files go.
-    num_iterations: iterations of a complete run (the others are listed).
-    num_train_frames: training steps per iteration.
-    num_eval_frames: evaluation steps per iteration (for the wall time).
-    machine: where the runs ran, for the report.
-    random_results: the random policy's return on every game (of `games`
-      and of the K-stream check), e.g. from scripts.experiments.minatar_random.
+  planned: (configuration label, game, seed, results CSV path) per run;
+  labels and games: the main table's, in order; k_stream: (K = 8 label, game)
+  of the K-stream check, or None; num_eval_frames: for the wall time;
+  random_results: the random policy's return on every game (of `games` and
+  the K-stream check), e.g. from scripts.experiments.minatar_random.
   """
   results = {(label, game, s): load_run(label, game, s, path, num_iterations,
                                         num_eval_frames)

@@ -172,14 +172,6 @@ def save(fig, path: str, close: bool = True) -> str:
   return path
 
 
-def _styles(agents: Sequence[Tuple[str, str]]) -> Dict[Tuple[str, str], dict]:
-  return {(source, agent): dict(
-      color=color(i), linestyle='--' if reference else '-',
-      linewidth=1.2 if reference else 2.0)
-          for i, (source, agent) in enumerate(agents)
-          for reference in [source in run_data.REFERENCE_FILES]}
-
-
 def _save(fig, path_stem: str, formats: Sequence[str]) -> List[str]:
   paths = [save(fig, f'{path_stem}.{fmt}', close=False) for fmt in formats]
   plt.close(fig)
@@ -214,7 +206,11 @@ def plot_all(runs: Sequence[run_data.Run], output_dir: str,
   minatar = {r.game for r in runs if r.suite == 'minatar'}
   for game in set(games) - minatar:
     run_data.human_normalized(game, 0.0, human_random)  # Unknown: error.
-  styles = _styles(list(by_agent))
+  styles = {}  # References dashed.
+  for i, (source, agent) in enumerate(by_agent):
+    reference = source in run_data.REFERENCE_FILES
+    styles[(source, agent)] = dict(color=color(i), linewidth=(
+        1.2 if reference else 2.0), linestyle='--' if reference else '-')
   # {game: {(source, agent): runs}}
   table: Dict[str, Dict[Tuple[str, str], List[run_data.Run]]] = {}
   for key, agent_runs in by_agent.items():
@@ -281,11 +277,9 @@ def main(argv):
   if not FLAGS.output_dir:
     raise app.UsageError('--output_dir is required.')
   try:
-    runs = run_data.load_runs_args(FLAGS.runs, FLAGS.suite)
-    reference_agents = [a for a in (FLAGS.reference_agents or []) if a]
-    if reference_agents:
-      runs.extend(run_data.load_all_references(reference_agents))
-    written = plot_all(run_data.check_unique(runs), FLAGS.output_dir,
+    runs = run_data.load_with_references(
+        FLAGS.runs, FLAGS.reference_agents or [], FLAGS.suite)
+    written = plot_all(runs, FLAGS.output_dir,
                        games=FLAGS.games, normalized=FLAGS.normalized,
                        formats=FLAGS.format, window=FLAGS.smoothing_window,
                        per_game=FLAGS.per_game)

@@ -98,15 +98,6 @@ def define_suite_flag() -> None:
                     "run.json's suite wins.")
 
 
-def recorded_suite(csv_path: str) -> Optional[str]:
-  """Return the suite that the run.json beside a CSV records (None: none)."""
-  try:
-    data = run_json.read(run_json.path_next_to(csv_path))
-  except (OSError, ValueError):
-    return None
-  return data.get('suite') if data else None
-
-
 def check_suites(runs: Sequence['Run']) -> List['Run']:
   """Return the runs as a list; raise ValueError if one's suite is unknown."""
   unknown = [r.path for r in runs if r.suite not in SUITES]
@@ -205,7 +196,11 @@ def read_runs_csv(path: str, source: str,
     key = (row['agent'], row['environment_name'], int(float(row['seed'])))
     grouped.setdefault(key, []).append(row)
   runs = []
-  suite = recorded_suite(path) or suite
+  try:  # The suite that the run.json beside the file records wins.
+    data = run_json.read(run_json.path_next_to(path)) or {}
+  except (OSError, ValueError):
+    data = {}
+  suite = data.get('suite') or suite
   for (agent, game, seed), rows in grouped.items():
     rows.sort(key=lambda r: int(float(r['iteration'])))
     iterations = np.array([int(float(r['iteration'])) for r in rows],
@@ -309,13 +304,10 @@ def load_run_dir(root: str, source: str = 'ours',
       skipped.append(f'{path}: no rows')
     runs.extend(found)
   if not runs:
-    if not paths:
-      problem = f'{root!r} holds no CSV file'
-    else:
-      problem = (f'none of the {len(paths)} CSV file(s) under {root!r} is a '
-                 f'run CSV ({skipped[0]}' +
-                 (f'; and {len(skipped) - 1} more' if len(skipped) > 1
-                  else '') + ')')
+    more = f'; and {len(skipped) - 1} more' if len(skipped) > 1 else ''
+    problem = (f'none of the {len(paths)} CSV file(s) under {root!r} is a run '
+               f'CSV ({skipped[0]}{more})' if paths
+               else f'{root!r} holds no CSV file')
     raise ValueError(f'--runs: {problem}. {RUN_CSV_HELP} Pass the directory '
                      'the runs were written to (a campaign\'s folder, e.g. '
                      '--runs=runs/atari57).')
@@ -375,6 +367,20 @@ def load_all_references(agents: Optional[Sequence[str]] = None) -> List[Run]:
       raise ValueError(f'Unknown reference agent(s) {unknown}; known: {known}.')
     runs = [r for r in runs if r.agent in agents]
   return runs
+
+
+def load_with_references(runs_args: Sequence[str],
+                         reference_agents: Optional[Sequence[str]] = None,
+                         suite: Optional[str] = None) -> List[Run]:
+  """Load --runs values, then the references of `reference_agents` (None:
+  all; no name: none); check that no two runs clash and every suite is known.
+  """
+  runs = load_runs_args(runs_args, suite)
+  agents = (None if reference_agents is None
+            else [a for a in reference_agents if a])
+  if agents is None or agents:
+    runs += load_all_references(agents)
+  return check_suites(check_unique(runs))
 
 
 def group_by_agent(runs: Iterable[Run]) -> Dict[Tuple[str, str], List[Run]]:

@@ -23,6 +23,7 @@ budgets: docs/evaluation-rule.md.
 """
 
 import csv
+import functools
 import io
 import math
 import os
@@ -274,21 +275,20 @@ def main(argv):
   if any(not x > 0 for x in overruns) or FLAGS.num_replications < 1:
     raise app.UsageError('--overruns must be positive and '
                          '--num_replications at least 1.')
+  log = functools.partial(print, file=sys.stderr)
   if FLAGS.mode == 'record':
     recorded = {}
     for name in FLAGS.scenarios:
-      recorded[name] = record_scenario(SCENARIOS[name],
-                                       log=lambda m: print(m, file=sys.stderr))
+      recorded[name] = record_scenario(SCENARIOS[name], log=log)
       save(FLAGS.recording, recorded)  # Each scenario as soon as it is done.
-    print(f'wrote {FLAGS.recording}', file=sys.stderr)
+    log(f'wrote {FLAGS.recording}')
     return
   if not os.path.exists(FLAGS.recording):
     sys.exit(f'Error: no recording at {FLAGS.recording}; record one with '
              '--mode=record.')
   recorded = {name: episodes for name, episodes in load(FLAGS.recording).items()
               if name in FLAGS.scenarios}
-  rows = measure(recorded, overruns, FLAGS.num_replications,
-                 log=lambda m: print(m, file=sys.stderr))
+  rows = measure(recorded, overruns, FLAGS.num_replications, log=log)
   print('\n'.join(tables.markdown(rows[0], [r.values() for r in rows])))
   if FLAGS.output_csv:
     buffer = io.StringIO()
@@ -297,7 +297,7 @@ def main(argv):
     writer.writeheader()
     writer.writerows(rows)
     files.write_atomically(FLAGS.output_csv, buffer.getvalue())
-    print(f'wrote {FLAGS.output_csv}', file=sys.stderr)
+    log(f'wrote {FLAGS.output_csv}')
 
 
 if __name__ == '__main__':

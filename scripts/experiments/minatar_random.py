@@ -18,7 +18,7 @@ environment of the jitted loop, with JAX's random numbers.
 import os
 import sys
 import time
-from typing import Dict, List, Sequence
+from typing import Sequence
 
 from absl import app
 from absl import flags
@@ -101,15 +101,6 @@ def measure(game: str, seeds: Sequence[int],
       [s.num_episodes for s in stats], num_steps)
 
 
-def to_rows(results: Sequence[minatar_report.RandomReturn]
-            ) -> List[Dict[str, str]]:
-  return [{'game': r.game, 'num_steps_per_seed': str(r.num_steps),
-           'seeds': ' '.join(str(s) for s in r.seeds),
-           'episodes': str(sum(r.episodes)),
-           'return_per_seed': ' '.join(f'{x:.4f}' for x in r.returns),
-           'mean_return': f'{r.mean:.4f}'} for r in results]
-
-
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
@@ -141,7 +132,11 @@ def main(argv):
              for game in games]
   print(minatar_report.random_markdown(results))
   if FLAGS.output_csv:
-    rows = to_rows(results)
+    rows = [{'game': r.game, 'num_steps_per_seed': r.num_steps,
+             'seeds': ' '.join(str(s) for s in r.seeds),
+             'episodes': sum(r.episodes),
+             'return_per_seed': ' '.join(f'{x:.4f}' for x in r.returns),
+             'mean_return': f'{r.mean:.4f}'} for r in results]
     files.write_csv_atomically(FLAGS.output_csv, list(rows[0]), rows)
     print(f'wrote {FLAGS.output_csv}', file=sys.stderr)
 

@@ -462,12 +462,6 @@ def _jitted_train_trials(configuration, locations, probabilities, *args):
   return jax.jit(make_train_trials(configuration, mixture, *args))
 
 
-def trial_keys(seed: int, num_trials: int) -> jnp.ndarray:
-  """Return one key per trial; trial i's key does not depend on num_trials."""
-  base = jax.random.PRNGKey(seed)
-  return jax.vmap(lambda i: jax.random.fold_in(base, i))(jnp.arange(num_trials))
-
-
 def count_params(configuration: Configuration, num_quantiles: int) -> int:
   inputs = (jnp.ones((1, 1)),)
   if configuration.sampled:
@@ -488,7 +482,10 @@ def run_configuration(configuration: Configuration, mixture: Mixture, *,
       configuration, tuple(mixture.locations), tuple(mixture.probabilities),
       num_quantiles, num_iterations, learning_rate, batch_size,
       collapse_tolerance, oscillation_steps)
-  outputs = jax.device_get(train_trials(trial_keys(seed, num_trials)))
+  # Trial i's key does not depend on num_trials.
+  keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.PRNGKey(seed), i))(
+      jnp.arange(num_trials))
+  outputs = jax.device_get(train_trials(keys))
   return TrialResults(configuration, count_params(configuration, num_quantiles),
                       time.perf_counter() - start, *outputs)
 

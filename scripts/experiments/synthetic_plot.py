@@ -23,13 +23,6 @@ def staircase_cdf_xy(atoms, x_min: float, x_max: float):
   return x, y
 
 
-def mixture_cdf_xy(mixture, x_min: float, x_max: float):
-  """Return the (x, y) polyline of the CDF of the mixture of Diracs."""
-  levels = np.concatenate([[0.0], np.cumsum(mixture.probabilities)])
-  x = np.concatenate([[x_min], np.repeat(mixture.locations, 2), [x_max]])
-  return x, np.repeat(levels, 2)
-
-
 def figure_png(results, mixture, dpi: int = 80) -> bytes:
   """Return a PNG with one panel per configuration's trials."""
   span = mixture.locations[-1] - mixture.locations[0]
@@ -45,8 +38,11 @@ def figure_png(results, mixture, dpi: int = 80) -> bytes:
              for a in result.atoms]
     ax.add_collection(mcollections.LineCollection(
         lines, colors='tab:blue', linewidths=0.6, alpha=0.25))
-    ax.plot(*mixture_cdf_xy(mixture, x_min, x_max), color='black',
-            linewidth=1.2, linestyle='--', label='target')
+    ax.plot(np.concatenate([[x_min], np.repeat(mixture.locations, 2),
+                            [x_max]]),
+            np.repeat(np.concatenate([[0.0], np.cumsum(
+                mixture.probabilities)]), 2),
+            color='black', linewidth=1.2, linestyle='--', label='target')
     ax.set_xlim(x_min, x_max)
     ax.xaxis.set_major_locator(ticker.MaxNLocator(6, steps=[1, 5], prune='both'))
     ax.set_ylim(-0.03, 1.03)
