@@ -105,15 +105,13 @@ def _nan_aggregates(matrix: np.ndarray) -> Dict[str, float]:
   present = matrix[np.isfinite(matrix)]
   if present.size == 0:
     return {m: math.nan for m in METRICS}
-  cut = int(0.25 * present.size)
-  iqm = np.mean(np.sort(present)[cut:present.size - cut])
   with warnings.catch_warnings():
     # A missing seed row or game column is expected in a partial grid.
     warnings.simplefilter('ignore', category=RuntimeWarning)
     return {
         'best_agent_summary': float(np.nanmean(np.nanmedian(matrix, axis=1))),
         'median': float(np.nanmedian(np.nanmean(matrix, axis=0))),
-        'iqm': float(iqm),
+        'iqm': float(bootstrap.interquartile_mean(present[None, :])),
         'mean': float(np.nanmean(np.nanmean(matrix, axis=0))),
     }
 

@@ -364,13 +364,11 @@ def plot(comparisons: Sequence[Comparison], path: str) -> str:
     # The published evaluations up to the first one at or after our last.
     keep = [f for f in frames if f <= last] + [f for f in frames if f > last][:1]
     name = c.resolution.variant.name
-    ax.fill_between(np.array(keep) / 1e6, [by_frame[f].min() for f in keep],
-                    [by_frame[f].max() for f in keep], alpha=0.15,
-                    color=plot_curves.color(0), linewidth=0,
-                    label=f'{name} published, min–max')
-    ax.plot(np.array(keep) / 1e6, [by_frame[f].mean() for f in keep],
-            color=plot_curves.color(0), linestyle='--', linewidth=1.2,
-            marker='.', label=f'{name} published, mean')
+    plot_curves.band(
+        ax, np.array(keep) / 1e6, [by_frame[f].mean() for f in keep],
+        [by_frame[f].min() for f in keep], [by_frame[f].max() for f in keep],
+        color=plot_curves.color(0), linestyle='--', linewidth=1.2, marker='.',
+        label=f'{name} published: mean, min–max band')
     ax.plot(c.run.frame / 1e6, c.run.eval_return, color=plot_curves.color(4),
             linewidth=2.0, marker='o', markersize=3, label='ours')
     outside = [r for r in c.rows if r.mark in (BELOW, ABOVE)]
@@ -409,8 +407,7 @@ def check_arguments(runs: Sequence[str], plot_path: Optional[str],
                      'file), repeatable, or --evidence_dir=evidence.')
   run_data.check_runs_args(runs)
   if plot_path:
-    extension = os.path.splitext(plot_path)[1]
-    if extension not in ('.png', '.pdf'):
+    if os.path.splitext(plot_path)[1] not in ('.png', '.pdf'):
       raise ValueError(f'--plot: {plot_path!r} must end in .png or .pdf.')
     directory = os.path.dirname(os.path.abspath(plot_path))
     try:
