@@ -313,50 +313,48 @@ def make_network(configuration: Configuration,
 
 
 def make_loss(configuration: Configuration, num_quantiles: int
-              ) -> Callable[..., tuple[jnp.ndarray, jnp.ndarray]]:
-  """Return loss(rng_key, source [B, N], target [B, N], levels=None).
+              ) -> Callable[..., jnp.ndarray]:
+  """Return loss(key, source [B, N], target [B, N], levels=None) -> [B].
 
-  It returns (rng_key, [B]). Only the noisy-target loss draws from the key;
-  the others return it as is. Only QR at sampled levels reads the levels
-  [B, N] of the source atoms.
+  Only the noisy-target loss draws from the key; only QR at sampled levels
+  reads the levels [B, N] of the source atoms.
   """
+  c = configuration
   # The Cramér losses carry the published code's N/2 factor: the same
   # gradient scale as QR, for Adam's eps.
   half_n = num_quantiles / 2
-  if configuration.loss == 'sampled_qr':
-    return lambda k, s, t, levels: (k, losses.sampled_quantile_regression_loss(
-        s, t, levels, configuration.huber_param))
-  if configuration.loss == 'sampled_cramer':
-    # The target's copies of one Dirac are not independent draws: its term
-    # would estimate 0, not E|Y − Y'|; dropped (it is free of the source).
-    return lambda k, s, t, levels=None: (k, half_n * losses.sampled_cramer_loss(
-        s, t, target_term=False))
-  if configuration.loss == 'plugin_cramer':
-    return lambda k, s, t, levels=None: (k, half_n * losses.cramer_loss(s, t))
-  if configuration.loss == 'qr':
-    return lambda k, s, t: (k, losses.quantile_regression_loss(
-        s, t, configuration.huber_param))
-  if configuration.loss == 'cramer':
-    return lambda k, s, t: (k, half_n * losses.cramer_loss(s, t))
-  if configuration.loss == 'w1':
-    return lambda k, s, t: (k, losses.wasserstein1(s, t))
 
   def width_of(source):
-    if configuration.relative_width:
-      return configuration.width * jax.lax.stop_gradient(
-          losses.atom_spread(source))
-    return configuration.width
+    if c.relative_width:
+      return c.width * jax.lax.stop_gradient(losses.atom_spread(source))
+    return c.width
 
-  if configuration.loss == 'multiquadric':
-    return lambda k, s, t: (k, half_n * losses.multiquadric_cramer_loss(
-        s, t, width_of(s)))
-  if configuration.loss == 'noisy':
-    def noisy(rng_key, source, target):
-      rng_key, value = losses.noisy_target_cramer_loss(
-          rng_key, source, target, width_of(source))
-      return rng_key, half_n * value
-    return noisy
-  raise ValueError(f'Unknown loss {configuration.loss!r}.')
+  def cramer(k, s, t, levels):
+    del k, levels
+    return half_n * losses.cramer_loss(s, t)
+
+  by_name = {
+      'qr': lambda k, s, t, levels: losses.quantile_regression_loss(
+          s, t, c.huber_param),
+      'sampled_qr': lambda k, s, t, levels: (
+          losses.sampled_quantile_regression_loss(s, t, levels,
+                                                  c.huber_param)),
+      'w1': lambda k, s, t, levels: losses.wasserstein1(s, t),
+      'cramer': cramer,
+      'plugin_cramer': cramer,
+      # The target's copies of one Dirac are not independent draws: its term
+      # would estimate 0, not E|Y − Y'|; dropped (it is free of the source).
+      'sampled_cramer': lambda k, s, t, levels: half_n * (
+          losses.sampled_cramer_loss(s, t, target_term=False)),
+      'multiquadric': lambda k, s, t, levels: half_n * (
+          losses.multiquadric_cramer_loss(s, t, width_of(s))),
+      'noisy': lambda k, s, t, levels: half_n * (
+          losses.noisy_target_cramer_loss(k, s, t, width_of(s))[1]),
+  }
+  if c.loss not in by_name:
+    raise ValueError(f'Unknown loss {c.loss!r}.')
+  return lambda key, source, target, levels=None: by_name[c.loss](
+      key, source, target, levels)
 
 
 def oscillation(atoms_over_steps):
@@ -406,17 +404,15 @@ def make_train_trials(configuration: Configuration, mixture: Mixture,
                                   (batch_size, num_quantiles))
       source = network.apply(params, jnp.ones((batch_size, 1)),
                              levels).q_atoms[:, 0]
-      extra = (levels,)
     else:
+      levels = None
       source = jnp.broadcast_to(atoms_of(params), (batch_size, num_quantiles))
-      extra = ()
     which = jax.random.categorical(key, log_probabilities, shape=(batch_size,))
     target = jnp.broadcast_to(locations[which][:, None],
                               (batch_size, num_quantiles))
     # A key of its own for a randomised loss: the Diracs drawn stay those of
     # the other configurations.
-    _, per_example = loss_fn(jax.random.fold_in(key, 1), source, target,
-                             *extra)
+    per_example = loss_fn(jax.random.fold_in(key, 1), source, target, levels)
     chex.assert_shape(per_example, (batch_size,))
     return jnp.mean(per_example)
 
