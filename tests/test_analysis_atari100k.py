@@ -241,3 +241,11 @@ def test_bad_games_pairs_and_duplicate_runs_are_refused(tmp_path):
   with pytest.raises(ValueError, match='Two runs of CR-DQN on krull have seed'):
     atari100k.report([str(tmp_path / 'CR-DQN'), str(copy / 'CR-DQN')], [],
                      ['krull'])
+
+
+def test_presets_of_one_package_are_told_apart(tmp_path):
+  _write_preset_run(tmp_path, 'IQN', 'pong', -20.0)
+  _write_preset_run(tmp_path, 'CR-IQN', 'pong', -18.0)
+  scores = atari100k.gather([str(tmp_path)], [])
+  assert {name: list(s['pong']) for name, s in scores.items()} == {
+      'IQN': [-20.0], 'CR-IQN': [-18.0]}

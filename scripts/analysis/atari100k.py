@@ -36,7 +36,6 @@ import numpy as np
 from scripts.analysis import bootstrap
 from scripts.analysis import run_data
 from scripts.analysis import tables
-from zoo.configuration import agent_registry
 from zoo.configuration import cli
 from zoo.storage import run_json
 
@@ -152,9 +151,7 @@ def our_scores(runs: Sequence[run_data.Run], log=None) -> Scores:
     if score is None:
       unfinished += 1
       continue
-    name = agent_registry.preset_of(run.agent, settings) or run.agent
-    if run.source != 'ours':
-      name = f'{run.source}/{name}'
+    name = run.agent if run.source == 'ours' else f'{run.source}/{run.agent}'
     if any(seed == run.seed for seed, _ in grouped[name][run.game]):
       raise ValueError(f'Two runs of {name} on {run.game} have seed '
                        f'{run.seed} (one is {run.path}): keep one, or pass '

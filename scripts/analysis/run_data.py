@@ -20,6 +20,7 @@ import numpy as np
 
 from zoo.configuration import settings as settings_lib
 from zoo.storage import results_csv
+from zoo.configuration import agent_registry
 from zoo.storage import run_json
 
 DEFAULT_NUM_ITERATIONS = settings_lib.Settings.num_iterations  # Atari's.
@@ -184,7 +185,9 @@ def read_runs_csv(path: str, source: str,
                   suite: Optional[str] = None) -> List[Run]:
   """Read every run in one CSV (or .csv.gz) file.
 
-  Their suite is the one the run.json beside the file records, else `suite`.
+  Their suite is the one the run.json beside the file records, else `suite`;
+  with a run.json, a run's agent is the preset its settings match (else the
+  CSV's agent, its package).
 
   Raises:
     NotRunCsvError: the file lacks the identifying columns.
@@ -202,6 +205,8 @@ def read_runs_csv(path: str, source: str,
     data = {}
   suite = data.get('suite') or suite
   for (agent, game, seed), rows in grouped.items():
+    if data.get('settings'):  # Our run: named by its preset (IQN, CR-IQN).
+      agent = agent_registry.preset_of(agent, data['settings']) or agent
     rows.sort(key=lambda r: int(float(r['iteration'])))
     iterations = np.array([int(float(r['iteration'])) for r in rows],
                           dtype=np.int64)
