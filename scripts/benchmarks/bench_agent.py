@@ -18,6 +18,9 @@ frame; the host replay's sample(32) time; the memory each mode added after its
 warm-up (the replay is allocated lazily; the device replay holds it twice).
 Then `speed-up: X`, the best mode's frames/s over the reference mode's, and
 the last line, `figures:`, the figures as JSON.
+
+The other benchmarks build on its benches: AgentBench (an agent of the Python
+loop, learning) and JittedPhases (a jitted loop's training phases).
 """
 
 import resource
@@ -36,6 +39,7 @@ from zoo.configuration import settings as settings_lib
 from zoo.configuration import settings_flags  # pylint: disable=unused-import
 from zoo.environments import minatar_env
 from zoo.loops import build
+from zoo.loops import jitted_loop
 from zoo.loops import python_loop
 from zoo.suites import atari_suite
 from zoo.suites import minatar_suite
@@ -45,11 +49,6 @@ SUITES = {'atari': atari_suite.ATARI, 'minatar': minatar_suite.MINATAR}
 _DQN_ZOO = {  # DeepMind's DQN Zoo QR-DQN, as reported on a comparable CPU.
     'frames/s': '189-205', 'update ms': '58', 'act ms/frame': '0.30',
     'env ms/frame': '0.6'}
-
-
-def _rss_bytes() -> int:
-  with open('/proc/self/statm') as f:
-    return int(f.read().split()[1]) * resource.getpagesize()
 
 
 class Mode(NamedTuple):
@@ -110,7 +109,7 @@ class AgentBench:
   def __init__(self, name: str, suite, s: settings_lib.Settings,
                warm_frames: int):
     self.name, self.settings, self.num_envs = name, s, s.num_envs
-    rss_before = _rss_bytes()
+    rss_before = harness.rss_bytes()
     self.env = build.make_environment_factory(suite, s)(1, 'train')
     self.agent, self.replay = build.build_agent(suite, s,
                                                 self.env.num_actions)
@@ -118,7 +117,7 @@ class AgentBench:
                           s.num_action_repeats)
     if self.agent.num_updates == 0:
       raise RuntimeError(f'{name}: no update during the warm-up.')
-    self.rss_added = _rss_bytes() - rss_before
+    self.rss_added = harness.rss_bytes() - rss_before
 
   def train(self, num_frames: int):
     """Run one training phase; return its frames/s and updates/s."""
@@ -131,6 +130,40 @@ class AgentBench:
 
   def close(self):
     self.env.close()
+
+
+def tree_bytes(tree) -> int:
+  return sum(np.asarray(x).nbytes for x in jax.tree.leaves(tree))
+
+
+class JittedPhases:
+  """A jitted loop (zoo.loops.jitted_loop) of the runs `runs` (vmapped
+  seeds), compiled and past its learning start: every later block runs its
+  updates. Bytes per seed: replay_bytes, learner_bytes."""
+
+  def __init__(self, suite, preset, runs):
+    self.loop = jitted_loop.make(suite, preset, runs)
+    states = self.loop.states
+    self.replay_bytes = tree_bytes(states.replay) // len(runs)
+    self.learner_bytes = tree_bytes(
+        (states.params, states.target_params, states.opt_state)) // len(runs)
+    self.iteration = 0
+    self.phase()  # Compiles the phase's one chunk.
+    while self.num_updates == 0:
+      self.phase()
+
+  def phase(self):
+    """Run one training phase; return the first seed's PhaseStats (its
+    frames and seconds, synchronised)."""
+    self.iteration += 1
+    return self.loop.train(self.iteration, lambda frames: None)[0].stats
+
+  @property
+  def num_updates(self) -> int:
+    return self.loop.cfg.updates_done(self.loop.frame_t)
+
+  def close(self) -> None:
+    self.loop.close()
 
 
 class ModeBench(AgentBench):

@@ -1,21 +1,27 @@
-r"""Benchmark the MinAtar loop: training and evaluation steps/s, and the parts.
+r"""Benchmark the MinAtar loops: training and evaluation steps/s, and the parts.
 
   python -m scripts.benchmarks.bench_minatar [--environment_name=breakout]
       [--num_steps=3000] [--repeats=3]
       [--configs=QR-DQN-1,QR-DQN-0,CR-DQN,NC-CR-DQN,NC-QR-DQN-0,CR-DQN-K8]
+      [--loops=python,jitted] [--num_seeds=1,4,16]
       [any run flag, e.g. --num_quantiles=51]
 
 For every configuration of the MinAtar study (MinAtar's defaults: N = 201,
 one update per 4 steps, replay 100k, learning from 5k steps; the run flags
-change them), warmed up past the learning start, each round: a training phase
-of --num_steps steps, an evaluation phase, then each part on its own (env
-step, action selection for K streams, replay add and sample(32), update;
-medians of --timing_repeats calls). XLA runs single-threaded
-(--single_threaded), as each run of a study does. Then the study estimate
-(mean ms per training and evaluation step over the K = 1 configurations) and
-the last line, `figures:`, the figures as JSON.
+change them), warmed up past the learning start, each round measures the
+loops of --loops. The Python loop: a training phase of --num_steps steps, an
+evaluation phase, then each part on its own (env step, action selection for K
+streams, replay add and sample(32), update; medians of --timing_repeats
+calls); then the study estimate (mean ms per training and evaluation step
+over the K = 1 configurations). The jitted loop (zoo.loops.jitted_loop) at
+each count of --num_seeds vmapped seeds: a training phase of --num_steps
+steps per seed (whole blocks: K = 1 learns every 4 steps), in a table of the
+loops side by side (steps/s per seed and in total, memory per seed); steps
+count every stream. XLA runs
+single-threaded (--single_threaded), as each run of a study does. The last
+line, `figures:`, holds the figures as JSON.
 """
-
+import dataclasses
 import os
 import statistics
 import sys
@@ -35,6 +41,7 @@ from zoo.configuration import settings_flags
 from zoo.environments import environment
 from zoo.environments import minatar_env
 from zoo.loops import build
+from zoo.loops import jitted_loop
 from zoo.loops import python_loop
 from zoo.replay import frame_replay as replay_lib
 from zoo.suites import minatar_suite
@@ -51,6 +58,11 @@ COLUMNS = {'train steps/s': ('train_steps_per_s', 'steps/s'),
            'act ms': ('act_ms', 'ms'), 'env ms': ('env_ms', 'ms'),
            'replay add ms': ('replay_add_ms', 'ms'),
            'sample ms': ('sample_ms', 'ms')}
+# The loops side by side (with --loops=...,jitted).
+LOOP_COLUMNS = {'train steps/s per seed': ('train_steps_per_s_per_seed',
+                                           'steps/s'),
+                'train steps/s total': ('train_steps_per_s_total', 'steps/s'),
+                'vs python': ('vs_python', 'x'), 'memory per seed': ('', '')}
 
 
 class Config(NamedTuple):
@@ -94,7 +106,12 @@ def define_flags() -> None:
                     'Configurations to measure.')
   flags.DEFINE_integer('num_steps', 3000,
                        'Training steps per configuration per round (eval: '
-                       'the same number).')
+                       'the same number; the jitted loop: training, per '
+                       'seed, whole blocks).')
+  harness.define_choices('loops', ['python'], ('python', 'jitted'),
+                         'Loops to measure')
+  flags.DEFINE_list('num_seeds', ['1', '4', '16'],
+                    'Vmapped seeds of the jitted loop to measure.')
   harness.define_flags(repeats=3, timing_repeats=20)
   flags.DEFINE_bool('single_threaded', True,
                     'Run XLA on one thread, as a study run does.')
@@ -178,6 +195,46 @@ class ConfigBench(bench_agent.AgentBench):
     self.eval_env.close()
 
 
+def jitted_settings(config: Config, base, num_steps: int
+                    ) -> settings_lib.Settings:
+  """Return a configuration's settings in the jitted loop, a training phase
+  of `num_steps` steps; a UsageError if that loop cannot run them."""
+  s = settings_of(config, base, tensorboard_dir='', loop='jitted',
+                  num_train_frames=num_steps)  # MinAtar: a frame a step.
+  try:
+    jitted_loop.check(minatar_suite.MINATAR, s)
+  except settings_lib.ConfigError as e:
+    raise app.UsageError(f'{config.label}, --num_steps={num_steps}: {e}')
+  return s
+
+
+def jitted_bench(config: Config, s: settings_lib.Settings,
+                 num_seeds: int) -> bench_agent.JittedPhases:
+  """Return the jitted loop of `num_seeds` vmapped seeds of `s`."""
+  return bench_agent.JittedPhases(
+      minatar_suite.MINATAR, agent_registry.presets()[config.preset],
+      [dataclasses.replace(s, seed=seed) for seed in range(1, num_seeds + 1)])
+
+
+def loop_cells(rates: Dict[str, float], memory: Dict[str, str]
+               ) -> Dict[Tuple[str, str, int], Dict[str, str]]:
+  """Return the cells of the loops side by side.
+
+  rates, memory: by 'configuration:loop:seeds', the training steps/s per
+  seed and the memory per seed; 'vs python' is '-' without the Python
+  loop's rate.
+  """
+  cells = {}
+  for name, rate in rates.items():
+    label, loop, seeds = name.split(':')
+    seeds = int(seeds)
+    python = rates.get(f'{label}:python:1')
+    cells[label, loop, seeds] = dict(zip(LOOP_COLUMNS, (
+        f'{rate:.0f}', f'{rate * seeds:.0f}',
+        f'{rate * seeds / python:.2f}x' if python else '-', memory[name])))
+  return cells
+
+
 def configs_named(labels) -> List[Config]:
   """Return the configurations of --configs; a UsageError naming the
   known ones."""
@@ -194,6 +251,11 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   configs = configs_named(FLAGS.configs)
+  python, jitted = 'python' in FLAGS.loops, 'jitted' in FLAGS.loops
+  try:
+    num_seeds = [int(x) for x in FLAGS.num_seeds] if jitted else []
+  except ValueError:
+    raise app.UsageError(f'--num_seeds: integers, got {FLAGS.num_seeds}.')
   try:
     minatar_env.check_installed()
   except minatar_env.NotInstalledError as e:
@@ -202,28 +264,67 @@ def main(argv):
     raise app.UsageError(f'--num_steps must be >= 1, got {FLAGS.num_steps}.')
   base = settings_flags.values_from_flags()
   resolved = [settings_of(config, base) for config in configs]  # Up front.
+  jitted_resolved = [jitted_settings(c, base, FLAGS.num_steps)
+                     for c in configs if jitted]
   print(start_xla(FLAGS.single_threaded), flush=True)
-  print(f'game {FLAGS.environment_name}; {FLAGS.num_steps} training and '
-        f'evaluation steps per configuration per round, {FLAGS.repeats} '
-        'rounds.', flush=True)
+  print(f'game {FLAGS.environment_name}; loops {", ".join(FLAGS.loops)}; '
+        f'{FLAGS.num_steps} training and evaluation steps per configuration '
+        f'(and seed) per round, {FLAGS.repeats} rounds.', flush=True)
   benches = [harness.ready(
       f'{c.label} (N={s.num_quantiles}, K={s.num_envs}, one update per '
       f'{s.learn_period} steps)', lambda c=c, s=s: ConfigBench(c, s))
-             for c, s in zip(configs, resolved)]
-  medians = harness.medians(harness.measure(
-      {b.name: lambda b=b: b.measure_round(FLAGS.num_steps,
-                                           FLAGS.timing_repeats)
-       for b in benches}, FLAGS.repeats))
+             for c, s in zip(configs, resolved) if python]
+  variants = {b.name: lambda b=b: b.measure_round(FLAGS.num_steps,
+                                                  FLAGS.timing_repeats)
+              for b in benches}
+  memory = {f'{b.name}:python:1': f'replay {b.replay.nbytes / 1e6:.1f} MB '
+            '(host, uint8)' for b in benches}
+  for c, s in zip(configs, jitted_resolved):
+    for count in num_seeds:
+      name = f'{c.label}:jitted:{count}'
+      bench = harness.ready(f'{c.label} jitted x{count}',
+                            lambda c=c, s=s, n=count: jitted_bench(c, s, n))
+      benches.append(bench)
+      variants[name] = lambda b=bench: b.phase().frame_rate
+      memory[name] = (f'replay {bench.replay_bytes / 1e6:.1f} MB + learner '
+                      f'{bench.learner_bytes / 1e6:.1f} MB')
+  medians = harness.medians(harness.measure(variants, FLAGS.repeats))
   for bench in benches:
     bench.close()
   game = FLAGS.environment_name
-  figures = harness.report(
-      'minatar.bench_minatar', f'MinAtar {game}', ['configuration'], COLUMNS,
-      {name: ConfigBench.row(m) for name, m in medians.items()},
-      'l' + 'r' * len(COLUMNS))
-  print('\n(act: one call for the K streams; env: one step of the K streams; '
-        'steps count every stream.)')
+  python_medians = {c.label: medians[c.label] for c in configs if python}
+  figures = []
+  if python:
+    figures = harness.report(
+        'minatar.bench_minatar', f'MinAtar {game}', ['configuration'],
+        COLUMNS, {name: ConfigBench.row(m)
+                  for name, m in python_medians.items()},
+        'l' + 'r' * len(COLUMNS))
+    print('\n(act: one call for the K streams; env: one step of the K '
+          'streams; steps count every stream.)')
+  if jitted:
+    rates = {f'{label}:python:1': m['frames/s']
+             for label, m in python_medians.items()}
+    rates.update({name: m[harness.VALUE] for name, m in medians.items()
+                  if ':jitted:' in name})
+    figures += harness.report(
+        'minatar.bench_minatar.loops', f'MinAtar {game}',
+        ['configuration', 'loop', 'seeds'], LOOP_COLUMNS,
+        loop_cells(rates, memory), 'llrrrrl')
+    print('\n(steps/s: training with learning active, one update per 4 '
+          'steps; total: all seeds of the process; medians of the rounds.)')
   print(f'machine at the end: {harness.machine()}')
+  if python:
+    figures += study_estimate(
+        [b for b in benches if isinstance(b, ConfigBench)], python_medians,
+        game)
+  harness.print_figures(figures)
+
+
+def study_estimate(benches: List[ConfigBench], medians, game: str
+                   ) -> List[Dict[str, str]]:
+  """Print the study estimate of the Python loop's medians; return its
+  figures."""
   chosen = [b for b in benches if b.num_envs == 1] or benches
   estimate = f'mean over {len(chosen)} ' + (
       'K=1 configurations' if chosen[0].num_envs == 1 else
@@ -235,10 +336,10 @@ def main(argv):
                                       for b in chosen)}
   print('study estimate: ' + ' '.join(
       f'--{q}={ms:.2f}' for q, ms in steps_ms.items()) + f' ({estimate})')
-  harness.print_figures(figures + [harness.figure(
+  return [harness.figure(
       f'minatar.bench_minatar.study_{q}',
       f'MinAtar {game}: the study estimate\'s --{q} ({estimate})',
-      f'{ms:.2f}', 'ms') for q, ms in steps_ms.items()])
+      f'{ms:.2f}', 'ms') for q, ms in steps_ms.items()]
 
 
 if __name__ == '__main__':

@@ -41,7 +41,7 @@ from absl import flags
 import jax
 import numpy as np
 
-from scripts.benchmarks import bench_jitted_minatar
+from scripts.benchmarks import bench_agent
 from scripts.benchmarks import harness
 from zoo.configuration import agent_registry
 from zoo.configuration import cli
@@ -210,7 +210,7 @@ def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
                             min_replay),
   }
   jitted = harness.ready(f'K={num_envs} jitted loop', lambda: (
-      bench_jitted_minatar.JittedPhases(suite, preset, [jitted_s])))
+      bench_agent.JittedPhases(suite, preset, [jitted_s])))
   if jitted.loop.cfg.block_frames != s.num_envs * s.num_action_repeats:
     raise RuntimeError(f'the jitted loop\'s block is '
                        f'{jitted.loop.cfg.block_frames} frames, not one agent '
@@ -227,7 +227,7 @@ def measure(suite, preset, game: str, num_envs: int, overrides, num_blocks,
             for name, variant in variants.items()}
   blocks.update(learning=lambda: harness.median_ms(learn_block,
                                                    timing_repeats),
-                jitted=lambda: 1e3 * jitted.phase_s() / num_blocks)
+                jitted=lambda: 1e3 * jitted.phase().duration / num_blocks)
   times = harness.measure({name: blocks[name] for name in VARIANTS}, repeats,
                           lambda line: say(f'K={num_envs} {line} ms'))
   if variants['stepping'].agent.num_updates:

@@ -9,7 +9,6 @@ size, then the median time of sample(32) for both stack layouts (in turns,
 --repeats rounds). The last line, `figures:`, holds the figures as JSON.
 """
 
-import resource
 import time
 
 from absl import app
@@ -23,11 +22,6 @@ from zoo.replay import frame_replay as replay_lib
 FLAGS = flags.FLAGS
 
 
-def _rss_gb() -> float:
-  with open('/proc/self/statm') as f:
-    return int(f.read().split()[1]) * resource.getpagesize() / 1e9
-
-
 def main(argv):
   del argv
   capacity, k = FLAGS.replay_capacity, FLAGS.num_streams
@@ -36,7 +30,7 @@ def main(argv):
                          ' and the capacity a multiple of the streams.')
   replay = replay_lib.FrameReplay(capacity=capacity, num_streams=k, seed=0)
   arrays_gb = f'{replay.nbytes / 1e9:.2f}'
-  print(f'allocated: resident {_rss_gb():.2f} GB; replay arrays '
+  print(f'allocated: resident {harness.rss_bytes() / 1e9:.2f} GB; replay arrays '
         f'{arrays_gb} GB')
   rng = np.random.default_rng(0)
   observation = rng.integers(0, 256, (k, 84, 84, 4), dtype=np.uint8)
@@ -45,7 +39,7 @@ def main(argv):
   for i in range(capacity // k + 1):
     step_type = np.full(k, 0 if i == 0 else 1, np.int8)
     replay.add(step_type, observation, zeros, zeros.astype(np.float32), ones)
-  full_gb = f'{_rss_gb():.2f}'
+  full_gb = f'{harness.rss_bytes() / 1e9:.2f}'
   print(f'filled {replay.size} transitions in '
         f'{time.perf_counter() - start:.1f} s: resident {full_gb} GB')
   what = f'FrameReplay of {capacity:,} transitions in {k} streams'

@@ -4,6 +4,7 @@ medians, a markdown table, and the last line, `figures: <JSON list>`."""
 import json
 import numbers
 import os
+import resource
 import statistics
 import time
 from typing import (Any, Callable, Dict, Iterable, List, Mapping, NamedTuple,
@@ -33,12 +34,28 @@ def define_flags(repeats: int, timing_repeats: int = 0) -> None:
                          'part per round (median).', lower_bound=1)
 
 
+def define_choices(name: str, default: Sequence[str],
+                   choices: Sequence[str], help_text: str) -> None:
+  """Define a list flag of some of `choices`; parsing refuses any other."""
+  listed = ','.join(choices)
+  flags.DEFINE_list(name, list(default), f'{help_text} (of {listed}).')
+  flags.register_validator(
+      name, lambda values: bool(values) and set(values) <= set(choices),
+      f'--{name}: name one or more of {listed}, separated by commas.')
+
+
 def machine() -> str:
   """Return the CPU, its cores, the load average (is the machine shared?),
   the jax version and JAX's device."""
   load = ', '.join(f'{x:.1f}' for x in os.getloadavg())
   return (f'{minatar_report.cpu_description()}, load average {load}; jax '
           f'{jax.__version__}, device {jax.devices()[0]}')
+
+
+def rss_bytes() -> int:
+  """Return this process's resident memory, in bytes."""
+  with open('/proc/self/statm') as f:
+    return int(f.read().split()[1]) * resource.getpagesize()
 
 
 def median_ms(fn: Callable[[], Any], repeats: int) -> float:
