@@ -72,7 +72,7 @@ def test_loop_cells_without_the_python_loop_have_no_ratio():
 
 @pytest.mark.parametrize('flag,message', [
     ('--configs=DQN', 'Unknown --configs'),
-    ('--loops=python,numba', '--loops: name one or more of python,jitted'),
+    ('--loops=python,numba', 'name one or more of python,jitted'),
 ])
 def test_refuses_unknown_configurations_and_loops(flag, message):
   result = _run(flag)

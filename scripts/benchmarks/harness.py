@@ -41,7 +41,7 @@ def define_choices(name: str, default: Sequence[str],
   flags.DEFINE_list(name, list(default), f'{help_text} (of {listed}).')
   flags.register_validator(
       name, lambda values: bool(values) and set(values) <= set(choices),
-      f'--{name}: name one or more of {listed}, separated by commas.')
+      f'name one or more of {listed}, separated by commas.')
 
 
 def machine() -> str:

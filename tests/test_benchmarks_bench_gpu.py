@@ -1,0 +1,133 @@
+"""Tests for scripts.benchmarks.bench_gpu on the CPU: the child runs, their
+readings, both measurements' figures; a CPU refused."""
+
+import os
+import re
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from scripts.benchmarks import bench_gpu
+from scripts.campaign import launch
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _outcome(rate=8000.0, returncode=0, peak=1_250_000_000, limit=None):
+  stats = {'peak_bytes_in_use': peak}
+  if limit:
+    stats['bytes_limit'] = limit
+  return bench_gpu.Outcome(returncode, '', stats, rate)
+
+
+def test_the_child_runs_the_module_then_reports_the_devices_memory(tmp_path):
+  # A module without a main stands for the run: the report comes at exit.
+  started = bench_gpu.start(str(tmp_path), 'alone', {'X': '1'},
+                            (100, 10, 20), module='scripts.benchmarks.harness')
+  process, log, csv_path = started
+  assert csv_path == str(tmp_path / 'alone' / 'results.csv')
+  assert log == str(tmp_path / 'alone.log')
+  outcome = bench_gpu.finish(*started)
+  assert outcome.returncode == 0, outcome.output
+  assert '--replay_capacity=20' in process.args[-1]
+  # A CPU has no memory statistics: reported empty, not missing.
+  assert outcome.stats == {} and outcome.train_rate is None
+
+
+def test_the_readings_of_a_run():
+  text = ('memory_stats: {"peak_bytes_in_use": 1}\nnoise\n'
+          'memory_stats: {"peak_bytes_in_use": 2}\n')
+  assert bench_gpu.parse_stats(text) == {'peak_bytes_in_use': 2}
+  assert bench_gpu.parse_stats('nothing') is None
+  assert bench_gpu.visible_gpu({'CUDA_VISIBLE_DEVICES': '3,1'}) == '3'
+  assert bench_gpu.visible_gpu({}) == '0'
+  argv = bench_gpu.run_argv('/r/results.csv', 100_000, 4096, 20_000)
+  assert '--num_envs=64' in argv and '--environment_name=pong' in argv
+
+
+def test_train_rate_reads_the_last_iteration(tmp_path):
+  path = tmp_path / 'results.csv'
+  path.write_text('iteration,train_frame_rate\n0,nan\n1,8123.5\n')
+  assert bench_gpu.train_rate(str(path)) == 8123.5
+  path.write_text('iteration\n')
+  assert bench_gpu.train_rate(str(path)) is None
+
+
+def test_the_sampler_keeps_the_peak_and_none_without_readings():
+  values = iter([100.0, 300.0, None, 200.0])
+  seen = threading.Event()
+
+  def read():
+    value = next(values, None)
+    if value is None:
+      seen.set()
+    return value
+  with bench_gpu.PeakSampler(read, interval_s=0.001) as sampler:
+    seen.wait(5)
+  assert sampler.peak == 300.0
+  with bench_gpu.PeakSampler(lambda: None, interval_s=0.001) as sampler:
+    pass
+  assert sampler.peak is None
+
+
+def test_memory_figures_of_both_settings():
+  rows = bench_gpu.memory_figures(
+      {'preallocated': _outcome(limit=60_000_000_000),
+       'on_demand': _outcome()},
+      {'preallocated': 61_000.0, 'on_demand': None})
+  by_key = {r['key']: r for r in rows}
+  assert by_key['gpu.memory.preallocated.peak_in_use']['value'] == '1.25'
+  assert by_key['gpu.memory.preallocated.limit']['value'] == '60.00'
+  assert by_key['gpu.memory.preallocated.nvidia_smi']['value'] == '63.96'
+  assert 'PREALLOCATE=false' in by_key['gpu.memory.on_demand.peak_in_use'][
+      'what']
+  # Not read: no figure rather than a made-up one.
+  assert 'gpu.memory.on_demand.nvidia_smi' not in by_key
+  assert 'gpu.memory.on_demand.limit' not in by_key
+  assert all(r['unit'] == 'GB' for r in rows)
+  assert bench_gpu.memory_figures({'preallocated': _outcome(returncode=1)},
+                                  {'preallocated': 1000.0}) == []
+
+
+def test_two_runs_get_the_campaigns_setting_for_one_gpu():
+  envs = bench_gpu.shared_environments('1', environ={})
+  assert envs == [{'CUDA_VISIBLE_DEVICES': '1',
+                   'XLA_PYTHON_CLIENT_MEM_FRACTION': '0.45'}] * 2
+  assert envs == launch.local_slots(2, ['1'], {})
+
+
+def test_sharing_figures_compare_the_pair_with_the_run_alone():
+  envs = bench_gpu.shared_environments('0', environ={})
+  rows = bench_gpu.sharing_figures(
+      _outcome(peak=2e9), [_outcome(5000.0, peak=2e9),
+                           _outcome(4600.0, peak=2e9)], envs)
+  by_key = {r['key']: r for r in rows}
+  assert by_key['gpu.sharing.both_finished']['value'] == 'yes'
+  assert 'XLA_PYTHON_CLIENT_MEM_FRACTION=0.45' in by_key[
+      'gpu.sharing.both_finished']['what']
+  assert by_key['gpu.sharing.alone']['value'] == '8,000'
+  assert by_key['gpu.sharing.each']['value'] == '5,000 / 4,600'
+  assert by_key['gpu.sharing.total']['value'] == '9,600'
+  assert by_key['gpu.sharing.gain']['value'] == '1.20'
+  assert by_key['gpu.sharing.peak_in_use']['value'] == '2.00 / 2.00'
+  # A pair that does not fit says so.
+  rows = bench_gpu.sharing_figures(
+      _outcome(), [_outcome(5000.0), _outcome(None, returncode=1)], envs)
+  assert [r['key'] for r in rows] == ['gpu.sharing.both_finished',
+                                      'gpu.sharing.alone']
+  assert rows[0]['value'] == 'no'
+
+
+@pytest.mark.parametrize('flag,message', [
+    ('--measure=memory', 'Error: this benchmark measures a GPU, and JAX\'s '
+     'device here is cpu'),
+    ('--measure=speed', r"--measure=\['speed'\]: name one or more of "
+     'memory,sharing'),
+])
+def test_a_cpu_and_unknown_measurements_are_refused(flag, message):
+  result = subprocess.run(
+      [sys.executable, '-m', 'scripts.benchmarks.bench_gpu', flag], cwd=REPO,
+      capture_output=True, text=True, timeout=120)
+  assert result.returncode == 1 and re.search(message, result.stderr)
