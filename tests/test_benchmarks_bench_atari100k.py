@@ -22,18 +22,6 @@ def _settings(preset='QR-DQN-1'):
       agent_registry.presets()[preset], 'pong')
 
 
-def test_presets_parse_across_packages_and_refuse_unknown_names():
-  presets = bench_atari100k.parse_presets('QR-DQN-1, CR-IQN,CR-DQN')
-  assert [(p.name, p.package) for p in presets] == [
-      ('QR-DQN-1', 'qr_dqn'), ('CR-IQN', 'iqn'), ('CR-DQN', 'cr_dqn')]
-  with pytest.raises(ValueError, match='Unknown --presets DQN.*QR-DQN-1'):
-    bench_atari100k.parse_presets('QR-DQN-1,DQN')
-  with pytest.raises(ValueError, match='Unknown --presets'):
-    bench_atari100k.parse_presets('')
-  with pytest.raises(ValueError, match='each preset once'):
-    bench_atari100k.parse_presets('CR-DQN,CR-DQN')
-
-
 def test_the_run_is_the_protocols_and_its_slices_keep_its_frames():
   s = _settings('CR-DQN')
   assert (s.protocol, s.torso, s.n_steps, s.learn_period, s.num_envs) == (

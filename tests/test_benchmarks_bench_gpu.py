@@ -2,12 +2,9 @@
 readings, both measurements' figures; a CPU refused."""
 
 import os
-import re
 import subprocess
 import sys
 import threading
-
-import pytest
 
 from scripts.benchmarks import bench_gpu
 from scripts.campaign import launch
@@ -120,14 +117,11 @@ def test_sharing_figures_compare_the_pair_with_the_run_alone():
   assert rows[0]['value'] == 'no'
 
 
-@pytest.mark.parametrize('flag,message', [
-    ('--measure=memory', 'Error: this benchmark measures a GPU, and JAX\'s '
-     'device here is cpu'),
-    ('--measure=speed', r"--measure=\['speed'\]: name one or more of "
-     'memory,sharing'),
-])
-def test_a_cpu_and_unknown_measurements_are_refused(flag, message):
+def test_a_cpu_is_refused_with_one_error_line():
   result = subprocess.run(
-      [sys.executable, '-m', 'scripts.benchmarks.bench_gpu', flag], cwd=REPO,
-      capture_output=True, text=True, timeout=120)
-  assert result.returncode == 1 and re.search(message, result.stderr)
+      [sys.executable, '-m', 'scripts.benchmarks.bench_gpu',
+       '--measure=memory'], cwd=REPO, capture_output=True, text=True,
+      timeout=120)
+  assert result.returncode == 1 and result.stderr.splitlines()[-1] == (
+      'Error: this benchmark measures a GPU, and JAX\'s device here is cpu. '
+      'Run it on a machine with a GPU (and a CUDA build of JAX).')

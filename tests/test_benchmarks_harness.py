@@ -3,6 +3,7 @@ table and its figures, the figures line."""
 
 import json
 
+from absl import flags
 import jax.numpy as jnp
 import pytest
 
@@ -27,6 +28,20 @@ def test_median_of_the_calls_in_milliseconds(monkeypatch):
   calls = []
   assert harness.median_ms(lambda: calls.append(1), 3) == pytest.approx(5.0)
   assert len(calls) == 3
+
+
+def test_a_choices_flag_takes_some_of_its_choices_each_once():
+  values = flags.FlagValues()
+  harness.define_choices('loops', ['python'], ('python', 'jitted'), 'Loops',
+                         flag_values=values)
+  values(['prog'])
+  assert values.loops == ['python']
+  values(['prog', '--loops=jitted,python'])
+  assert values.loops == ['jitted', 'python']
+  for bad in ('python,numba', 'jitted,jitted', ''):
+    with pytest.raises(flags.IllegalFlagValueError,
+                       match='name one or more of python,jitted, each once'):
+      values(['prog', f'--loops={bad}'])
 
 
 def test_timed_waits_for_jax_results_and_divides_by_the_calls(monkeypatch):

@@ -50,22 +50,6 @@ QUANTITIES = {'train frames/s': ('train_frames_per_s', 'frames/s'),
               'eval episode frames': ('', '')}
 
 
-def parse_presets(text: str) -> List[agent_registry.AgentPreset]:
-  """Return the presets named in 'QR-DQN-1,CR-DQN'; ValueError naming the
-  fix."""
-  known = agent_registry.presets()
-  names = [name.strip() for name in text.split(',') if name.strip()]
-  unknown = [name for name in names if name not in known]
-  if not names or unknown:
-    given = ','.join(unknown) if unknown else repr(text)
-    raise ValueError(f'Unknown --presets {given}: name '
-                     'presets separated by commas, of ' + ', '.join(known) +
-                     '.')
-  if len(set(names)) != len(names):
-    raise ValueError(f'--presets={text}: each preset once.')
-  return [known[name] for name in names]
-
-
 def protocol_settings(preset, game: str) -> settings_lib.Settings:
   """Return the settings of a run of `preset` under the protocol on `game`
   (nothing written); ConfigError naming a bad setting."""
@@ -242,8 +226,8 @@ def main(argv):
   del argv
   f = flags.FLAGS
   game = f.environment_name if f['environment_name'].present else DEFAULT_GAME
+  presets = [agent_registry.presets()[name] for name in f.presets]
   try:  # Refuse before any long work.
-    presets = parse_presets(f.presets)
     if f.eval_episode_frames < 0 or f.goal_minutes <= 0:
       raise ValueError('--eval_episode_frames must be >= 0 (0: measured) and '
                        '--goal_minutes positive.')
@@ -294,8 +278,9 @@ def main(argv):
 if __name__ == '__main__':
   # --environment_name is a run flag (zoo.configuration.settings_flags);
   # unset: pong.
-  flags.DEFINE_string('presets', 'QR-DQN-1,CR-DQN',
-                      'Agent presets, comma separated (any package\'s).')
+  harness.define_choices('presets', ['QR-DQN-1', 'CR-DQN'],
+                         list(agent_registry.presets()),
+                         'Agent presets (any package\'s)')
   flags.DEFINE_integer('slice_frames', 2_000,
                        'Training frames measured per preset per round.')
   flags.DEFINE_integer('eval_episode_frames', 0,

@@ -29,7 +29,6 @@ from typing import Any, Dict, List, NamedTuple, Tuple
 
 from absl import app
 from absl import flags
-import jax
 import numpy as np
 
 from scripts.benchmarks import bench_agent
@@ -66,44 +65,29 @@ LOOP_COLUMNS = {'train steps/s per seed': ('train_steps_per_s_per_seed',
 
 
 class Config(NamedTuple):
-  """A configuration of the MinAtar study: a preset and flags."""
+  """A configuration of the MinAtar study: a preset and run settings."""
   label: str
-  preset: str                  # A preset of zoo.configuration.agent_registry.
-  flags: Tuple[str, ...] = ()  # Beyond the preset's.
+  preset: str  # A preset of zoo.configuration.agent_registry.
+  settings: Tuple[Tuple[str, Any], ...] = ()  # Beyond the preset's.
 
 
 STUDY_PRESETS = ('QR-DQN-1', 'QR-DQN-0', 'CR-DQN', 'NC-CR-DQN', 'NC-QR-DQN-0')
 CONFIGS = tuple(Config(name, name) for name in STUDY_PRESETS)
-K_STREAM_CONFIG = Config('CR-DQN-K8', 'CR-DQN', ('--num_envs=8',))
+K_STREAM_CONFIG = Config('CR-DQN-K8', 'CR-DQN', (('num_envs', 8),))
 # Measured when named in --configs: the smoothed Cramér loss and the
 # sampled-level agents.
 OPTIONAL_CONFIGS = (Config('CR-DQN-MQ', 'CR-DQN-MQ'), Config('IQN', 'IQN'),
                     Config('CR-IQN', 'CR-IQN'))
-
-
-def config_settings(config: Config) -> Dict[str, Any]:
-  """Return a configuration's flags beyond its preset, parsed as the entry
-  point parses them.
-
-  '--name=value' is parsed by the run flag `name`; '--name' alone is a
-  boolean set to True.
-  """
-  settings = {}
-  for flag in config.flags:
-    name, has_value, value = flag[2:].partition('=')
-    if name not in settings_flags.settings_lib.SETTINGS:
-      raise ValueError(f'{config.label}: {flag} is not a run setting.')
-    settings[name] = (settings_flags.FLAGS[name].parser.parse(value)
-                      if has_value else True)
-  return settings
+KNOWN_CONFIGS = {c.label: c for c in
+                 CONFIGS + (K_STREAM_CONFIG,) + OPTIONAL_CONFIGS}
 
 
 def define_flags() -> None:
   """Define the flags of this entry point (only when run)."""
   # The run settings are the run flags, with MinAtar's defaults.
-  labels = [c.label for c in CONFIGS]
-  flags.DEFINE_list('configs', labels + [K_STREAM_CONFIG.label],
-                    'Configurations to measure.')
+  harness.define_choices(
+      'configs', [c.label for c in CONFIGS + (K_STREAM_CONFIG,)],
+      list(KNOWN_CONFIGS), 'Configurations to measure')
   flags.DEFINE_integer('num_steps', 3000,
                        'Training steps per configuration per round (eval: '
                        'the same number; the jitted loop: training, per '
@@ -123,8 +107,8 @@ def settings_of(config: Config, base, **changes) -> settings_lib.Settings:
   try:
     s = settings_lib.resolve_settings(
         minatar_suite.MINATAR, agent_registry.presets()[config.preset],
-        dict(base, results_csv_path='', checkpoint_dir='', **changes,
-             **config_settings(config)))
+        dict(base, results_csv_path='', checkpoint_dir='',
+             **dict(config.settings, **changes)))
     settings_lib.validate_settings(minatar_suite.MINATAR, s)
   except settings_lib.ConfigError as e:
     raise app.UsageError(f'{config.label}: {e}')
@@ -235,22 +219,10 @@ def loop_cells(rates: Dict[str, float], memory: Dict[str, str]
   return cells
 
 
-def configs_named(labels) -> List[Config]:
-  """Return the configurations of --configs; a UsageError naming the
-  known ones."""
-  known = {c.label: c for c in CONFIGS +
-           OPTIONAL_CONFIGS + (K_STREAM_CONFIG,)}
-  unknown = [label for label in labels if label not in known]
-  if unknown or not labels:
-    raise app.UsageError(f'Unknown --configs {unknown}; choose from '
-                         f'{", ".join(known)}.')
-  return [known[label] for label in labels]
-
-
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  configs = configs_named(FLAGS.configs)
+  configs = [KNOWN_CONFIGS[label] for label in FLAGS.configs]
   python, jitted = 'python' in FLAGS.loops, 'jitted' in FLAGS.loops
   try:
     num_seeds = [int(x) for x in FLAGS.num_seeds] if jitted else []

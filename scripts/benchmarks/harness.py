@@ -35,13 +35,18 @@ def define_flags(repeats: int, timing_repeats: int = 0) -> None:
 
 
 def define_choices(name: str, default: Sequence[str],
-                   choices: Sequence[str], help_text: str) -> None:
-  """Define a list flag of some of `choices`; parsing refuses any other."""
+                   choices: Sequence[str], help_text: str,
+                   flag_values: flags.FlagValues = flags.FLAGS) -> None:
+  """Define a list flag of some of `choices`, each once; parsing refuses
+  any other list."""
   listed = ','.join(choices)
-  flags.DEFINE_list(name, list(default), f'{help_text} (of {listed}).')
+  flags.DEFINE_list(name, list(default), f'{help_text} (of {listed}).',
+                    flag_values=flag_values)
   flags.register_validator(
-      name, lambda values: bool(values) and set(values) <= set(choices),
-      f'name one or more of {listed}, separated by commas.')
+      name, lambda values: (bool(values) and set(values) <= set(choices)
+                            and len(set(values)) == len(values)),
+      f'name one or more of {listed}, each once, separated by commas.',
+      flag_values=flag_values)
 
 
 def machine() -> str:
