@@ -4,7 +4,6 @@ readings, both measurements' figures; a CPU refused."""
 import os
 import subprocess
 import sys
-import threading
 
 from scripts.benchmarks import bench_gpu
 from scripts.campaign import launch
@@ -52,21 +51,14 @@ def test_train_rate_reads_the_last_iteration(tmp_path):
   assert bench_gpu.train_rate(str(path)) is None
 
 
-def test_the_sampler_keeps_the_peak_and_none_without_readings():
+def test_the_peak_of_the_readings_while_a_process_runs():
+  process = subprocess.Popen([sys.executable, '-c', 'import time; '
+                              'time.sleep(0.5)'])
   values = iter([100.0, 300.0, None, 200.0])
-  seen = threading.Event()
-
-  def read():
-    value = next(values, None)
-    if value is None:
-      seen.set()
-    return value
-  with bench_gpu.PeakSampler(read, interval_s=0.001) as sampler:
-    seen.wait(5)
-  assert sampler.peak == 300.0
-  with bench_gpu.PeakSampler(lambda: None, interval_s=0.001) as sampler:
-    pass
-  assert sampler.peak is None
+  assert bench_gpu.peak_while(process, lambda: next(values, None),
+                              interval_s=0.01) == 300.0
+  assert process.returncode == 0
+  assert bench_gpu.peak_while(process, lambda: None) is None
 
 
 def test_memory_figures_of_both_settings():

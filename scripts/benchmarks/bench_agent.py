@@ -103,11 +103,12 @@ def part_ms(agent, env, observation, epsilon: float, repeats: int):
 
 class AgentBench:
   """An agent, its replay and its training environment under settings `s`,
-  filled past the replay's minimum and learning (as in the middle of a run);
-  rss_added: the memory this took."""
+  run `warm_frames` frames: filled past the replay's minimum and learning
+  (as in the middle of a run), unless not `learning`; rss_added: the memory
+  this took."""
 
   def __init__(self, name: str, suite, s: settings_lib.Settings,
-               warm_frames: int):
+               warm_frames: int, learning: bool = True):
     self.name, self.settings, self.num_envs = name, s, s.num_envs
     rss_before = harness.rss_bytes()
     self.env = build.make_environment_factory(suite, s)(1, 'train')
@@ -115,8 +116,9 @@ class AgentBench:
                                                 self.env.num_actions)
     python_loop.run_phase(self.env, self.agent.step, warm_frames,
                           s.num_action_repeats)
-    if self.agent.num_updates == 0:
-      raise RuntimeError(f'{name}: no update during the warm-up.')
+    if learning != (self.agent.num_updates > 0):
+      raise RuntimeError(f'{name}: the warm-up did not leave the agent '
+                         f'{"learning" if learning else "not learning"}.')
     self.rss_added = harness.rss_bytes() - rss_before
 
   def train(self, num_frames: int):

@@ -29,7 +29,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from absl import app
@@ -139,32 +138,21 @@ def nvidia_smi_used_mib(gpu: str = '0') -> Optional[float]:
     return None
 
 
-class PeakSampler:
-  """Samples a reading (nvidia-smi's memory.used) in a thread; keeps the
-  peak. `read` returns None when it cannot read: the peak stays None."""
-
-  def __init__(self, read: Callable[[], Optional[float]],
-               interval_s: float = 0.5):
-    self._read, self._interval = read, interval_s
-    self._stop = threading.Event()
-    self.peak: Optional[float] = None
-    self._thread = threading.Thread(target=self._loop, daemon=True)
-
-  def _loop(self) -> None:
-    while True:
-      value = self._read()
-      if value is not None:
-        self.peak = value if self.peak is None else max(self.peak, value)
-      if self._stop.wait(self._interval):
-        return
-
-  def __enter__(self) -> 'PeakSampler':
-    self._thread.start()
-    return self
-
-  def __exit__(self, *exc) -> None:
-    self._stop.set()
-    self._thread.join()
+def peak_while(process: subprocess.Popen,
+               read: Callable[[], Optional[float]],
+               interval_s: float = 0.5) -> Optional[float]:
+  """Return the peak of `read` (nvidia-smi's memory.used), read every
+  interval_s until `process` ends; None if it never read (None)."""
+  peak = None
+  while True:
+    value = read()
+    if value is not None:
+      peak = value if peak is None else max(peak, value)
+    try:
+      process.wait(interval_s)
+      return peak
+    except subprocess.TimeoutExpired:
+      pass
 
 
 @dataclasses.dataclass
@@ -266,10 +254,10 @@ def measure_memory(gpu: str, work: str, sizes: Sequence[int]
   for name, what, env in MEMORY_SETTINGS:
     print(f'{name}: {what}', flush=True)
     before = nvidia_smi_used_mib(gpu)
-    with PeakSampler(lambda: nvidia_smi_used_mib(gpu)) as sampler:
-      outcome = results[name] = finish(*start(work, name, env, sizes))
-    smi[name] = (None if sampler.peak is None or before is None
-                 else sampler.peak - before)
+    started = start(work, name, env, sizes)
+    peak = peak_while(started[0], lambda: nvidia_smi_used_mib(gpu))
+    outcome = results[name] = finish(*started)
+    smi[name] = None if peak is None or before is None else peak - before
     print(f'{name}: exit {outcome.returncode}; memory stats '
           f'{outcome.stats}; training {outcome.train_rate} frames/s; GPU '
           f'memory used over the idle GPU {smi[name]} MiB', flush=True)

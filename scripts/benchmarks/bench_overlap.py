@@ -47,7 +47,6 @@ from zoo.configuration import agent_registry
 from zoo.configuration import cli
 from zoo.configuration import settings as settings_lib
 from zoo.configuration import settings_flags  # pylint: disable=unused-import
-from zoo.loops import build
 from zoo.loops import jitted_loop
 from zoo.suites import atari_suite
 
@@ -109,21 +108,16 @@ def row(ms: Dict[str, float], block_frames: int) -> Dict[str, str]:
   return cells
 
 
-class Variant:
+class Variant(bench_agent.AgentBench):
   """One agent, its replay and its training environment, warmed up."""
 
   def __init__(self, settings, suite, learning: bool, min_replay: int):
-    s = self.settings = settings
-    self.env = build.make_environment_factory(suite, s)(1, 'train')
-    self.agent, self.replay = build.build_agent(suite, s,
-                                                self.env.num_actions)
-    self.timestep = self.env.reset()
+    s = settings
     # Fill to the minimum (learning agents compile and run a few blocks).
-    steps = min_replay // s.num_envs + (4 if learning else 1)
-    self.run_blocks(steps)
-    if learning != (self.agent.num_updates > 0):
-      raise RuntimeError('the warm-up did not leave the agent '
-                         f'{"learning" if learning else "not learning"}.')
+    blocks = min_replay // s.num_envs + (4 if learning else 1)
+    super().__init__(f'K={s.num_envs}', suite, s,
+                     blocks * s.num_envs * s.num_action_repeats, learning)
+    self.timestep = self.env.reset()
 
   def run_blocks(self, num_blocks: int) -> float:
     """Step `num_blocks` blocks; return the ms per block, learner waited for."""
@@ -134,9 +128,6 @@ class Variant:
     jax.block_until_ready(agent.online_params)
     self.timestep = timestep
     return 1e3 * (time.perf_counter() - start) / num_blocks
-
-  def close(self):
-    self.env.close()
 
 
 def jitted_settings(s: settings_lib.Settings, num_blocks: int
