@@ -242,43 +242,41 @@ def main(argv):
   print(f'game {FLAGS.environment_name}; loops {", ".join(FLAGS.loops)}; '
         f'{FLAGS.num_steps} training and evaluation steps per configuration '
         f'(and seed) per round, {FLAGS.repeats} rounds.', flush=True)
-  benches = [harness.ready(
+  python_benches = [harness.ready(
       f'{c.label} (N={s.num_quantiles}, K={s.num_envs}, one update per '
       f'{s.learn_period} steps)', lambda c=c, s=s: ConfigBench(c, s))
-             for c, s in zip(configs, resolved) if python]
+                    for c, s in zip(configs, resolved) if python]
+  jitted_benches = {f'{c.label}:jitted:{n}': harness.ready(
+      f'{c.label} jitted x{n}', lambda c=c, s=s, n=n: jitted_bench(c, s, n))
+                    for c, s in zip(configs, jitted_resolved)
+                    for n in num_seeds}
   variants = {b.name: lambda b=b: b.measure_round(FLAGS.num_steps,
                                                   FLAGS.timing_repeats)
-              for b in benches}
-  memory = {f'{b.name}:python:1': f'replay {b.replay.nbytes / 1e6:.1f} MB '
-            '(host, uint8)' for b in benches}
-  for c, s in zip(configs, jitted_resolved):
-    for count in num_seeds:
-      name = f'{c.label}:jitted:{count}'
-      bench = harness.ready(f'{c.label} jitted x{count}',
-                            lambda c=c, s=s, n=count: jitted_bench(c, s, n))
-      benches.append(bench)
-      variants[name] = lambda b=bench: b.phase().frame_rate
-      memory[name] = (f'replay {bench.replay_bytes / 1e6:.1f} MB + learner '
-                      f'{bench.learner_bytes / 1e6:.1f} MB')
+              for b in python_benches}
+  variants.update({name: lambda b=b: b.phase().frame_rate
+                   for name, b in jitted_benches.items()})
   medians = harness.medians(harness.measure(variants, FLAGS.repeats))
-  for bench in benches:
+  for bench in python_benches + list(jitted_benches.values()):
     bench.close()
   game = FLAGS.environment_name
-  python_medians = {c.label: medians[c.label] for c in configs if python}
   figures = []
   if python:
     figures = harness.report(
         'minatar.bench_minatar', f'MinAtar {game}', ['configuration'],
-        COLUMNS, {name: ConfigBench.row(m)
-                  for name, m in python_medians.items()},
-        'l' + 'r' * len(COLUMNS))
+        COLUMNS, {b.name: ConfigBench.row(medians[b.name])
+                  for b in python_benches}, 'l' + 'r' * len(COLUMNS))
     print('\n(act: one call for the K streams; env: one step of the K '
           'streams; steps count every stream.)')
   if jitted:
-    rates = {f'{label}:python:1': m['frames/s']
-             for label, m in python_medians.items()}
-    rates.update({name: m[harness.VALUE] for name, m in medians.items()
-                  if ':jitted:' in name})
+    rates = {f'{b.name}:python:1': medians[b.name]['frames/s']
+             for b in python_benches}
+    rates.update({name: medians[name][harness.VALUE]
+                  for name in jitted_benches})
+    memory = {f'{b.name}:python:1': f'replay {b.replay.nbytes / 1e6:.1f} MB '
+              '(host, uint8)' for b in python_benches}
+    memory.update({name: f'replay {b.replay_bytes / 1e6:.1f} MB + learner '
+                   f'{b.learner_bytes / 1e6:.1f} MB'
+                   for name, b in jitted_benches.items()})
     figures += harness.report(
         'minatar.bench_minatar.loops', f'MinAtar {game}',
         ['configuration', 'loop', 'seeds'], LOOP_COLUMNS,
@@ -287,9 +285,7 @@ def main(argv):
           'steps; total: all seeds of the process; medians of the rounds.)')
   print(f'machine at the end: {harness.machine()}')
   if python:
-    figures += study_estimate(
-        [b for b in benches if isinstance(b, ConfigBench)], python_medians,
-        game)
+    figures += study_estimate(python_benches, medians, game)
   harness.print_figures(figures)
 
 
