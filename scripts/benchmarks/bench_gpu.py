@@ -199,15 +199,16 @@ def visible_gpu(environ=None) -> str:
   return visible or '0'
 
 
-def require_gpu() -> str:
-  """Return JAX's first device's platform; raise ValueError unless a GPU."""
-  import jax  # pylint: disable=g-import-not-at-top
-  platform = jax.devices()[0].platform
+def require_gpu() -> None:
+  """Raise ValueError unless JAX's first device is a GPU. A child process
+  asks: JAX started here would hold GPU memory that the runs measure."""
+  platform = subprocess.run(
+      [sys.executable, '-c', 'import jax; print(jax.devices()[0].platform)'],
+      capture_output=True, text=True, check=True).stdout.split()[-1]
   if platform != 'gpu':
     raise ValueError(f'this benchmark measures a GPU, and JAX\'s device here '
                      f'is {platform}. Run it on a machine with a GPU (and a '
                      'CUDA build of JAX).')
-  return platform
 
 
 def gb(value: Optional[float], scale: float = 1e9) -> str:
