@@ -103,9 +103,9 @@ def part_ms(agent, env, observation, epsilon: float, repeats: int):
 
 class AgentBench:
   """An agent, its replay and its training environment under settings `s`,
-  run `warm_frames` frames: filled past the replay's minimum and learning
-  (as in the middle of a run), unless not `learning`; rss_added: the memory
-  this took."""
+  trained `warm_frames` frames: past the replay's minimum and learning, as
+  in the middle of a run (learning=False: not learning yet); rss_added: the
+  memory this took."""
 
   def __init__(self, name: str, suite, s: settings_lib.Settings,
                warm_frames: int, learning: bool = True):

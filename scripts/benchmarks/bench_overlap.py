@@ -111,8 +111,7 @@ def row(ms: Dict[str, float], block_frames: int) -> Dict[str, str]:
 class Variant(bench_agent.AgentBench):
   """One agent, its replay and its training environment, warmed up."""
 
-  def __init__(self, settings, suite, learning: bool, min_replay: int):
-    s = settings
+  def __init__(self, s, suite, learning: bool, min_replay: int):
     # Fill to the minimum (learning agents compile and run a few blocks).
     blocks = min_replay // s.num_envs + (4 if learning else 1)
     super().__init__(f'K={s.num_envs}', suite, s,

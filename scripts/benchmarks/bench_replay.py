@@ -30,8 +30,8 @@ def main(argv):
                          ' and the capacity a multiple of the streams.')
   replay = replay_lib.FrameReplay(capacity=capacity, num_streams=k, seed=0)
   arrays_gb = f'{replay.nbytes / 1e9:.2f}'
-  print(f'allocated: resident {harness.rss_bytes() / 1e9:.2f} GB; replay arrays '
-        f'{arrays_gb} GB')
+  print(f'allocated: resident {harness.rss_bytes() / 1e9:.2f} GB; replay '
+        f'arrays {arrays_gb} GB')
   rng = np.random.default_rng(0)
   observation = rng.integers(0, 256, (k, 84, 84, 4), dtype=np.uint8)
   zeros, ones = np.zeros(k, np.int32), np.ones(k, np.float32)
