@@ -245,25 +245,16 @@ def test_cli_compares_a_published_seed_and_a_short_run(tmp_path):
   assert (tmp_path / 'check.png').read_bytes()[:8] == PNG_MAGIC
 
 
-def test_the_atari_runs_of_a_results_folder_are_compared(tmp_path):
-  from tests.test_analysis_run_data import _evidence_session  # pylint: disable=g-import-not-at-top
-  root = str(tmp_path / 'evidence')
-  _evidence_session(root, 's1', 'full',
-                    [('atari-breakout', 'CR-DQN', 'cr_dqn', 'breakout', 1,
-                      'atari'),
-                     ('minatar-asterix', 'CR-DQN', 'cr_dqn',
-                      'minatar-asterix', 1, 'minatar')])
-  run, = cp.load_evidence_runs(root)
-  assert (run.source, run.game) == ('CR-DQN', 'breakout')
-  cp.check_arguments([], None, root)  # --evidence_dir alone is enough.
-  empty = str(tmp_path / 'empty')
-  _evidence_session(empty, 's1', 'full', [])
-  with pytest.raises(ValueError, match='no Atari run'):
-    cp.load_evidence_runs(empty)
+def test_a_results_session_is_compared_as_a_runs_directory(tmp_path):
+  runs = tmp_path / 'sessions' / 's1' / 'runs'
+  for piece, game, suite in (('atari-breakout', 'breakout', 'atari'),
+                             ('minatar-asterix', 'minatar-asterix', 'minatar')):
+    write_run(str(runs / piece / 'CR-DQN' / 'cr_dqn' / game / 'seed_1' /
+                  'results.csv'), 'cr_dqn', game, 1, [1.0], suite=suite)
   result = subprocess.run(
       [sys.executable, '-m', 'scripts.analysis.compare_published',
-       f'--evidence_dir={root}'],
-      cwd=REPO, capture_output=True, text=True, timeout=300)
+       f'--runs={runs}'], cwd=REPO, capture_output=True, text=True,
+      timeout=300)
   assert result.returncode == 0, result.stderr
-  assert 'cr_dqn on breakout, seed 1 [CR-DQN]' in result.stdout
-  assert 'minatar' not in result.stdout
+  assert 'published: CR-DQN (paper runs' in result.stdout
+  assert 'not compared: a MinAtar run' in result.stdout

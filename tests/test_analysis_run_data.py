@@ -1,7 +1,6 @@
 """Tests for scripts.analysis.run_data: loading runs by their content."""
 
 import csv
-import json
 import os
 
 import numpy as np
@@ -186,37 +185,6 @@ def test_a_runs_suite_is_its_run_jsons_else_the_callers(tmp_path):
                                                             'atari')}
   assert told == {'minatar-breakout': 'minatar', 'pong': 'atari'}
   assert {r.suite for r in run_data.load_reference('paper')} == {'atari'}
-
-
-def _evidence_session(root, sid, scale, sets):
-  """sets: (piece, label, agent, game, seed[, suite]) of each run CSV."""
-  d = os.path.join(root, 'sessions', sid)
-  os.makedirs(d)
-  with open(os.path.join(d, 'session.json'), 'w') as f:
-    json.dump({'id': sid, 'scale': scale}, f)
-  for piece, label, agent, game, seed, *suite in sets:
-    write_run(os.path.join(d, 'runs', piece, label, agent, game,
-                           f'seed_{seed}', 'results.csv'), agent, game, seed,
-              [1.0], suite=suite[0] if suite else None)
-  return d
-
-
-def test_evidence_run_sets_of_result_sessions_newest_first(tmp_path):
-  root = str(tmp_path)
-  _evidence_session(root, 'a', 'full',
-                    [('p1', 'CR-DQN', 'cr_dqn', 'breakout', 1),
-                     ('p2', 'QR-DQN-1', 'qr_dqn', 'minatar-asterix', 1)])
-  _evidence_session(root, 'b', 'recorded',
-                    [('p1', 'CR-DQN', 'cr_dqn', 'breakout', 1)])
-  _evidence_session(root, 'c', 'rehearsal',
-                    [('p1', 'CR-DQN', 'cr_dqn', 'breakout', 1)])
-  sets = run_data.evidence_run_sets(root)
-  assert [(s, label) for s, label, _ in sets] == [('b', 'CR-DQN'),
-                                                  ('a', 'QR-DQN-1')]
-  assert sets[0][2] == os.path.join(root, 'sessions', 'b', 'runs', 'p1',
-                                    'CR-DQN')
-  with pytest.raises(ValueError, match='no sessions'):
-    run_data.evidence_run_sets(str(tmp_path / 'nothing'))
 
 
 def test_load_with_references_keeps_ours_first_and_the_agents_asked(tmp_path):

@@ -2,7 +2,7 @@ r"""Check runs against the published curves, iteration by iteration.
 
   python -m scripts.analysis.compare_published --runs=runs/cr_dqn/pong
   python -m scripts.analysis.compare_published --runs=QR-DQN-0=runs_k0 --plot=/tmp/check.png
-  python -m scripts.analysis.compare_published --evidence_dir=evidence   # the results folder
+  python -m scripts.analysis.compare_published --runs=evidence/sessions/ID/runs
 
 For each of our runs and each of its iterations, prints our evaluation return
 next to the published seeds of the same agent and game at the same frame (min,
@@ -90,10 +90,6 @@ def define_flags() -> None:
       'runs', [], 'Our runs: a directory tree of run CSVs or one CSV file, as '
       'PATH or LABEL=PATH; a LABEL naming a published variant (' +
       ', '.join(VARIANTS) + ') fixes the variant. Repeatable.')
-  flags.DEFINE_string(
-      'evidence_dir', None, 'Also the Atari runs of this results folder '
-      '(evidence/): each run set sessions/<id>/runs/<piece>/<preset>/ of its '
-      'result sessions, labelled by its preset.')
   flags.DEFINE_string(
       'plot', None, 'Also draw the comparison into this .png or .pdf file.')
   run_data.define_suite_flag()
@@ -387,24 +383,12 @@ def plot(comparisons: Sequence[Comparison], path: str) -> str:
   return plot_curves.save(fig, path)
 
 
-def load_evidence_runs(evidence_dir: str, suite: Optional[str] = None
-                       ) -> List[run_data.Run]:
-  """Load the runs of a results folder but its MinAtar ones, by preset."""
-  out = [run for _, label, directory in run_data.evidence_run_sets(evidence_dir)
-         for run in run_data.load_run_dir(directory, label, suite)
-         if run.suite != 'minatar']
-  if not out:
-    raise ValueError(f'--evidence_dir: {evidence_dir!r} holds no Atari run '
-                     'yet (a session\'s runs/<piece>/<preset>/...).')
-  return out
-
-
-def check_arguments(runs: Sequence[str], plot_path: Optional[str],
-                    evidence_dir: Optional[str] = None) -> None:
+def check_arguments(runs: Sequence[str], plot_path: Optional[str]) -> None:
   """Raise ValueError naming a bad argument, before any work."""
-  if not runs and not evidence_dir:
+  if not runs:
     raise ValueError('Pass --runs=PATH (a directory of run CSVs or a CSV '
-                     'file), repeatable, or --evidence_dir=evidence.')
+                     'file, e.g. a results session\'s '
+                     'evidence/sessions/ID/runs), repeatable.')
   run_data.check_runs_args(runs)
   if plot_path:
     if os.path.splitext(plot_path)[1] not in ('.png', '.pdf'):
@@ -420,10 +404,8 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
   try:
-    check_arguments(FLAGS.runs, FLAGS.plot, FLAGS.evidence_dir)
+    check_arguments(FLAGS.runs, FLAGS.plot)
     runs = run_data.load_runs_args(FLAGS.runs, FLAGS.suite)
-    if FLAGS.evidence_dir:
-      runs += load_evidence_runs(FLAGS.evidence_dir, FLAGS.suite)
     comparisons = compare_all(run_data.check_unique(runs))
   except ValueError as e:
     sys.exit(f'Error: {e}')

@@ -9,7 +9,6 @@ import csv
 import dataclasses
 import gzip
 import importlib.resources
-import json
 import math
 import os
 import sys
@@ -239,38 +238,6 @@ def find_run_files(root: str) -> List[str]:
                      'run CSV.')
   return sorted(os.path.join(d, name) for d, _, names in os.walk(root)
                 for name in names if name.endswith(('.csv', '.csv.gz')))
-
-
-# The results folder (evidence/): sessions/<id>/session.json and the runs at
-# sessions/<id>/runs/<piece>/<label>/<agent>/<game>/seed_<s>/results.csv.
-EVIDENCE_RESULT_SCALES = ('full', 'recorded')  # Not a rehearsal's runs.
-
-
-def evidence_run_sets(evidence_dir: str) -> List[Tuple[str, str, str]]:
-  """Return (session id, label, directory) of each run set of the results
-  folder: runs/<piece>/<label>/ of its result sessions (scale 'full' or
-  'recorded'), oldest session first. A later session's set of the same piece
-  and label replaces an earlier one (a piece rerun after an incomplete try).
-  """
-  top = os.path.join(evidence_dir, 'sessions')
-  if not os.path.isdir(top):
-    raise ValueError(f'{evidence_dir!r} holds no sessions/ folder: pass the '
-                     'results folder (evidence/).')
-  latest = {}
-  for session in sorted(os.listdir(top)):
-    path = os.path.join(top, session, 'session.json')
-    if not os.path.isfile(path):
-      continue
-    with open(path) as f:
-      if json.load(f).get('scale') not in EVIDENCE_RESULT_SCALES:
-        continue
-    runs = os.path.join(top, session, 'runs')
-    for piece in sorted(os.listdir(runs)) if os.path.isdir(runs) else ():
-      for label in sorted(os.listdir(os.path.join(runs, piece))):
-        directory = os.path.join(runs, piece, label)
-        if os.path.isdir(directory):
-          latest[(piece, label)] = (session, label, directory)
-  return list(latest.values())
 
 
 def check_unique(runs: Iterable[Run]) -> List[Run]:
