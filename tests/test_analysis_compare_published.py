@@ -1,5 +1,6 @@
 """Tests for scripts.analysis.compare_published: variants, rows, text, plot, CLI."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -11,6 +12,8 @@ import pytest
 from scripts.analysis import compare_published as cp
 from scripts.analysis import run_data
 from tests.test_analysis_run_data import write_run
+from zoo.configuration import agent_registry
+from zoo.storage import run_json
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
@@ -249,12 +252,18 @@ def test_a_results_session_is_compared_as_a_runs_directory(tmp_path):
   runs = tmp_path / 'sessions' / 's1' / 'runs'
   for piece, game, suite in (('atari-breakout', 'breakout', 'atari'),
                              ('minatar-asterix', 'minatar-asterix', 'minatar')):
-    write_run(str(runs / piece / 'CR-DQN' / 'cr_dqn' / game / 'seed_1' /
-                  'results.csv'), 'cr_dqn', game, 1, [1.0], suite=suite)
+    path = str(runs / piece / 'CR-DQN' / 'cr_dqn' / game / 'seed_1' /
+               'results.csv')
+    write_run(path, 'cr_dqn', game, 1, [1.0])
+    # The preset's settings: the run is named CR-DQN, run by cr_dqn.
+    run_json.write(path, 'cr_dqn', suite, dict(
+        dataclasses.asdict(agent_registry.presets()['CR-DQN']),
+        environment_name=game, seed=1))
   result = subprocess.run(
       [sys.executable, '-m', 'scripts.analysis.compare_published',
        f'--runs={runs}'], cwd=REPO, capture_output=True, text=True,
       timeout=300)
   assert result.returncode == 0, result.stderr
-  assert 'published: CR-DQN (paper runs' in result.stdout
+  assert 'CR-DQN on breakout, seed 1' in result.stdout
+  assert 'variant: from run.json' in result.stdout
   assert 'not compared: a MinAtar run' in result.stdout

@@ -118,13 +118,15 @@ def resolve_variant(run: run_data.Run, label: Optional[str]) -> Resolution:
     return Resolution(None, 'a MinAtar run: no published Atari curves'
                       if run.suite == 'minatar' else
                       f'no {RUN_JSON} records its suite; {run_data.SUITE_FIX}')
+  # run_data names a run with a run.json by its preset: its package runs it.
+  package = _PRESETS[run.agent].package if run.agent in _PRESETS else run.agent
   json_path = run_json.path_next_to(run.path)
   try:
     data, note = run_json.read(json_path), ''
   except (OSError, ValueError) as e:
     data, note = None, f'{RUN_JSON} ignored: {e}'
   if data is not None and (
-      data.get('agent') != run.agent or
+      data.get('agent') != package or
       data['settings'].get('seed', run.seed) != run.seed or
       data['settings'].get('environment_name', run.game) != run.game):
     note = (f'{RUN_JSON} beside {run.path} describes another run '
@@ -135,23 +137,23 @@ def resolve_variant(run: run_data.Run, label: Optional[str]) -> Resolution:
   suffix = f'; {note}' if note else ''
   if label in VARIANTS:
     variant = VARIANTS[label]
-    if variant.package != run.agent:
+    if variant.package != package:
       raise ValueError(
           f'--runs label {label!r} is a {variant.package} variant, but '
-          f'{run.path} is a {run.agent} run; label it with one of '
-          f'{[v.name for v in VARIANTS.values() if v.package == run.agent]}.')
+          f'{run.path} is a {package} run; label it with one of '
+          f'{[v.name for v in VARIANTS.values() if v.package == package]}.')
     conflicts = [f'{name}={settings[name]}' for name, wanted
                  in variant.settings.items() if settings and name in settings
                  and not _setting_matches(settings[name], wanted)]
     if conflicts:
       suffix += f'; its {RUN_JSON} says {", ".join(conflicts)}'
     return Resolution(variant, f'from the --runs label{suffix}', settings)
-  if run.agent not in PACKAGE_DEFAULTS:
-    return Resolution(None, f'agent {run.agent!r} has no published variant '
+  if package not in PACKAGE_DEFAULTS:
+    return Resolution(None, f'agent {package!r} has no published variant '
                       f'(ours: {", ".join(PACKAGE_DEFAULTS)})', settings)
   if settings is not None:
     for variant in VARIANTS.values():
-      if variant.package == run.agent and all(
+      if variant.package == package and all(
           name not in settings or _setting_matches(settings[name], wanted)
           for name, wanted in variant.settings.items()):
         return Resolution(variant, f'from {RUN_JSON}{suffix}', settings)
@@ -161,12 +163,12 @@ def resolve_variant(run: run_data.Run, label: Optional[str]) -> Resolution:
                       'variant', settings)
   label_note = (f'; label {label!r} names no published variant'
                 if label and label != 'ours' else '')
-  if sum(v.package == run.agent for v in VARIANTS.values()) == 1:
-    how = f'the only published {run.agent} variant (no {RUN_JSON} to check)'
+  if sum(v.package == package for v in VARIANTS.values()) == 1:
+    how = f'the only published {package} variant (no {RUN_JSON} to check)'
   else:
-    how = (f'assumed to be the {run.agent} default (no {RUN_JSON}; pass '
+    how = (f'assumed to be the {package} default (no {RUN_JSON}; pass '
            '--runs=LABEL=DIR to choose)')
-  return Resolution(VARIANTS[PACKAGE_DEFAULTS[run.agent]],
+  return Resolution(VARIANTS[PACKAGE_DEFAULTS[package]],
                     f'{how}{label_note}{suffix}')
 
 
