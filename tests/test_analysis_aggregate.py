@@ -182,45 +182,11 @@ def test_cli_needs_runs_or_reference():
   assert '--reference' in result.stderr
 
 
-def test_minatar_runs_get_a_raw_return_table_of_their_own():
+def test_minatar_runs_are_refused_naming_the_tools_that_summarise_them():
   runs = [make_run('g1', 1, [0, 5]),
-          make_run('breakout', 1, [0.5, 8.0, 6.0], suite='minatar'),
-          make_run('breakout', 2, [0.5, 4.0, 10.0], suite='minatar'),
-          make_run('asterix', 1, [1.0, 2.0], suite='minatar')]
-  summaries = aggregate.summarise(runs, HUMAN_RANDOM, num_iterations=1,
-                                  num_games=1, reps=100)
-  assert [(s.agent, s.num_games) for s in summaries] == [('a', 1)]
-  rows = {r.game: r for r in aggregate.summarise_minatar(runs, reps=500)}
-  assert set(rows) == {'breakout', 'asterix'}
-  breakout = rows['breakout']
-  assert breakout.best.num_seeds == 2 and breakout.iterations == (2, 2)
-  assert breakout.best.mean == pytest.approx(9.0)   # mean of 8 and 10
-  assert breakout.last == pytest.approx(8.0)   # mean of 6 and 10
-  assert 8.0 <= breakout.best.lower <= 9.0 <= breakout.best.upper <= 10.0
-  assert np.isnan(rows['asterix'].best.lower)  # One seed: no interval.
-  # Best is taken up to num_iterations.
-  capped = {r.game: r for r in aggregate.summarise_minatar(runs, 1, reps=10)}
-  assert capped['breakout'].best.mean == pytest.approx(6.0)
-  assert capped['breakout'].iterations == (1, 1)
-  text = aggregate.minatar_markdown(list(rows.values()))
-  assert 'raw returns' in text
-  assert '| ours | a | breakout | 2 | 2 | 9.00 [' in text
-  assert aggregate.minatar_markdown([]) == ''
-
-
-def test_cli_accepts_minatar_runs(tmp_path):
-  runs_dir = tmp_path / 'runs'
-  for seed in (1, 2):
-    write_run(str(runs_dir / f's{seed}' / 'results.csv'), 'cr_dqn',
-              'minatar-breakout', seed, [0.4, 3.0 * seed], suite='minatar')
-  out = tmp_path / 'out'
-  result = subprocess.run(
-      [sys.executable, '-m', 'scripts.analysis.aggregate', f'--runs={runs_dir}',
-       '--reference_agents=', '--bootstrap_reps=100', f'--output_dir={out}'],
-      cwd=REPO, capture_output=True, text=True, timeout=120)
-  assert result.returncode == 0, result.stderr
-  assert '| ours | cr_dqn | minatar-breakout | 2 | 1 | 4.50 [' in result.stdout
-  with open(out / 'minatar_summary.csv') as f:
-    rows = list(csv.DictReader(f))
-  assert [(r['agent'], r['game'], r['best_return']) for r in rows] == [
-      ('cr_dqn', 'minatar-breakout', '4.5')]
+          make_run('breakout', 1, [0.5, 8.0], suite='minatar')]
+  with pytest.raises(ValueError, match=r'1 MinAtar run.*human scores') as e:
+    aggregate.summarise(runs, HUMAN_RANDOM, reps=10)
+  for tool in ('scripts.analysis.compare', 'scripts.analysis.plot_curves',
+               'scripts.campaign --campaign=minatar_study --report'):
+    assert tool in str(e.value)

@@ -124,7 +124,12 @@ def test_aggregate_and_plot_curves(module, inputs, tmp_path):
   assert_clean_error(results[2], f'{inputs["truncated_csv"]}, line 4',
                      'cut short or damaged', "rerun the run's command")
   assert_clean_error(results[3], 'is not a directory', 'pass the directory')
-  assert_accepted(results[4])  # MinAtar runs: raw returns, no human scores.
+  if module == 'scripts.analysis.aggregate':  # Atari's human-normalised.
+    assert_clean_error(results[4], '2 MinAtar run(s)',
+                       'python -m scripts.analysis.compare',
+                       'python -m scripts.campaign')
+  else:
+    assert_accepted(results[4])  # MinAtar runs: raw-return panels.
   assert_accepted(results[5])  # A run among other CSVs: a warning only.
   assert 'warning: skipping' in results[5]['stderr']
   assert 'notes.csv' in results[5]['stderr']

@@ -10,8 +10,8 @@ seeds: the number papers report), and the median, IQM and mean over the
 [seeds, games] matrix with stratified-bootstrap percentile CIs (rliable's).
 Only agents complete on a full grid get CIs; 'subset': fewer games than the
 full set; 'partial' (runs incomplete or missing): apart, best so far, no CIs.
-MinAtar runs (their run.json's suite, or --suite) have no human scores: a
-table of their own gives their raw returns (best, with a CI over seeds; last).
+MinAtar runs (their run.json's suite, or --suite) have no human scores: the
+tools that summarise them are named in the error that refuses them.
 """
 
 import dataclasses
@@ -147,72 +147,34 @@ def summarise_agent(runs: Sequence[run_data.Run], human_random,
                       runs_missing=runs_missing, point=point, ci=ci)
 
 
+# The tools that summarise MinAtar runs, which have no human scores.
+MINATAR_TOOLS = (
+    'python -m scripts.analysis.compare --a=LABEL=DIR --b=LABEL=DIR (A vs B '
+    'per game, bootstrap CIs), python -m scripts.analysis.plot_curves '
+    '--runs=DIR (raw-return curves) or python -m scripts.campaign '
+    '--campaign=minatar_study --report=DIR (the study\'s report)')
+
+
 def summarise(runs: Sequence[run_data.Run], human_random=None, **kwargs
               ) -> List[AgentSummary]:
   """Summarise every (source, agent) of the Atari runs, in first-seen order.
 
-  MinAtar runs are left out (see summarise_minatar).
+  Raises:
+    ValueError: a run's suite is unknown, or a run is a MinAtar one.
   """
+  minatar = [r.path for r in run_data.check_suites(runs)
+             if r.suite == 'minatar']
+  if minatar:
+    raise ValueError(
+        f'{len(minatar)} MinAtar run(s) (the first: {minatar[0]}): aggregate '
+        'normalises Atari returns by human scores, which MinAtar has none '
+        f'of. Summarise MinAtar runs with {MINATAR_TOOLS}.')
   human_random = human_random or run_data.load_human_random()
-  atari = [r for r in run_data.check_suites(runs) if r.suite == 'atari']
   return [summarise_agent(group, human_random, **kwargs)
-          for group in run_data.group_by_agent(atari).values()]
+          for group in run_data.group_by_agent(runs).values()]
 
 
-@dataclasses.dataclass
-class RawSummary:
-  """One MinAtar row: raw returns of one agent on one game."""
-  source: str
-  agent: str
-  game: str
-  iterations: Tuple[int, int]  # Min and max last iteration over seeds.
-  best: bootstrap.Cell         # Each run's best: mean over seeds, its CI.
-  last: float                  # Mean over seeds of the last return.
-
-
-def summarise_minatar(runs: Sequence[run_data.Run],
-                      num_iterations: int = run_data.DEFAULT_NUM_ITERATIONS,
-                      reps: int = 50_000, confidence: float = 0.95,
-                      seed: int = 0) -> List[RawSummary]:
-  """Summarise the MinAtar runs per (source, agent, game), in raw returns."""
-  groups: Dict[Tuple[str, str, str], List[run_data.Run]] = {}
-  for run in run_data.check_suites(runs):
-    if run.suite == 'minatar' and _best(run, num_iterations) is not None:
-      groups.setdefault((run.source, run.agent, run.game), []).append(run)
-  rows = []
-  for (source, agent, game), group in groups.items():
-    kept = [r.iteration <= num_iterations for r in group]
-    last = [int(r.iteration[k][-1]) for r, k in zip(group, kept)]
-    rows.append(RawSummary(
-        source, agent, game, (min(last), max(last)),
-        bootstrap.mean_with_ci([_best(r, num_iterations) for r in group], reps,
-                               confidence, seed),
-        float(np.mean([r.eval_return[k][-1] for r, k in zip(group, kept)]))))
-  return rows
-
-
-def minatar_markdown(rows: Sequence[RawSummary], confidence: float = 0.95
-                     ) -> str:
-  """Return the MinAtar table (raw returns), or '' if there is none."""
-  if not rows:
-    return ''
-  pct = int(round(100 * confidence))
-  text = ('\n**MinAtar runs** (raw returns: MinAtar has no human scores, so '
-          'these are not comparable with the rows above). Best: the maximum '
-          'evaluation return over a run\'s iterations, mean over seeds '
-          f'[{pct}% bootstrap CI over seeds]; last: the last iteration\'s '
-          'return, mean over seeds. `python -m scripts.campaign '
-          '--campaign=minatar_study --report=DIR` gives the study\'s full report.\n\n')
-  return text + '\n'.join(tables.markdown(
-      ['source', 'agent', 'game', 'seeds', 'last iteration',
-       'best return [CI]', 'last return'],
-      [[r.source, r.agent, r.game, r.best.num_seeds,
-        '-'.join(str(i) for i in sorted(set(r.iterations))),
-        bootstrap.cell_text(r.best), f'{r.last:.2f}'] for r in rows],
-      'lllrrrr')) + '\n'
-
-
-MINATAR_CSV_COLUMNS = ('source', 'agent', 'game', 'num_seeds',
+CSV_COLUMNS = ('source', 'agent', 'game', 'num_seeds',
                        'last_iteration_min', 'last_iteration_max',
                        'best_return', 'best_return_ci_low',
                        'best_return_ci_high', 'last_return')
@@ -276,21 +238,14 @@ def to_markdown(summaries: Sequence[AgentSummary], confidence: float = 0.95,
 
 
 def write_outputs(summaries: Sequence[AgentSummary], output_dir: str,
-                  markdown: str, minatar: Sequence[RawSummary] = ()
-                  ) -> Tuple[str, ...]:
-  """Write summary.csv, summary.md (and minatar_summary.csv); return paths."""
+                  markdown: str) -> Tuple[str, str]:
+  """Write summary.csv and summary.md; return their paths."""
   os.makedirs(output_dir, exist_ok=True)
-  paths = [os.path.join(output_dir, name) for name in (
-      'summary.csv', 'summary.md', 'minatar_summary.csv')]
+  paths = (os.path.join(output_dir, 'summary.csv'),
+           os.path.join(output_dir, 'summary.md'))
   files.write_csv_atomically(paths[0], CSV_COLUMNS, to_csv_rows(summaries))
   files.write_atomically(paths[1], markdown)
-  if minatar:
-    files.write_csv_atomically(paths[2], MINATAR_CSV_COLUMNS, [
-        dict(zip(MINATAR_CSV_COLUMNS, [
-            r.source, r.agent, r.game, r.best.num_seeds, *r.iterations,
-            *map(tables.number, (r.best.mean, r.best.lower, r.best.upper,
-                                 r.last))])) for r in minatar])
-  return tuple(paths[:3 if minatar else 2])
+  return paths
 
 
 def main(argv):
@@ -299,23 +254,19 @@ def main(argv):
   if not FLAGS.runs and not FLAGS.reference:
     raise app.UsageError('Pass --runs=DIR (our runs, shown beside the '
                          'references) or --reference (references only).')
-  # Check the inputs before the slow bootstrap.
-  try:
-    runs = run_data.load_with_references(FLAGS.runs, FLAGS.reference_agents,
-                                         FLAGS.suite)
+  try:  # The inputs are checked before the slow bootstrap.
+    summaries = summarise(
+        run_data.load_with_references(FLAGS.runs, FLAGS.reference_agents,
+                                      FLAGS.suite),
+        num_iterations=FLAGS.num_iterations, num_games=FLAGS.num_games,
+        reps=FLAGS.bootstrap_reps, confidence=FLAGS.confidence,
+        seed=FLAGS.seed)
   except ValueError as e:
     sys.exit(f'Error: {e}')
-  summaries = summarise(
-      runs, num_iterations=FLAGS.num_iterations, num_games=FLAGS.num_games,
-      reps=FLAGS.bootstrap_reps, confidence=FLAGS.confidence,
-      seed=FLAGS.seed)
-  minatar = summarise_minatar(runs, FLAGS.num_iterations, FLAGS.bootstrap_reps,
-                              FLAGS.confidence, FLAGS.seed)
-  markdown = (to_markdown(summaries, FLAGS.confidence, FLAGS.num_iterations)
-              + minatar_markdown(minatar, FLAGS.confidence))
+  markdown = to_markdown(summaries, FLAGS.confidence, FLAGS.num_iterations)
   print(markdown)
   if FLAGS.output_dir:
-    for path in write_outputs(summaries, FLAGS.output_dir, markdown, minatar):
+    for path in write_outputs(summaries, FLAGS.output_dir, markdown):
       print(f'wrote {path}', file=sys.stderr)
 
 
