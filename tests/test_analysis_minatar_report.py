@@ -65,10 +65,13 @@ def test_write_report_tables_figures_and_missing_runs(tmp_path):
   add('CR-DQN-K8', 'cr_dqn', 1, [0.4, 3.0, 7.0])
   add('CR-DQN-K8', 'cr_dqn', 2, None)              # Missing.
   out = tmp_path / 'out'
+  results = {(label, game, seed): minatar_report.load_run(
+      label, game, seed, path, num_iterations=2, num_eval_frames=200)
+             for label, game, seed, path in planned}
   written = minatar_report.write_report(
-      planned, ['QR-DQN-1', 'CR-DQN'], ['breakout'], ('CR-DQN-K8', 'breakout'),
-      str(out), num_iterations=2, num_train_frames=1000, num_eval_frames=200,
-      machine='fake', reps=500,
+      planned, results, ['QR-DQN-1', 'CR-DQN'], ['breakout'],
+      ('CR-DQN-K8', 'breakout'), str(out), num_iterations=2,
+      num_train_frames=1000, machine='fake', reps=500,
       random_results=[minatar_report.RandomReturn('breakout', [1, 2],
                                                   [0.5, 0.9], [7, 6], 500)])
   assert sorted(os.path.basename(p) for p in written) == [
@@ -112,10 +115,10 @@ def test_write_report_tables_figures_and_missing_runs(tmp_path):
 def test_write_report_needs_the_random_return_of_every_game(tmp_path):
   with pytest.raises(ValueError, match='No random policy return for seaquest'):
     minatar_report.write_report(
-        [], ['CR-DQN'], ['breakout', 'seaquest'], None, str(tmp_path),
-        num_iterations=2, num_train_frames=1000, num_eval_frames=200,
-        machine='fake', random_results=[
-            minatar_report.RandomReturn('breakout', [1], [0.5], [7], 500)])
+        [], {}, ['CR-DQN'], ['breakout', 'seaquest'], None, str(tmp_path),
+        num_iterations=2, num_train_frames=1000, machine='fake',
+        random_results=[minatar_report.RandomReturn('breakout', [1], [0.5],
+                                                    [7], 500)])
 
 
 def test_study_span_from_run_logs_and_csv_writes(tmp_path):
@@ -149,10 +152,12 @@ def test_comparison_differences_and_normalised_iqm():
       results, ['CR-DQN', 'QR-DQN-1'], ['breakout', 'asterix'],
       {'breakout': 0.0, 'asterix': 2.0}, reps=2000)
   # Breakout: every resample of the seeds differs by exactly 4.
-  assert '| breakout | 3 | 4.00 [4.00, 4.00] |' in text
+  assert ('| breakout | final | CR-DQN | 12.00 [12.00, 12.00] (3) | QR-DQN-1 '
+          '| 8.00 [8.00, 8.00] (3) | 4.00 [4.00, 4.00] |') in text
   asterix = [l for l in text.splitlines() if l.startswith('| asterix |')][0]
-  low, high = (float(x) for x in re.findall(r'\[(.*), (.*)\]', asterix)[0])
-  assert '| asterix | 3 | -2.00 [' in asterix and -3 <= low < -2 < high <= -1
+  difference = asterix.split('|')[-2]
+  low, high = (float(x) for x in re.findall(r'\[(.*), (.*)\]', difference)[0])
+  assert difference.startswith(' -2.00 [') and -3 <= low < -2 < high <= -1
   # Normalised by random (0; 2) and the best mean (CR-DQN 12; QR-DQN-1 8):
   # QR-DQN-1 scores 8/12 x 3 and 1 x 3, always: IQM of the middle four.
   assert '| QR-DQN-1 | 3 | 0.833 [0.833, 0.833] |' in text

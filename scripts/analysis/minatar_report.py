@@ -8,9 +8,10 @@ bootstrap CIs over seeds, beside the random policy's return), runs.csv (every
 planned run: complete, incomplete or missing), curves.png and k_streams.png
 (mean over seeds and min..max band against training steps), and the wall time
 (the phases' hours from the CSVs' frame rates; the span from the first run.log
-start to the last CSV write). `comparison_markdown` adds CR-DQN - QR-DQN-1 per
-game and the normalised IQM over games. Incomplete and missing runs are
-listed, never averaged in.
+start to the last CSV write); with CR-DQN and QR-DQN-1 among the labels,
+CR-DQN - QR-DQN-1 per game (scripts.analysis.compare's table) and their
+normalised IQM over games. Incomplete and missing runs are listed, never
+averaged in.
 """
 
 import datetime
@@ -22,6 +23,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 
 from scripts.analysis import bootstrap
+from scripts.analysis import compare
 from scripts.analysis import plot_curves
 from scripts.analysis import run_data
 from scripts.analysis import tables
@@ -352,24 +354,21 @@ def markdown(final: Sequence[Dict], k_rows: Sequence[Dict],
 
 
 def write_report(planned: Sequence[Tuple[str, str, int, str]],
+                 results: Dict[Tuple[str, str, int], Optional[RunResult]],
                  labels: Sequence[str], games: Sequence[str],
                  k_stream: Optional[Tuple[str, str]], output_dir: str, *,
-                 num_iterations: int, num_train_frames: int,
-                 num_eval_frames: int, machine: str,
+                 num_iterations: int, num_train_frames: int, machine: str,
                  random_results: Sequence[RandomReturn],
                  reps: int = 50_000, confidence: float = 0.95,
                  seed: int = 0) -> List[str]:
   """Write the report files for the planned runs; return their paths.
 
   planned: (configuration label, game, seed, results CSV path) per run;
-  labels and games: the main table's, in order; k_stream: (K = 8 label, game)
-  of the K-stream check, or None; num_eval_frames: for the wall time;
-  random_results: the random policy's return on every game (of `games` and
-  the K-stream check), e.g. from scripts.experiments.minatar_random.
+  results: load_run's of each (label, game, seed); labels and games: the main
+  table's, in order; k_stream: (K = 8 label, game) of the K-stream check, or
+  None; random_results: the random policy's return on every game (of `games`
+  and the K-stream check), e.g. from scripts.experiments.minatar_random.
   """
-  results = {(label, game, s): load_run(label, game, s, path, num_iterations,
-                                        num_eval_frames)
-             for label, game, s, path in planned}
   present = [r for r in results.values() if r is not None]
   all_games = list(dict.fromkeys(list(games) +
                                  ([k_stream[1]] if k_stream else [])))
@@ -377,8 +376,8 @@ def write_report(planned: Sequence[Tuple[str, str, int, str]],
   missing = [g for g in all_games if g not in random_returns]
   if missing:
     raise ValueError(f'No random policy return for {", ".join(missing)}: '
-                     'measure it (scripts.experiments.minatar_random) and pass it in '
-                     'random_results.')
+                     'measure it (scripts.experiments.minatar_random) and '
+                     'pass it in random_results.')
   main = [r for r in present if r.label in labels]
   final = final_rows(main, random_returns, reps, confidence, seed)
   k_rows = (k_stream_rows(present, k_stream[1], k_stream[0], reps, confidence,
@@ -397,10 +396,13 @@ def write_report(planned: Sequence[Tuple[str, str, int, str]],
       ('final_scores.csv', FINAL_COLUMNS, [_final_csv_row(r) for r in final]),
       ('runs.csv', RUN_COLUMNS, table)):
     files.write_csv_atomically(os.path.join(output_dir, name), columns, rows)
-  files.write_atomically(os.path.join(output_dir, 'report.md'), markdown(
-      final, k_rows, k_stream, table,
-      random_results, num_iterations, num_train_frames, machine, confidence,
-      figures, study_span([p for _, _, _, p in planned])))
+  text = markdown(final, k_rows, k_stream, table, random_results,
+                  num_iterations, num_train_frames, machine, confidence,
+                  figures, study_span([p for _, _, _, p in planned]))
+  if all(label in labels for label in COMPARED):
+    text += '\n' + comparison_markdown(main, labels, games, random_returns,
+                                       reps, seed)
+  files.write_atomically(os.path.join(output_dir, 'report.md'), text)
   return [os.path.join(output_dir, name) for name in
           figures + ['final_scores.csv', 'runs.csv', 'report.md']]
 
@@ -417,17 +419,13 @@ def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
     final.setdefault((r.label, r.game), {})[r.seed] = r.final
   a, b = COMPARED
   lines = [f'## {a} - {b} per game', '',
-           f'Final evaluation return of {a} minus {b}: difference of the '
-           'means over seeds, 95% percentile bootstrap CI resampling each '
-           "configuration's seeds.", '']
-  cells = [bootstrap.difference_ci(  # No seeds of one: '–'.
-      list(final.get((a, g), {}).values()),
-      list(final.get((b, g), {}).values()), reps=reps, seed=seed)
-           for g in games]
-  lines += tables.markdown(
-      ['game', 'seeds', 'difference [95% CI]'],
-      [[g, c.num_seeds, bootstrap.cell_text(c)] for g, c in zip(games, cells)],
-      'lrl')
+           'Final evaluation return, mean over seeds [95% percentile '
+           'bootstrap CI] (seeds); the difference\'s CI resamples each '
+           "configuration's seeds (scripts.analysis.compare on runs.csv).", '']
+  sides = [compare.Side(label, {}, {g: list(final.get((label, g), {}).values())
+                                    for g in games}) for label in COMPARED]
+  lines += compare.comparison_lines(sides[:1], sides[1:], games,
+                                    'eval_episode_return', reps)
   lines += ['', '## Aggregate over games', '',
             'Interquartile mean over seeds x games of the final return '
             'normalised per game, (score - random) / (best - random), where '

@@ -11,7 +11,6 @@ from typing import List, Sequence
 
 from scripts.analysis import minatar_report
 from scripts.campaign import run_record as run_lib
-from zoo.storage import files
 
 K_STREAM_LABEL = 'CR-DQN-K8'
 RANDOM_SEEDS = (1, 2, 3)  # The random policy's seeds.
@@ -43,8 +42,9 @@ def write(runs: Sequence[run_lib.Run], root: str, output_dir: str, *,
                      f'a results.csv under {root} (the first would be '
                      f'{planned[0][3]}). Pass the --root_dir the campaign '
                      'ran in.')
-  results = [minatar_report.load_run(*p, iterations, eval_frames)
-             for p in planned]  # Every CSV read before the slow part.
+  results = {(label, game, s): minatar_report.load_run(
+      label, game, s, path, iterations, eval_frames)
+             for label, game, s, path in planned}  # Read before the slow part.
   labels = list(dict.fromkeys(r.label for r in runs
                               if r.label != K_STREAM_LABEL))
   games = list(dict.fromkeys(r.game for r in runs
@@ -55,19 +55,8 @@ def write(runs: Sequence[run_lib.Run], root: str, output_dir: str, *,
   from scripts.experiments import minatar_random  # Runs MinAtar.
   randoms = [minatar_random.measure(g, RANDOM_SEEDS, random_steps)
              for g in dict.fromkeys(games + k_games)]
-  os.makedirs(output_dir, exist_ok=True)
-  written = minatar_report.write_report(
-      planned, labels, games, k_stream, output_dir,
+  return minatar_report.write_report(
+      planned, results, labels, games, k_stream, output_dir,
       num_iterations=iterations, num_train_frames=train_frames,
-      num_eval_frames=eval_frames,
       machine=machine or minatar_report.cpu_description(),
       random_results=randoms, reps=reps)
-  if all(label in labels for label in minatar_report.COMPARED):
-    path = os.path.join(output_dir, 'report.md')
-    with open(path) as f:
-      text = f.read()
-    text += '\n' + minatar_report.comparison_markdown(
-        [r for r in results if r is not None], labels, games,
-        {r.game: r.mean for r in randoms}, reps)
-    files.write_atomically(path, text)
-  return written
