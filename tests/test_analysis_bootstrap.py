@@ -139,28 +139,32 @@ def test_bad_scores_are_rejected(bad):
     bootstrap.stratified_bootstrap(bad, bootstrap.mean_of_means, reps=10)
 
 
-def test_difference_interval_resamples_each_group_apart():
+def test_difference_ci_resamples_each_group_apart():
   a, b = [5.0, 6.0, 7.0], [1.0, 2.0, 3.0]
-  interval = bootstrap.difference_interval(a, b, reps=4000, seed=3)
-  assert interval.point == pytest.approx(4.0)
-  assert 2.0 <= interval.lower < 4.0 < interval.upper <= 6.0
+  cell = bootstrap.difference_ci(a, b, reps=4000, seed=3)
+  assert cell.mean == pytest.approx(4.0) and cell.num_seeds == 3
+  assert 2.0 <= cell.lower < 4.0 < cell.upper <= 6.0
   # A shift common to both groups changes nothing; the draws depend on the seed.
-  shifted = bootstrap.difference_interval(np.add(a, 100.0), np.add(b, 100.0),
-                                          reps=4000, seed=3)
-  np.testing.assert_allclose(shifted, interval)
+  shifted = bootstrap.difference_ci(np.add(a, 100.0), np.add(b, 100.0),
+                                    reps=4000, seed=3)
+  np.testing.assert_allclose(shifted, cell)
   # A constant b leaves only a's spread: the interval of a's mean, shifted.
   rng = np.random.default_rng(3)
   a_means = np.asarray(a)[rng.integers(0, 3, (4000, 3))].mean(-1)
   expected = np.percentile(a_means, [2.5, 97.5]) - 2.0
-  alone = bootstrap.difference_interval(a, [2.0, 2.0], reps=4000, seed=3)
+  alone = bootstrap.difference_ci(a, [2.0, 2.0], reps=4000, seed=3)
   np.testing.assert_allclose([alone.lower, alone.upper], expected)
+  same = bootstrap.difference_ci([1.0, 2.0], [1.0, 2.0], reps=2000)
+  assert same.lower < 0.0 < same.upper
 
 
-def test_difference_interval_refuses_empty_groups_and_bad_confidence():
-  with pytest.raises(ValueError, match='non-empty'):
-    bootstrap.difference_interval([], [1.0])
+def test_difference_ci_without_two_seeds_a_side_has_no_interval():
+  one = bootstrap.difference_ci([5.0], [1.0, 2.0])
+  assert one.mean == 3.5 and one.num_seeds == 1 and math.isnan(one.lower)
+  empty = bootstrap.difference_ci([], [1.0])
+  assert empty.num_seeds == 0 and math.isnan(empty.mean)
   with pytest.raises(ValueError, match='confidence'):
-    bootstrap.difference_interval([1.0], [2.0], confidence=1.5)
+    bootstrap.difference_ci([1.0, 2.0], [2.0, 3.0], confidence=1.5)
 
 
 def test_mean_with_ci_over_seeds():
@@ -170,12 +174,3 @@ def test_mean_with_ci_over_seeds():
   one = bootstrap.mean_with_ci([4.0])
   assert one.mean == 4.0 and math.isnan(one.lower) and math.isnan(one.upper)
   assert bootstrap.mean_with_ci([]).num_seeds == 0
-
-
-def test_difference_ci_resamples_each_group():
-  cell = bootstrap.difference_ci([5.0, 6.0, 7.0], [1.0, 2.0, 3.0],
-                                      reps=2000)
-  assert cell.mean == pytest.approx(4.0)
-  assert 2.0 <= cell.lower < 4.0 < cell.upper <= 6.0
-  same = bootstrap.difference_ci([1.0, 2.0], [1.0, 2.0], reps=2000)
-  assert same.lower < 0.0 < same.upper

@@ -147,25 +147,6 @@ def profile_band(scores: np.ndarray, taus, reps: int = 2_000,
   return (point,) + _percentile_interval(values, confidence, axis=0)
 
 
-def difference_interval(a, b, reps: int = 50_000, confidence: float = 0.95,
-                        seed: int = 0) -> Interval:
-  """Return mean(a) - mean(b) and its percentile bootstrap CI.
-
-  The groups are independent (e.g. the seeds of two configurations): each
-  resample draws a's values with replacement from a and b's from b.
-  """
-  _check_confidence(confidence)
-  a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-  if a.ndim != 1 or b.ndim != 1 or not a.size or not b.size:
-    raise ValueError(f'a and b must be non-empty vectors, got shapes '
-                     f'{a.shape} and {b.shape}.')
-  rng = np.random.default_rng(seed)
-  lower, upper = _percentile_interval(
-      a[rng.integers(0, a.size, (reps, a.size))].mean(-1) -
-      b[rng.integers(0, b.size, (reps, b.size))].mean(-1), confidence)
-  return Interval(float(a.mean() - b.mean()), float(lower), float(upper))
-
-
 class Cell(NamedTuple):
   """Mean over seeds of one statistic, and its bootstrap CI."""
   mean: float
@@ -189,13 +170,21 @@ def mean_with_ci(values: Sequence[float], reps: int = 50_000,
 
 def difference_ci(a: Sequence[float], b: Sequence[float], reps: int = 50_000,
                   confidence: float = 0.95, seed: int = 0) -> Cell:
-  """Return mean(a) - mean(b) and its bootstrap CI over each group's seeds."""
+  """Return mean(a) - mean(b) and its percentile bootstrap CI (NaN if < 2).
+
+  The groups are independent (e.g. the seeds of two configurations): each
+  resample draws a's values with replacement from a and b's from b.
+  """
+  _check_confidence(confidence)
   a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+  point = float(a.mean() - b.mean()) if a.size and b.size else math.nan
   if a.size < 2 or b.size < 2:
-    point = float(a.mean() - b.mean()) if a.size and b.size else math.nan
     return Cell(point, math.nan, math.nan, min(a.size, b.size))
-  return Cell(*difference_interval(a, b, reps, confidence, seed),
-              min(a.size, b.size))
+  rng = np.random.default_rng(seed)
+  lower, upper = _percentile_interval(
+      a[rng.integers(0, a.size, (reps, a.size))].mean(-1) -
+      b[rng.integers(0, b.size, (reps, b.size))].mean(-1), confidence)
+  return Cell(point, float(lower), float(upper), min(a.size, b.size))
 
 
 def cell_text(cell: Cell) -> str:
