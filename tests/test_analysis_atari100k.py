@@ -57,7 +57,10 @@ def test_published_aggregates_are_reproduced(published, human_random, agent,
 
 
 def test_human_random_scores_are_dopamines(human_random):
-  dopamine = atari100k.load_dopamine_human_random()
+  with open(run_data.reference_path('atari100k/dopamine_human_random.csv'),
+            newline='') as f:
+    dopamine = {r['game']: (float(r['random']), float(r['human']))
+                for r in csv.DictReader(f)}
   assert sorted(dopamine) == sorted(atari100k.GAMES)
   for game, scores in dopamine.items():
     assert human_random[game] == scores, game

@@ -48,7 +48,6 @@ GAMES = ('alien', 'amidar', 'assault', 'asterix', 'bank_heist', 'battle_zone',
          'kangaroo', 'krull', 'kung_fu_master', 'ms_pacman', 'pong',
          'private_eye', 'qbert', 'road_runner', 'seaquest', 'up_n_down')
 SCORES_FILE = 'atari100k/scores.csv.gz'
-DOPAMINE_HUMAN_RANDOM_FILE = 'atari100k/dopamine_human_random.csv'
 # The published agents, in the order the tables show them.
 PUBLISHED_AGENTS = ('SimPLe', 'DER', 'OTRainbow', 'CURL', 'DrQ', 'DrQ(eps)',
                     'SPR', 'BBF')
@@ -103,15 +102,6 @@ def load_published(path: Optional[str] = None,
     scores[agent] = {game: np.array([s for _, s in sorted(runs)])
                      for (a, game), runs in rows.items() if a == agent}
   return scores
-
-
-def load_dopamine_human_random(path: Optional[str] = None
-                               ) -> Dict[str, Tuple[float, float]]:
-  """Return {game: (random, human)} of Dopamine's labs/atari_100k values."""
-  path = path or run_data.reference_path(DOPAMINE_HUMAN_RANDOM_FILE)
-  with open(path, newline='') as f:
-    return {row['game']: (float(row['random']), float(row['human']))
-            for row in csv.DictReader(f)}
 
 
 def atari100k_settings(run: run_data.Run) -> Optional[Dict]:
@@ -284,17 +274,12 @@ def plot_profiles(path: str, matrices: Mapping[str, np.ndarray],
                   reps: int = 2_000, confidence: float = 0.95,
                   seed: int = 0) -> str:
   """Draw each agent's performance profile with its bootstrap band; return path."""
-  # pylint: disable=g-import-not-at-top
-  import matplotlib
-  matplotlib.use('Agg')  # Files only; never needs a display.
-  import matplotlib.pyplot as plt
-  fig, ax = plt.subplots(figsize=(7, 4.5))
-  for agent, matrix in matrices.items():
-    point, lower, upper = bootstrap.profile_band(
-        matrix, PROFILE_TAUS, reps=reps, confidence=confidence, seed=seed)
-    line, = ax.plot(PROFILE_TAUS, point, label=agent)
-    ax.fill_between(PROFILE_TAUS, lower, upper, color=line.get_color(),
-                    alpha=0.2, linewidth=0)
+  from scripts.analysis import plot_curves  # pylint: disable=g-import-not-at-top
+  fig, (ax,) = plot_curves.panels(1, 1, 7, 4.5)
+  for i, (agent, matrix) in enumerate(matrices.items()):
+    plot_curves.band(ax, PROFILE_TAUS, *bootstrap.profile_band(
+        matrix, PROFILE_TAUS, reps=reps, confidence=confidence, seed=seed),
+                     color=plot_curves.color(i), label=agent)
   ax.set_xlabel(r'Human-normalised score ($\tau$)')
   ax.set_ylabel(r'Fraction of runs with score > $\tau$')
   ax.set_title('Atari 100k: score distributions '
@@ -302,9 +287,7 @@ def plot_profiles(path: str, matrices: Mapping[str, np.ndarray],
   ax.grid(alpha=0.3)
   ax.legend()
   fig.tight_layout()
-  fig.savefig(path, dpi=120)
-  plt.close(fig)
-  return path
+  return plot_curves.save(fig, path)
 
 
 def gather(runs_args: Sequence[str], agents: Sequence[str]) -> Scores:
