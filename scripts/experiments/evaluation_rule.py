@@ -22,7 +22,6 @@ recorded return, its share of phases without an estimate, and its cost in
 budgets: docs/evaluation-rule.md.
 """
 
-import csv
 import functools
 import io
 import math
@@ -291,12 +290,7 @@ def main(argv):
   rows = measure(recorded, overruns, FLAGS.num_replications, log=log)
   print('\n'.join(tables.markdown(rows[0], [r.values() for r in rows])))
   if FLAGS.output_csv:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]),
-                            lineterminator='\n')
-    writer.writeheader()
-    writer.writerows(rows)
-    files.write_atomically(FLAGS.output_csv, buffer.getvalue())
+    files.write_csv_atomically(FLAGS.output_csv, list(rows[0]), rows)
     log(f'wrote {FLAGS.output_csv}')
 
 
