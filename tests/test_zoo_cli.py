@@ -60,7 +60,9 @@ def test_bad_flags_and_usage_errors_are_one_error_line(tmp_path):
                       "base 10: 'x' (--help lists the flags)."),
       (['--cuont=2'], "Error: Unknown command line flag 'cuont'. Did you "
                       'mean: count ? (--help lists the flags).'),
-      (['--count=-1'], 'Error: --count must be >= 0.')):
+      (['--count=-1'], 'Error: --count must be >= 0.'),
+      (['--count=2', 'extra'], "Error: Unexpected arguments: ['extra']; give "
+                               'flags only.')):
     result = _tool(tmp_path, 'cli', *args)
     assert (result.returncode, result.stdout) == (1, '')
     assert result.stderr.splitlines() == [line]

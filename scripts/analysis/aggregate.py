@@ -248,9 +248,7 @@ def write_outputs(summaries: Sequence[AgentSummary], output_dir: str,
   return paths
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+def main(unused_argv):
   if not FLAGS.runs and not FLAGS.reference:
     raise app.UsageError('Pass --runs=DIR (our runs, shown beside the '
                          'references) or --reference (references only).')

@@ -29,7 +29,6 @@ import gzip
 import sys
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from absl import app
 from absl import flags
 import numpy as np
 
@@ -337,9 +336,7 @@ def report(runs_args: Sequence[str], agents: Sequence[str],
   return '\n'.join(parts), matrices
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+def main(unused_argv):
   try:
     text, matrices = report(FLAGS.runs, FLAGS.agents, FLAGS.games, FLAGS.pair,
                             FLAGS.bootstrap_reps, FLAGS.confidence, FLAGS.seed)

@@ -25,7 +25,6 @@ import os
 import sys
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from absl import app
 from absl import flags
 import numpy as np
 
@@ -201,9 +200,7 @@ def define_flags() -> None:
   flags.DEFINE_integer('bootstrap_reps', 50_000, 'Bootstrap resamples.')
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+def main(unused_argv):
   try:
     a_sides = [load_side(spec) for spec in FLAGS.a]
     b_sides = [load_side(spec) for spec in FLAGS.b]

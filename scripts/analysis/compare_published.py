@@ -20,7 +20,6 @@ import os
 import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from absl import app
 from absl import flags
 import numpy as np
 
@@ -402,9 +401,7 @@ def check_arguments(runs: Sequence[str], plot_path: Optional[str]) -> None:
       raise ValueError(f'--plot: cannot write in {directory!r} ({e}).') from e
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+def main(unused_argv):
   try:
     check_arguments(FLAGS.runs, FLAGS.plot)
     runs = run_data.load_runs_args(FLAGS.runs, FLAGS.suite)

@@ -25,7 +25,6 @@ import subprocess
 import sys
 from typing import Callable, List, Sequence
 
-from absl import app
 from absl import flags
 
 from zoo.configuration import cli
@@ -162,9 +161,7 @@ def define_flags() -> None:
   flags.DEFINE_bool('write', False, 'Rewrite the stale blocks.')
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+def main(unused_argv):
   try:
     if FLAGS.write:
       written = write_all()

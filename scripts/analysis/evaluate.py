@@ -229,9 +229,7 @@ def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
   return episodes
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+def main(unused_argv):
   checkpoint_dir = flags.FLAGS.checkpoint_dir
   if not flags.FLAGS['checkpoint_dir'].present or not checkpoint_dir:
     raise app.UsageError("--checkpoint_dir is required (a run's "

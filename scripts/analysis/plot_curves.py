@@ -271,9 +271,7 @@ def plot_all(runs: Sequence[run_data.Run], output_dir: str,
   return written
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+def main(unused_argv):
   if not FLAGS.output_dir:
     raise app.UsageError('--output_dir is required.')
   try:

@@ -105,11 +105,9 @@ def plan():
   return runs
 
 
-def main(argv):
+def main(unused_argv):
   # A stopped campaign (SIGTERM) stops its runs at a safe point, as Ctrl-C.
   signal.signal(signal.SIGTERM, signal.default_int_handler)
-  if len(argv) > 1:
-    sys.exit(f'Error: unexpected arguments {argv[1:]}; give flags only.')
   try:
     runs = plan()
     deadline = budget.Deadline(FLAGS.budget_minutes)

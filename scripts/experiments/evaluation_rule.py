@@ -260,9 +260,7 @@ def define_flags() -> None:
   flags.DEFINE_string('output_csv', None, 'Also write the table here.')
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+def main(unused_argv):
   unknown = [s for s in FLAGS.scenarios if s not in SCENARIOS]
   if unknown:
     raise app.UsageError(f'Unknown scenarios {unknown}; known: '

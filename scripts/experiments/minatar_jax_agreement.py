@@ -159,9 +159,7 @@ def parse_episodes(items: Sequence[str], games: Sequence[str]
   return episodes
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+def main(unused_argv):
   try:
     games = [minatar_env.check_game(g) for g in FLAGS.games]
     episodes = parse_episodes(FLAGS.episodes, games)

@@ -101,9 +101,7 @@ def measure(game: str, seeds: Sequence[int],
       [s.num_episodes for s in stats], num_steps)
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+def main(unused_argv):
   try:
     games = [minatar_env.check_game(g) for g in FLAGS.games]
     seeds = [int(s) for s in FLAGS.seeds]

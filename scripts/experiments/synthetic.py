@@ -31,7 +31,6 @@ import sys
 import time
 from typing import Callable, NamedTuple, Sequence
 
-from absl import app
 from absl import flags
 import chex
 import haiku as hk
@@ -652,9 +651,7 @@ def run_experiment(settings: Settings) -> list[dict]:
   return rows
 
 
-def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+def main(unused_argv):
   try:
     settings = settings_from_flags()
     check_settings(settings)

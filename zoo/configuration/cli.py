@@ -1,7 +1,7 @@
 """Start a command-line tool: every entry point ends with `cli.run(main)`.
 
-Unlike absl.app.run: --help exits with 0; a bad flag or an `app.UsageError`
-ends with one `Error:` line and status 1; JAX's absent-libtpu note is dropped.
+Unlike absl.app.run: --help exits with 0; a positional argument, a bad flag
+or an `app.UsageError` ends with one `Error:` line and status 1; JAX's absent-libtpu note is dropped.
 """
 
 import logging
@@ -52,6 +52,9 @@ def parse_flags(argv: List[str]) -> List[str]:
 def _usage_error_as_one_line(main: Callable) -> Callable:
   def run_main(argv):
     try:
+      if len(argv) > 1:  # Every tool takes flags only.
+        raise app.UsageError(f'Unexpected arguments: {argv[1:]}; give flags '
+                             'only.')
       return main(argv)
     except app.UsageError as e:
       message = one_line(e)
