@@ -54,6 +54,9 @@ def test_read_runs_csv_groups_and_sorts_runs(tmp_path):
   np.testing.assert_array_equal(run.frame, [0.0, 1e6])
   assert np.isnan(runs[('src', 'b', 'pong', 1)].eval_return[0])
   assert run.eval_num_episodes is None and run.train_return is None
+  assert (run.value_at(1), run.value_at(2)) == (5.0, None)
+  assert runs[('src', 'b', 'pong', 1)].value_at(0) is None  # NaN.
+  assert run.value_at(0, 'train_return') is None  # No such column.
 
 
 def test_read_runs_csv_keeps_eval_episode_counts_and_train_returns(tmp_path):

@@ -112,14 +112,6 @@ def atari100k_settings(run: run_data.Run) -> Optional[Dict]:
   return data['settings']
 
 
-def final_score(run: run_data.Run, num_iterations: int) -> Optional[float]:
-  """Return the evaluation return of iteration `num_iterations`; None if absent."""
-  at = np.flatnonzero(run.iteration == num_iterations)
-  if not at.size or not np.isfinite(run.eval_return[at[0]]):
-    return None
-  return float(run.eval_return[at[0]])
-
-
 def our_scores(runs: Sequence[run_data.Run], log=None) -> Scores:
   """Return {agent: {game: [final scores]}} of our Atari 100k runs.
 
@@ -136,7 +128,7 @@ def our_scores(runs: Sequence[run_data.Run], log=None) -> Scores:
       others += 1
       continue
     # The final iteration is the protocol's last: run.json's num_iterations.
-    score = final_score(run, int(settings['num_iterations']))
+    score = run.value_at(int(settings['num_iterations']))
     if score is None:
       unfinished += 1
       continue

@@ -91,9 +91,8 @@ def run_game(run: run_data.Run) -> str:
 
 def load_side(spec: str) -> Side:
   """Return the side that a --a or --b value, LABEL=PATH or PATH, names."""
-  label, path = spec, spec
-  if '=' in spec and not os.path.exists(spec):
-    label, path = spec.split('=', 1)
+  label, path = run_data.parse_runs_arg(spec)
+  label = spec if path == spec else label  # PATH alone: labelled by itself.
   if not os.path.exists(path):
     raise ValueError(f'{path}: no such file or directory; pass a directory '
                      "of runs or a study report's runs.csv.")
@@ -116,13 +115,9 @@ def values_at(side: Side, game: str, iteration: int, column: str
   """Return the finite `column` values at `iteration` of a side's seeds."""
   if side.finals is not None:
     return side.finals.get(game, [])
-  found = []
-  for run in side.runs.get(game, []):
-    curve = getattr(run, COLUMNS[column])
-    at = np.flatnonzero(run.iteration == iteration)
-    if curve is not None and at.size and np.isfinite(curve[at[0]]):
-      found.append(float(curve[at[0]]))
-  return found
+  found = (run.value_at(iteration, COLUMNS[column])
+           for run in side.runs.get(game, []))
+  return [value for value in found if value is not None]
 
 
 def last_iteration(sides: Sequence[Side], game: str) -> Optional[int]:

@@ -86,6 +86,15 @@ class Run:
   def last_iteration(self) -> int:
     return int(self.iteration[-1]) if self.iteration.size else -1
 
+  def value_at(self, iteration: int, field: str = 'eval_return'
+               ) -> Optional[float]:
+    """Return a curve's value at `iteration` (None: absent or not finite)."""
+    curve, at = getattr(self, field), np.flatnonzero(self.iteration ==
+                                                     iteration)
+    if curve is None or not at.size or not np.isfinite(curve[at[0]]):
+      return None
+    return float(curve[at[0]])
+
   def is_complete(self, num_iterations: int = DEFAULT_NUM_ITERATIONS) -> bool:
     """Return whether the run has every iteration 0..num_iterations."""
     return set(range(num_iterations + 1)) <= set(self.iteration.tolist())
