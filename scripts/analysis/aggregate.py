@@ -151,8 +151,9 @@ def summarise_agent(runs: Sequence[run_data.Run], human_random,
 MINATAR_TOOLS = (
     'python -m scripts.analysis.compare --a=LABEL=DIR --b=LABEL=DIR (A vs B '
     'per game, bootstrap CIs), python -m scripts.analysis.plot_curves '
-    '--runs=DIR (raw-return curves) or python -m scripts.campaign '
-    '--campaign=minatar_study --report=DIR (the study\'s report)')
+    '--runs=DIR --output_dir=OUT (raw-return curves) or python -m '
+    "scripts.campaign --campaign=minatar_study --report=DIR (the study's "
+    'report)')
 
 
 def summarise(runs: Sequence[run_data.Run], human_random=None, **kwargs
