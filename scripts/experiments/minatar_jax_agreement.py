@@ -24,6 +24,7 @@ from absl import flags
 import jax
 import numpy as np
 
+from scripts.analysis import evaluate
 from scripts.analysis import tables
 from zoo.environments import minatar_env
 from zoo.configuration import cli
@@ -73,19 +74,15 @@ def minatar_episodes(game: str, seed: int, num_episodes: int) -> Sample:
   start = time.perf_counter()
   env = minatar_env.MinAtarEnvironment(game, seed)
   rng = np.random.default_rng(seed)
-  returns, lengths = [], []
-  env.reset()
-  ret, length = 0.0, 0
-  while len(returns) < num_episodes:
-    timestep = env.step(rng.integers(0, env.num_actions, 1))
-    first = timestep.step_type[0] == minatar_env.environment.FIRST
-    ret, length = (0.0, 0) if first else (ret + float(timestep.reward[0]),
-                                          length + 1)
-    if timestep.step_type[0] == minatar_env.environment.LAST:
-      returns.append(ret)
-      lengths.append(length)
-  env.close()
-  return Sample(np.asarray(returns), np.asarray(lengths),
+  try:
+    episodes, _ = evaluate.play(
+        env, lambda _: rng.integers(0, env.num_actions, 1), num_episodes, 1,
+        lambda _: math.nan)
+  finally:
+    env.close()
+  # play counts an episode's first timestep, which no action made.
+  return Sample(np.array([e.episode_return for e in episodes]),
+                np.array([e.num_frames - 1 for e in episodes]),
                 time.perf_counter() - start)
 
 
