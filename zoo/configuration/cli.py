@@ -1,7 +1,8 @@
 """Start a command-line tool: every entry point ends with `cli.run(main)`.
 
 Unlike absl.app.run: --help exits with 0; a positional argument, a bad flag
-or an `app.UsageError` ends with one `Error:` line and status 1; JAX's absent-libtpu note is dropped.
+or an `app.UsageError` ends with one `Error:` line and status 1; JAX's
+absent-libtpu note is dropped.
 """
 
 import logging
