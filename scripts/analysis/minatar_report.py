@@ -1,7 +1,7 @@
 """The MinAtar study's report: curves, final scores with CIs, K = 8 vs K = 1.
 
-`write_report` reads the planned runs of a MinAtar campaign
-(scripts.campaign.report) and writes final_scores.csv and report.md (per game
+`write_report` takes the planned runs of a MinAtar campaign
+(scripts.campaign.report), as `load_run` read them, and writes final_scores.csv and report.md (per game
 and configuration, over the complete seeds: the mean of each run's last
 evaluation return ("final") and of its mean over iterations 1..T, with 95%
 bootstrap CIs over seeds, beside the random policy's return), runs.csv (every
