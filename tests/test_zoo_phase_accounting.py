@@ -244,8 +244,8 @@ def test_stuck_streams_end_within_the_bound_on_host_and_device():
   assert stats.episode_return == pytest.approx(np.mean(np.arange(k)) *
                                                (steps - 1))
   assert seen[0] == '' and seen[-2] == (
-      'budget spent, finishing 16 episodes in progress, 3936 frames past it '
-      '(at most 4000)')
+      '4000-frame budget spent, finishing 16 episodes in progress, 3936 '
+      'frames past it (at most 4000)')
   t, on_device = jax.device_get(_stuck_on_device(k, budget))
   assert int(t) == steps
   assert phase_accounting.phase_stats(on_device, 2.0)[:3] == stats[:3]
@@ -259,8 +259,8 @@ def test_past_budget_says_nothing_before_the_budget_and_counts_after():
   tally = tally._replace(counted=np.array([True, False, False]),
                          frames=np.int64(600_000), stepped=np.int64(1_840_000))
   assert phase_accounting.past_budget(tally, 500_000) == (
-      'budget spent, finishing 1 episode in progress, 1.3M frames past it '
-      '(at most 500k)')
+      '500k-frame budget spent, finishing 1 episode in progress, 1.3M frames '
+      'past it (at most 500k)')
   assert phase_accounting.past_budget(tally, 500_000, math.inf).endswith(
       '1.3M frames past it')
 

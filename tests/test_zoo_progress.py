@@ -206,9 +206,14 @@ def test_past_the_budget_the_line_says_so():
   p.begin_phase(0, 'eval')
   p.on_step(0)
   clock.now += 31.0
-  p.on_step(800, 'budget spent, finishing 3 episodes in progress, 300 '
-            'frames past it (at most 500)')
+  p.on_step(800, '500-frame budget spent, finishing 3 episodes in progress, '
+            '300 frames past it (at most 500)')
   assert lines[-1] == (
-      'seed 2: iteration 0/3 eval: 800 frames counted of a 500 budget, '
-      '26 frames/s; budget spent, finishing 3 episodes in progress, 300 '
-      'frames past it (at most 500)')
+      'seed 2: iteration 0/3 eval: 800 frames, 26 frames/s; 500-frame budget '
+      'spent, finishing 3 episodes in progress, 300 frames past it (at most '
+      '500)')
+  p.on_step(900, '36 of 100 episodes')  # Whole episodes: no budget.
+  clock.now += 31.0
+  p.on_step(1000, '40 of 100 episodes')
+  assert lines[-1].endswith('eval: 1000 frames, 6 frames/s; 40 of 100 '
+                            'episodes')

@@ -129,8 +129,8 @@ def past_budget(tally: Tally, num_frames: int,
                 overrun: float = OVERRUN) -> str:
   """Return what a whole-episode phase is doing past its budget ('' before).
 
-  E.g. 'budget spent, finishing 12 episodes in progress, 340k frames past it
-  (at most 500k)'. Host values only.
+  E.g. '500k-frame budget spent, finishing 12 episodes in progress, 340k
+  frames past it (at most 1.0M)'. Host values only.
   """
   if int(tally.frames) < num_frames:
     return ''
@@ -139,7 +139,8 @@ def past_budget(tally: Tally, num_frames: int,
   limit = bound(num_frames, overrun)
   most = '' if math.isinf(limit) else f' (at most {_short(limit)})'
   noun = 'episode' if running == 1 else 'episodes'
-  return (f'budget spent, finishing {running} {noun} in progress, '
+  return (f'{_short(num_frames)}-frame budget spent, finishing {running} '
+          f'{noun} in progress, '
           f'{_short(past)} frames past it{most}')
 
 

@@ -196,7 +196,8 @@ class Progress(run_hooks.RunHooks):
   def line(self, frames: int, now: float, status: str = '') -> str:
     """Return the progress line of the current phase at `frames`.
 
-    `status`: what the phase does past its spent budget (instead of its ETA).
+    `status`: what the phase does instead of running to its frame budget
+    (whole episodes, or past its spent budget); it replaces the ETA.
     """
     total = self._phase_frames[self._phase]
     rate = self._rate(frames, now)
@@ -217,8 +218,7 @@ class Progress(run_hooks.RunHooks):
     head = (f'{self._label}iteration {self._iteration}/{self._num_iterations}'
             f' {self._phase}: ')
     if status:
-      return (f'{head}{frames} frames counted of a {total} budget, '
-              f'{rate:.0f} frames/s; {status}')
+      return f'{head}{frames} frames, {rate:.0f} frames/s; {status}'
     return (f'{head}{frames}/{total} frames '
             f'({100 * min(frames / total, 1):.0f}%), {rate:.0f} frames/s; '
             f'phase ETA {format_duration(phase_left)}, run ETA '
