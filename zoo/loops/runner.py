@@ -203,8 +203,7 @@ def main(argv, suite: suites.Suite,
 
   Exits with one line: 1 on bad settings, 128 + the signal on SIGINT/SIGTERM.
   """
-  if len(argv) > 1:
-    sys.exit(f'Unexpected arguments: {argv[1:]}')
+  del argv  # Flags only: zoo.configuration.cli.run refused the rest.
   try:
     preset = agent_registry.pick(presets, default_preset,
                          settings_flags.FLAGS.preset)
