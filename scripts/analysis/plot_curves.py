@@ -184,8 +184,9 @@ def _plot_game(ax, game_runs, styles, human_random, normalized, window,
     frames, mean, std, num_seeds = game_curve(runs, human_random, normalized,
                                               window)
     band(ax, frames / 1e6, mean, mean - std, mean + std, **styles[key],
-         label=_label(*key) + (f' [{num_seeds} seeds]' if legend_seeds
-                               else ''))
+         label=_label(*key) + (
+             f' [{num_seeds} seed{"s" * (num_seeds != 1)}]' if legend_seeds
+             else ''))
 
 
 def plot_all(runs: Sequence[run_data.Run], output_dir: str,
