@@ -138,6 +138,23 @@ def test_run_eta_uses_the_latest_rates_and_gaps_between_phases():
   assert p.run_eta(next_iteration=4, phase_left=3.0) == 3.0
 
 
+def test_evaluations_to_come_take_the_frames_of_the_last_one():
+  # Whole episodes: the first evaluation ran far past the 500-frame budget,
+  # the next one ended short of it; the ETA follows the latest.
+  clock, lines = _Clock(), []
+  p = _progress(clock, lines)
+  for iteration, eval_frames in ((1, 5000), (2, 200)):
+    p.begin_iteration(iteration)
+    _phase(p, clock, iteration, 'train', 1000, 50.0)
+    _phase(p, clock, iteration, 'eval', eval_frames, eval_frames / 50.0)
+    p.end_iteration(iteration, _ROW)
+  assert p.run_eta(next_iteration=3) == 50.0 + 200 / 50.0
+  # A resumed run reads the last evaluation's frames from its rows.
+  p.begin_run(2, _Agent(), [dict(_ROW, train_frame_rate=20.0,
+                                 eval_frame_rate=50.0, eval_num_frames=900)])
+  assert p.run_eta(next_iteration=3) == 50.0 + 900 / 50.0
+
+
 def test_a_bar_is_drawn_on_a_terminal_and_cleared_after_the_phase():
   clock, lines, bar = _Clock(), [], io.StringIO()
   p = _progress(clock, lines, bar_stream=bar)

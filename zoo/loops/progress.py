@@ -62,6 +62,10 @@ class Progress(run_hooks.RunHooks):
     self._label = label
     self._num_iterations = num_iterations
     self._phase_frames = {'train': num_train_frames, 'eval': num_eval_frames}
+    # Frames a phase to come is expected to take: its budget, until an
+    # evaluation of whole episodes (which may run far past it, or end far
+    # short of it) has measured its own.
+    self._expected_frames = dict(self._phase_frames)
     self._interval = interval_seconds
     self._clock = clock
     self._log = log
@@ -90,6 +94,9 @@ class Progress(run_hooks.RunHooks):
         rate = float(row[f'{phase}_frame_rate'])
         if math.isfinite(rate) and rate > 0:
           self._rates[phase] = rate
+      frames = float(row.get('eval_num_frames', math.nan))
+      if math.isfinite(frames) and frames > 0:
+        self._expected_frames['eval'] = frames
 
   def begin_iteration(self, iteration: int) -> None:
     self._iteration = iteration
@@ -137,6 +144,8 @@ class Progress(run_hooks.RunHooks):
   def end_phase(self, iteration: int, phase: str, stats) -> None:
     if stats.num_frames and stats.duration > 0:
       self._rates[phase] = stats.num_frames / stats.duration
+    if phase == 'eval' and stats.num_frames:
+      self._expected_frames['eval'] = stats.num_frames
     if phase == 'train' and self._learning_from is not None:
       since, since_frames = self._learning_from
       now = self._clock()
@@ -186,7 +195,7 @@ class Progress(run_hooks.RunHooks):
     seconds = phase_left
     if remaining <= 0:
       return seconds
-    for phase, frames in self._phase_frames.items():
+    for phase, frames in self._expected_frames.items():
       if phase not in rates:
         return None
       seconds += remaining * frames / rates[phase]
@@ -210,7 +219,7 @@ class Progress(run_hooks.RunHooks):
     if math.isfinite(phase_left):
       iteration_left = phase_left
       if self._phase == 'train':  # This iteration's evaluation is still due.
-        iteration_left += (self._phase_frames['eval'] / rates['eval']
+        iteration_left += (self._expected_frames['eval'] / rates['eval']
                            if 'eval' in rates else math.nan)
       if math.isfinite(iteration_left):
         run_eta = self.run_eta(self._iteration + 1, iteration_left, rates)
