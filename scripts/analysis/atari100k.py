@@ -36,7 +36,6 @@ from scripts.analysis import bootstrap
 from scripts.analysis import run_data
 from scripts.analysis import tables
 from zoo.configuration import cli
-from zoo.storage import run_json
 
 FLAGS = flags.FLAGS
 
@@ -104,20 +103,19 @@ def load_published(path: Optional[str] = None,
 
 
 def atari100k_settings(run: run_data.Run) -> Optional[Dict]:
-  """Return the settings of run.json beside `run` if it records this protocol."""
-  data = run_json.read(run_json.path_next_to(run.path))
-  if (data is None or data.get('suite') != SUITE or
-      data['settings'].get(PROTOCOL_SETTING) != PROTOCOL):
+  """Return the settings of `run` if its run.json records this protocol."""
+  if (run.settings is None or run.suite != SUITE or
+      run.settings.get(PROTOCOL_SETTING) != PROTOCOL):
     return None
-  return data['settings']
+  return run.settings
 
 
 def our_scores(runs: Sequence[run_data.Run], log=None) -> Scores:
   """Return {agent: {game: [final scores]}} of our Atari 100k runs.
 
   An agent's name is the preset its settings match (else its package),
-  prefixed with the --runs LABEL if one was given. Runs of another protocol, and unfinished runs, are left out (said on
-  `log`, stderr by default).
+  prefixed with the --runs LABEL if one was given. Runs of another protocol,
+  and unfinished runs, are left out (said on `log`, stderr by default).
   """
   log = log or sys.stderr
   grouped = collections.defaultdict(lambda: collections.defaultdict(list))

@@ -77,6 +77,8 @@ class Run:
   train_return: Optional[np.ndarray] = None
   # 'atari' or 'minatar': its run.json's, else the reader's; None: unknown.
   suite: Optional[str] = None
+  # Its run.json's settings; None without one (published runs, bare CSVs).
+  settings: Optional[Dict] = None
 
   @property
   def key(self) -> RunKey:
@@ -234,7 +236,8 @@ def read_runs_csv(path: str, source: str,
                else frame),
         eval_return=column('eval_episode_return'), path=path,
         eval_num_episodes=column('eval_num_episodes'),
-        train_return=column('train_episode_return'), suite=suite))
+        train_return=column('train_episode_return'), suite=suite,
+        settings=data.get('settings')))
   return runs
 
 
