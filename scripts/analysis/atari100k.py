@@ -27,7 +27,7 @@ import csv
 import dataclasses
 import gzip
 import sys
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 from absl import flags
 import numpy as np
