@@ -52,21 +52,49 @@ def loss_at_levels(source, target, tau, huber_param):
     source: [..., N] atoms, checked (losses.validation) and NaN-guarded.
     target: [..., M] atoms, likewise.
     tau: [N] or [..., N] levels, in source's dtype; not differentiated.
-    huber_param: κ >= 0, a Python number or an array (already checked).
+    huber_param: κ >= 0, a Python number or an array (already checked); not
+      differentiated.
   """
-  delta = target[..., None, :] - source[..., :, None]
-  weight = jax.lax.stop_gradient(
-      jnp.abs(tau[..., :, None] - (delta < 0).astype(source.dtype)))
-  abs_delta = jnp.abs(delta)
-  if isinstance(huber_param, numbers.Real):
-    penalty = (_huber(abs_delta, huber_param) if huber_param > 0
-               else abs_delta)
-  else:
-    kappa = jnp.asarray(huber_param, source.dtype)[..., None, None]
-    # At κ = 0 the Huber formula gives 0, not |u|: select.
-    penalty = jnp.where(kappa > 0, _huber(abs_delta, kappa), abs_delta)
-  value = jnp.sum(jnp.mean(weight * penalty, axis=-1), axis=-1)
+  kappa = jnp.asarray(huber_param, source.dtype)
+  value = _loss(source, target, jax.lax.stop_gradient(tau),
+                jax.lax.stop_gradient(kappa))
   return validation.nan_where_not_finite(value, source, target)
+
+
+@jax.custom_jvp
+def _loss(source, target, tau, kappa):
+  """Return Σ_i (1/M) Σ_j w_ij H_κ(u_ij), differentiated in closed form."""
+  return _value_and_slopes(source, target, tau, kappa)[0]
+
+
+@_loss.defjvp
+def _loss_jvp(primals, tangents):
+  # dL = Σ_ij (c_ij / M) (dtarget_j − dsource_i), c = w · H_κ'(u): linear in
+  # the tangents with [..., N] and [..., M] coefficients, so reverse mode
+  # keeps no [..., N, M] array, unlike autodiff of the penalty (about 3×
+  # the time of this on a CPU at N = M = 201, batch 32).
+  value, slopes = _value_and_slopes(*primals)
+  d_source, d_target = tangents[:2]  # τ and κ are not differentiated.
+  m = primals[1].shape[-1]
+  tangent = (jnp.sum(jnp.sum(slopes, axis=-2) / m * d_target, axis=-1) -
+             jnp.sum(jnp.mean(slopes, axis=-1) * d_source, axis=-1))
+  return value, tangent
+
+
+def _value_and_slopes(source, target, tau, kappa):
+  """Return the loss [...] and c_ij = w_ij H_κ'(u_ij) [..., N, M]."""
+  delta = target[..., None, :] - source[..., :, None]
+  weight = jnp.abs(tau[..., :, None] - (delta < 0).astype(source.dtype))
+  kappa = kappa[..., None, None]
+  abs_delta = jnp.abs(delta)
+  # κ <= 0 selects the plain loss (jnp.where: one program serves every κ;
+  # XLA folds the select of a constant κ).
+  penalty = jnp.where(kappa > 0, _huber(abs_delta, kappa), abs_delta)
+  # d|u|/du is 1 at u = 0, as JAX's (and so rlax's) derivative of abs.
+  slope = jnp.where(kappa > 0, jnp.clip(delta, -kappa, kappa),
+                    jnp.where(delta >= 0, 1.0, -1.0).astype(source.dtype))
+  value = jnp.sum(jnp.mean(weight * penalty, axis=-1), axis=-1)
+  return value, weight * slope
 
 
 def _huber(abs_delta, kappa):

@@ -187,3 +187,35 @@ def test_array_kappa_is_data_of_one_program():
   assert vmapped.shape == (3, 2)
   for row, k in zip(vmapped, (0.0, 0.5, 1.0)):
     np.testing.assert_allclose(row, _qr(k)(source, target), rtol=1e-6)
+
+
+def _qr_by_autodiff(source, target, huber_param):
+  """The loss's definition, differentiated by JAX (the closed form's oracle)."""
+  n = source.shape[-1]
+  tau = (jnp.arange(n, dtype=source.dtype) + 0.5) / n
+  delta = target[..., None, :] - source[..., :, None]
+  weight = jax.lax.stop_gradient(jnp.abs(tau[:, None] - (delta < 0)))
+  abs_delta = jnp.abs(delta)
+  quadratic = jnp.minimum(abs_delta, huber_param)
+  penalty = (0.5 * quadratic**2 + huber_param * (abs_delta - quadratic)
+             if huber_param > 0 else abs_delta)
+  return jnp.sum(jnp.mean(weight * penalty, axis=-1), axis=-1)
+
+
+@pytest.mark.parametrize('huber_param', [0.0, 0.5, 1.0])
+def test_closed_form_gradients_equal_autodiff_in_both_modes(huber_param):
+  """Source and target gradients, reverse and forward mode, with ties."""
+  rng = np.random.default_rng(4)
+  source = np.round(rng.normal(size=(3, 7)), 1)  # Ties of u at 0 and ±κ.
+  target = np.round(rng.normal(size=(3, 5)) * 2, 1)
+  loss = lambda s, t: jnp.sum(
+      quantile_regression.quantile_regression_loss(s, t, huber_param))
+  oracle = lambda s, t: jnp.sum(_qr_by_autodiff(s, t, huber_param))
+  with jax.enable_x64(True):
+    args = jnp.asarray(source), jnp.asarray(target)
+    for argnum in (0, 1):
+      want = jax.grad(oracle, argnum)(*args)
+      np.testing.assert_allclose(jax.jit(jax.grad(loss, argnum))(*args),
+                                 want, rtol=1e-12, atol=1e-15)
+      np.testing.assert_allclose(jax.jit(jax.jacfwd(loss, argnum))(*args),
+                                 want, rtol=1e-12, atol=1e-15)
