@@ -13,6 +13,7 @@ from scripts.campaign import budget
 from scripts.campaign import campaigns
 from scripts.campaign import launch
 from scripts.campaign import status
+from zoo.storage import run_directory
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A run as the launcher sees it: one CSV row per iteration, resumed from
@@ -90,6 +91,25 @@ def test_the_deadline_cuts_runs_and_the_next_invocation_finishes_them(
   launch.run_local(status.to_launch(runs, root), root, 1, poll_s=0.02)
   assert rows(runs[0], root) == ['iteration', '0', '1', '2', '3']
   assert status.of(runs[0], root).state == status.DONE
+
+
+def test_a_run_taken_by_another_invocation_since_the_plan_is_not_started(
+    tmp_path, fake):
+  """Two campaigns on one root: each run starts once, whoever comes first."""
+  runs = campaigns.expand(fake_campaign(seeds=(1, 2, 3)))
+  root = str(tmp_path / 'runs')
+  plan = status.to_launch(runs, root)
+  assert plan == runs
+  launch.run_local(runs[:1], root, 1, poll_s=0.02)  # Done by another.
+  said = []
+  with run_directory.held(runs[1].seed_dirs(root)):  # Running elsewhere.
+    codes = launch.run_local(plan, root, 1, say=said.append, poll_s=0.02)
+  assert codes == {runs[0].name: None, runs[1].name: None, runs[2].name: 0}
+  assert f'[1/3] {runs[0].name}: not started (done)' in said
+  assert f'[2/3] {runs[1].name}: not started (running)' in said
+  log = open(os.path.join(runs[0].home(root), 'run.log')).read()
+  assert log.count('fake_agent.run_minatar') == 1
+  assert not os.path.exists(os.path.join(runs[1].home(root), 'run.log'))
 
 
 def test_failed_runs_are_retried_unless_told_not_to(tmp_path, fake):

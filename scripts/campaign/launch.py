@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Sequence
 
 from scripts.campaign import budget
 from scripts.campaign import run_record as run_lib
+from scripts.campaign import status
 from zoo.storage import files
 
 # Of a shared GPU, what the runs' JAX pools take together; the rest is left
@@ -37,9 +38,13 @@ def execute(run: run_lib.Run, root: str, env: Dict[str, str] = None,
             python: str = sys.executable) -> Optional[int]:
   """Run one run to its end or the deadline; return its exit status.
 
-  None: not started (the deadline passed or the campaign is stopping).
+  None: not started (the deadline passed, the campaign is stopping, or the
+  run is done or running: another invocation may have taken it since this
+  one's plan).
   """
   if deadline.passed() or _stopping.is_set():
+    return None
+  if status.of(run, root).state in (status.DONE, status.RUNNING):
     return None
   home = run.home(root)
   os.makedirs(home, exist_ok=True)
@@ -147,7 +152,8 @@ def run_local(runs: Sequence[run_lib.Run], root: str, parallel: int,
         run = futures[future]
         results[run.name] = code = future.result()
         say(f'[{len(results)}/{len(runs)}] {run.name}: ' +
-            ('not started' if code is None else f'exit {code}'))
+            (f'not started ({status.of(run, root).state})' if code is None
+             else f'exit {code}'))
     except KeyboardInterrupt:
       say('Stopping the runs at a safe point; rerun to resume them.')
       _stopping.set()
