@@ -175,12 +175,6 @@ def summarise(runs: Sequence[run_data.Run], human_random=None, **kwargs
           for group in run_data.group_by_agent(runs).values()]
 
 
-CSV_COLUMNS = ('source', 'agent', 'game', 'num_seeds',
-                       'last_iteration_min', 'last_iteration_max',
-                       'best_return', 'best_return_ci_low',
-                       'best_return_ci_high', 'last_return')
-
-
 CSV_COLUMNS = (
     ['source', 'agent', 'status', 'num_games', 'num_seeds', 'runs_complete',
      'runs_incomplete', 'runs_missing'] +
@@ -197,11 +191,8 @@ def to_csv_rows(summaries: Sequence[AgentSummary]) -> List[Dict[str, str]]:
           for s in summaries]
 
 
-def _pct(value: float, ci: Optional[Tuple[float, float]]) -> str:
-  text = f'{100 * value:.1f}'
-  if ci:
-    text += f' [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]'
-  return text
+def _pct(point: float, *ci: float) -> str:
+  return bootstrap.interval_text(*(100 * x for x in (point, *ci)), digits=1)
 
 
 def to_markdown(summaries: Sequence[AgentSummary], confidence: float = 0.95,
@@ -221,7 +212,7 @@ def to_markdown(summaries: Sequence[AgentSummary], confidence: float = 0.95,
          f'best-agent median % [{pct}% CI]', 'median % [CI]', 'IQM % [CI]',
          'mean % [CI]'],
         [[s.source, s.agent, s.status, s.num_games, s.num_seeds] +
-         [_pct(s.point[m], s.ci.get(m)) for m in METRICS] for s in full],
+         [_pct(s.point[m], *s.ci.get(m, ())) for m in METRICS] for s in full],
         'lllrrrrrr')) + '\n'
   if partial:
     text += ('\n**Partial agents** (some runs incomplete or missing; '
@@ -233,7 +224,7 @@ def to_markdown(summaries: Sequence[AgentSummary], confidence: float = 0.95,
                   'mean %'],
                  [[s.source, s.agent, s.num_games, s.num_seeds,
                    s.runs_complete, s.runs_incomplete, s.runs_missing] +
-                  [_pct(s.point[m], None) for m in METRICS]
+                  [_pct(s.point[m]) for m in METRICS]
                   for s in partial], 'llrrrrrrrrr')) + '\n'
   return text
 

@@ -214,8 +214,8 @@ def aggregate_markdown(summaries: Sequence[Summary],
   lines += tables.markdown(
       ['agent', 'runs/game'] + list(METRICS),
       [[s.agent, s.runs_per_game] +
-       [f'{i.point:.3f} [{i.lower:.3f}, {i.upper:.3f}]'
-        if s.runs_per_game > 1 else f'{i.point:.3f}'
+       [bootstrap.interval_text(*(i if s.runs_per_game > 1 else i[:1]),
+                                digits=3)
         for i in (s.intervals[m] for m in METRICS)] for s in summaries], 'lr')
   if any(s.runs_per_game < 2 for s in summaries):
     lines += ['', 'One run a game has no CI: the stratified bootstrap '

@@ -454,8 +454,8 @@ def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
                        for s in seeds])
     interval = bootstrap.confidence_interval(
         scores, bootstrap.interquartile_mean, reps=reps, seed=seed)
-    rows.append([label, len(seeds), f'{interval.point:.3f} '
-                 f'[{interval.lower:.3f}, {interval.upper:.3f}]'])
+    rows.append([label, len(seeds),
+                 bootstrap.interval_text(*interval, digits=3)])
   lines += tables.markdown(['configuration', 'seeds',
                             'normalised IQM [95% CI]'], rows, 'lrl')
   return '\n'.join(lines) + '\n'
