@@ -3,15 +3,12 @@ r"""Summarise Atari-57 results: best-agent median, and median/IQM/mean with 95% 
   python -m scripts.analysis.aggregate --reference
   python -m scripts.analysis.aggregate --runs=runs/ --output_dir=results/
 
-For every agent (ours, and the shipped references), over the best
-human-normalised evaluation return of each run (iterations 0..num_iterations):
-the best-agent summary (per seed the median over games, then the mean over
-seeds: the number papers report), and the median, IQM and mean over the
-[seeds, games] matrix with stratified-bootstrap percentile CIs (rliable's).
-Only agents complete on a full grid get CIs; 'subset': fewer games than the
-full set; 'partial' (runs incomplete or missing): apart, best so far, no CIs.
-MinAtar runs (their run.json's suite, or --suite) have no human scores: the
-tools that summarise them are named in the error that refuses them.
+Per agent (ours and the shipped references), over each run's best
+human-normalised evaluation return: the best-agent summary and rliable's
+median, IQM and mean with stratified-bootstrap CIs; agents with runs
+incomplete or missing come apart, without CIs (docs/experiments/atari57.md).
+MinAtar runs have no human scores: the error that refuses them names the
+tools that summarise them.
 """
 
 import dataclasses

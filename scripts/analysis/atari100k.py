@@ -3,23 +3,12 @@ r"""Atari 100k: the published agents' scores and ours, aggregated as rliable doe
   python -m scripts.analysis.atari100k
   python -m scripts.analysis.atari100k --runs=runs/a100k --profile_png=p.png
 
-The published per-run final scores (zoo/reference/atari100k/, with their
-sources) and our runs of the Atari 100k protocol are human-normalised over the
-26 games; per agent, prints the mean, median (over games of the per-game mean
-over runs), IQM (25%-trimmed mean over all runs and games) and optimality gap
-(mean of max(0, 1 - score)), each with a stratified-bootstrap percentile CI
-(scripts.analysis.bootstrap), then the mean raw score per game of every agent.
-The score of one of our runs is its final iteration's evaluation return. Our
-runs are those whose run.json records the Atari suite and the atari100k
-protocol, each named by the preset its settings match (else its package); an
-agent uses the same number of runs on every game (the fewest it has on any
-game, lowest run identifiers first).
-
---games=krull,pong,... aggregates every agent, published ones included, over
-those games only: the tables say so. --pair=A,B adds the paired comparison of
-two of the agents: per game, A's human-normalised score minus B's (means over
-runs), and over the games the mean difference with a bootstrap CI (games
-resampled) and the games on which A scores higher.
+Human-normalises the published per-run scores (zoo/reference/atari100k/) and
+our runs of --protocol=atari100k (a run's score: its final evaluation return);
+prints per agent the mean, median, IQM and optimality gap with
+stratified-bootstrap CIs, then each agent's mean raw score per game. --games
+restricts every agent to those games; --pair=A,B adds A - B per game and over
+the games. docs/atari100k.md says which runs count and how.
 """
 
 import collections
@@ -276,7 +265,7 @@ def plot_profiles(path: str, matrices: Mapping[str, np.ndarray],
   ax.grid(alpha=0.3)
   ax.legend()
   fig.tight_layout()
-  return plot_curves.save(fig, path)
+  return plot_curves.save(fig, path)[0]
 
 
 def gather(runs_args: Sequence[str], agents: Sequence[str]) -> Scores:

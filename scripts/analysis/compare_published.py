@@ -2,16 +2,13 @@ r"""Check runs against the published curves, iteration by iteration.
 
   python -m scripts.analysis.compare_published --runs=runs/cr_dqn/pong
   python -m scripts.analysis.compare_published --runs=QR-DQN-0=runs_k0 --plot=/tmp/check.png
-  python -m scripts.analysis.compare_published --runs=evidence/sessions/ID/runs
 
 For each of our runs and each of its iterations, prints our evaluation return
 next to the published seeds of the same agent and game at the same frame (min,
 mean and max over seeds) and marks iterations outside the published range.
-Published: CR-DQN, NC-CR-DQN, NC-QR-DQN-1, NC-QR-DQN-0 and QR-DQN-0 from the
-paper's runs; QR-DQN-1 from DQN Zoo's `qrdqn` (zoo/reference). A run's CSV
-names its package (qr_dqn, nc_qr_dqn, ...); the published variant comes from a
-LABEL in --runs=LABEL=DIR naming one, else from the run.json beside the CSV,
-else the package default (QR-DQN-1, NC-QR-DQN-1), which the output says.
+The published variant comes from a --runs LABEL naming one, else the run.json
+beside the CSV, else the package default, which the output says
+(docs/experiments/atari57.md).
 """
 
 import dataclasses
@@ -381,7 +378,7 @@ def plot(comparisons: Sequence[Comparison], path: str) -> str:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6)
   fig.tight_layout()
-  return plot_curves.save(fig, path)
+  return plot_curves.save(fig, path)[0]
 
 
 def check_arguments(runs: Sequence[str], plot_path: Optional[str]) -> None:

@@ -6,12 +6,9 @@ r"""The docs' result blocks: each is what its command prints from committed data
 A result block in README.md or a page under docs/ is
 
   <!-- results: python -m scripts.analysis.MODULE FLAGS -->
-  ...the command's standard output...
+  ...the command's standard output, run from the repository's root...
   <!-- end results -->
 
-The command runs from the repository's root on the results committed there
-(evidence/, zoo/reference/), so a table on a page is the table those results
-give: when code or data change, the check names the stale blocks and the fix.
 Only scripts.analysis commands may fill a block: they read results and write
 nothing else.
 """

@@ -4,14 +4,10 @@
       [--iteration=N] [--num_episodes=10] [--video_path=pong.gif|pong.mp4]
       [--seed=1]
 
-Loads the newest intact checkpoint (a damaged newest one is skipped with a
-warning naming it), or that of `--iteration` among the two a run keeps, and
-the network its saved settings describe; plays whole episodes under the DQN
-Zoo evaluation protocol (the online parameters, the run's ε, one environment
-in the reference mode, its episode frame cap) and prints each episode's return,
-human-normalised score and frames, then their mean. `--video_path` records the
-first episode's RGB screens, 15 per second of game time: a GIF (Pillow), or an
-MP4 with the ffmpeg program.
+Plays whole episodes with the newest intact checkpoint (or --iteration's)
+under the DQN Zoo evaluation protocol and prints each episode's return,
+human-normalised score and frames, then their mean; --video_path records the
+first episode as a GIF or an MP4 (docs/running.md).
 """
 
 import dataclasses

@@ -1,17 +1,13 @@
 """The MinAtar study's report: curves, final scores with CIs, K = 8 vs K = 1.
 
-`write_report` takes the planned runs of a MinAtar campaign
-(scripts.campaign.report), as `load_run` read them, and writes final_scores.csv and report.md (per game
-and configuration, over the complete seeds: the mean of each run's last
-evaluation return ("final") and of its mean over iterations 1..T, with 95%
-bootstrap CIs over seeds, beside the random policy's return), runs.csv (every
-planned run: complete, incomplete or missing), curves.png and k_streams.png
-(mean over seeds and min..max band against training steps), and the wall time
-(the phases' hours from the CSVs' frame rates; the span from the first run.log
-start to the last CSV write); with CR-DQN and QR-DQN-1 among the labels,
-CR-DQN - QR-DQN-1 per game (scripts.analysis.compare's table) and their
-normalised IQM over games. Incomplete and missing runs are listed, never
-averaged in.
+`write_report` takes a MinAtar campaign's planned runs (scripts.campaign.report),
+as `load_run` read them, and writes report.md, final_scores.csv, runs.csv,
+curves.png and k_streams.png (docs/experiments/minatar.md): per game and
+configuration, over the complete seeds, the final and mean-over-iterations
+evaluation returns with 95% bootstrap CIs beside the random policy's; the
+wall time; with CR-DQN and QR-DQN-1 among the labels, CR-DQN - QR-DQN-1 per
+game and their normalised IQM over games. Incomplete and missing runs are
+listed, never averaged in.
 """
 
 import datetime
@@ -285,7 +281,7 @@ def plot_curves_figure(results: Sequence[RunResult], labels: Sequence[str],
              loc='lower center', ncol=min(len(legend), 4),
              bbox_to_anchor=(0.5, 1.0), fontsize=8)
   fig.tight_layout()
-  return plot_curves.save(fig, path)
+  return plot_curves.save(fig, path)[0]
 
 
 def markdown(final: Sequence[Dict], k_rows: Sequence[Dict],
