@@ -16,7 +16,7 @@ import math
 import os
 import sys
 import warnings
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 from absl import app
 from absl import flags
@@ -83,18 +83,12 @@ def best_scores(runs: Sequence[run_data.Run], human_random, num_iterations: int
   games = sorted({r.game for r in runs})
   matrix = np.full((len(seeds), len(games)), np.nan)
   for run in runs:
-    best = _best(run, num_iterations)
-    if best is not None:
+    values = run.eval_return[run.iteration <= num_iterations]
+    values = values[np.isfinite(values)]
+    if values.size:
       matrix[seeds.index(run.seed), games.index(run.game)] = (
-          run_data.human_normalized(run.game, best, human_random))
+          run_data.human_normalized(run.game, values.max(), human_random))
   return matrix, seeds, games
-
-
-def _best(run: run_data.Run, num_iterations: int) -> Optional[float]:
-  """Return a run's best evaluation return up to num_iterations (None: none)."""
-  values = run.eval_return[run.iteration <= num_iterations]
-  values = values[np.isfinite(values)]
-  return float(np.max(values)) if values.size else None
 
 
 def _nan_aggregates(matrix: np.ndarray) -> Dict[str, float]:
@@ -102,9 +96,8 @@ def _nan_aggregates(matrix: np.ndarray) -> Dict[str, float]:
   present = matrix[np.isfinite(matrix)]
   if present.size == 0:
     return {m: math.nan for m in METRICS}
-  with warnings.catch_warnings():
+  with warnings.catch_warnings(action='ignore', category=RuntimeWarning):
     # A missing seed row or game column is expected in a partial grid.
-    warnings.simplefilter('ignore', category=RuntimeWarning)
     return {
         'best_agent_summary': float(np.nanmean(np.nanmedian(matrix, axis=1))),
         'median': float(np.nanmedian(np.nanmean(matrix, axis=0))),
@@ -125,9 +118,7 @@ def summarise_agent(runs: Sequence[run_data.Run], human_random,
     raise ValueError(f'summarise_agent got several agents: {sorted(sources)}.')
   source, agent = sources.pop()
   matrix, seeds, games = best_scores(runs, human_random, num_iterations)
-  complete = [r.is_complete(num_iterations) for r in runs]
-  runs_complete = int(sum(complete))
-  runs_missing = matrix.size - len(runs)
+  runs_complete = sum(r.is_complete(num_iterations) for r in runs)
   full_grid = runs_complete == matrix.size and np.all(np.isfinite(matrix))
   status = (STATUS_PARTIAL if not full_grid else
             STATUS_SUBSET if len(games) < num_games else STATUS_COMPLETE)
@@ -137,11 +128,9 @@ def summarise_agent(runs: Sequence[run_data.Run], human_random,
   point = ({n: i.point for n, i in intervals.items()} if full_grid
            else _nan_aggregates(matrix))
   ci = {n: (i.lower, i.upper) for n, i in intervals.items()}
-  return AgentSummary(source=source, agent=agent, status=status,
-                      num_games=len(games), num_seeds=len(seeds),
-                      runs_complete=runs_complete,
-                      runs_incomplete=len(runs) - runs_complete,
-                      runs_missing=runs_missing, point=point, ci=ci)
+  return AgentSummary(source, agent, status, len(games), len(seeds),
+                      runs_complete, len(runs) - runs_complete,
+                      matrix.size - len(runs), point, ci)
 
 
 # The tools that summarise MinAtar runs, which have no human scores.

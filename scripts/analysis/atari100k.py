@@ -12,9 +12,7 @@ the games. docs/atari100k.md says which runs count and how.
 """
 
 import collections
-import csv
 import dataclasses
-import gzip
 import sys
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
@@ -74,29 +72,18 @@ def load_published(path: Optional[str] = None,
   """Return the published scores {agent: {game: [runs]}} of `agents` (all)."""
   path = path or run_data.reference_path(SCORES_FILE)
   rows = collections.defaultdict(list)
-  with gzip.open(path, 'rt', newline='') as f:
-    for row in csv.DictReader(f):
-      rows[(row['agent'], row['game'])].append(
-          (int(row['run']), float(row['score'])))
+  for row in run_data.read_rows(path, ('agent', 'game', 'run', 'score')):
+    rows[(row['agent'], row['game'])].append(
+        (int(row['run']), float(row['score'])))
   known = sorted({agent for agent, _ in rows})
   wanted = known if agents is None else list(agents)
   unknown = [a for a in wanted if a not in known]
   if unknown:
     raise ValueError(f'Unknown published agent(s) {unknown}; the Atari 100k '
                      f'file has {known}.')
-  scores: Scores = {}
-  for agent in wanted:
-    scores[agent] = {game: np.array([s for _, s in sorted(runs)])
-                     for (a, game), runs in rows.items() if a == agent}
-  return scores
-
-
-def atari100k_settings(run: run_data.Run) -> Optional[Dict]:
-  """Return the settings of `run` if its run.json records this protocol."""
-  if (run.settings is None or run.suite != SUITE or
-      run.settings.get(PROTOCOL_SETTING) != PROTOCOL):
-    return None
-  return run.settings
+  return {agent: {game: np.array([s for _, s in sorted(runs)])
+                  for (a, game), runs in rows.items() if a == agent}
+          for agent in wanted}
 
 
 def our_scores(runs: Sequence[run_data.Run], log=None) -> Scores:
@@ -110,8 +97,8 @@ def our_scores(runs: Sequence[run_data.Run], log=None) -> Scores:
   grouped = collections.defaultdict(lambda: collections.defaultdict(list))
   others = unfinished = 0
   for run in runs:
-    settings = atari100k_settings(run)
-    if settings is None:
+    settings = run.settings or {}
+    if run.suite != SUITE or settings.get(PROTOCOL_SETTING) != PROTOCOL:
       others += 1
       continue
     # The final iteration is the protocol's last: run.json's num_iterations.
@@ -120,10 +107,6 @@ def our_scores(runs: Sequence[run_data.Run], log=None) -> Scores:
       unfinished += 1
       continue
     name = run.agent if run.source == 'ours' else f'{run.source}/{run.agent}'
-    if any(seed == run.seed for seed, _ in grouped[name][run.game]):
-      raise ValueError(f'Two runs of {name} on {run.game} have seed '
-                       f'{run.seed} (one is {run.path}): keep one, or pass '
-                       'them as separately labelled --runs=LABEL=DIR.')
     grouped[name][run.game].append((run.seed, score))
   if others:
     print(f'note: {others} run(s) left out: their run.json does not record '
@@ -271,9 +254,9 @@ def plot_profiles(path: str, matrices: Mapping[str, np.ndarray],
 def gather(runs_args: Sequence[str], agents: Sequence[str]) -> Scores:
   """Return the published `agents`' scores, then ours from --runs."""
   scores = load_published(agents=agents) if agents else {}
-  runs = run_data.load_runs_args(runs_args)
+  runs = run_data.check_unique(run_data.load_runs_args(runs_args))
   if runs:
-    ours = our_scores(runs)  # Checks one run per name, game and seed.
+    ours = our_scores(runs)
     clash = sorted(set(ours) & set(scores))
     if clash:
       raise ValueError(f'Our agent(s) {clash} have a published agent\'s name; '
@@ -300,11 +283,10 @@ def report(runs_args: Sequence[str], agents: Sequence[str],
   human_random = run_data.load_human_random()
   matrices = {agent: normalised_matrix(agent, per_game, human_random, games)
               for agent, per_game in scores.items()}
-  if pair:
-    for agent in pair:
-      if agent not in matrices:
-        raise ValueError(f'--pair: no agent {agent!r}; the agents are '
-                         f'{", ".join(matrices)}.')
+  for agent in pair:
+    if agent not in matrices:
+      raise ValueError(f'--pair: no agent {agent!r}; the agents are '
+                       f'{", ".join(matrices)}.')
   summaries = [summarise(agent, matrix, reps, confidence, seed)
                for agent, matrix in matrices.items()]
   parts = [aggregate_markdown(summaries, confidence, games),

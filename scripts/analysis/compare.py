@@ -25,7 +25,6 @@ from scripts.analysis import bootstrap
 from scripts.analysis import run_data
 from scripts.analysis import tables
 from zoo.configuration import cli
-from zoo.storage import run_json
 
 FLAGS = flags.FLAGS
 COLUMNS = {'eval_episode_return': 'eval_return',
@@ -74,14 +73,6 @@ def report_finals(path: str) -> Dict[Tuple[str, str], List[float]]:
   return out
 
 
-def run_game(run: run_data.Run) -> str:
-  """Return the game that the run's run.json records (its CSV's if none)."""
-  data = run_json.read(run_json.path_next_to(run.path))
-  if data is None or 'suite' not in data:
-    return run.game
-  return data['settings'].get('environment_name', run.game)
-
-
 def load_side(spec: str) -> Side:
   """Return the side that a --a or --b value, LABEL=PATH or PATH, names."""
   label, path = run_data.parse_runs_arg(spec)
@@ -99,7 +90,9 @@ def load_side(spec: str) -> Side:
                             if c == label})
   runs: Dict[str, List[run_data.Run]] = {}
   for run in run_data.load_run_dir(path, label):
-    runs.setdefault(run_game(run), []).append(run)
+    # The game its run.json records (a MinAtar CSV's is minatar-<game>).
+    game = (run.settings or {}).get('environment_name', run.game)
+    runs.setdefault(game, []).append(run)
   return Side(label, runs)
 
 

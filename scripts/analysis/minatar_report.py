@@ -142,15 +142,10 @@ def study_span(csv_paths: Sequence[str]
     ends.append(datetime.datetime.fromtimestamp(os.path.getmtime(path)))
     try:
       with open(os.path.join(os.path.dirname(path), 'run.log')) as f:
-        first = f.readline()
-    except OSError:
-      continue
-    if first.startswith('=== '):
-      try:
-        starts.append(datetime.datetime.strptime(first[4:23],
-                                                 '%Y-%m-%d %H:%M:%S'))
-      except ValueError:
-        pass
+        starts.append(datetime.datetime.strptime(f.readline()[:23],
+                                                 '=== %Y-%m-%d %H:%M:%S'))
+    except (OSError, ValueError):
+      pass
   if not starts or not ends:
     return None
   return min(starts), max(ends)
@@ -178,13 +173,12 @@ def final_rows(results: Sequence[RunResult], random_returns: Dict[str, float],
                                    seed)
     mean = bootstrap.mean_with_ci([r.mean_over_iterations for r in runs],
                                   reps, confidence, seed)
-    train = [r.final_train for r in runs]
     random_return = random_returns.get(game, math.nan)
     rows.append({
         'configuration': label, 'game': game, 'seeds': len(runs),
         'seeds_list': ' '.join(str(r.seed) for r in runs),
         'final': final, 'mean_over_iterations': mean,
-        'final_train': float(np.mean(train)) if train else math.nan,
+        'final_train': float(np.mean([r.final_train for r in runs])),
         'random': random_return,
         # Above random: the CI's lower end (the value with one seed) clears it.
         'above_random': bool((final.mean if math.isnan(final.lower)
@@ -234,7 +228,7 @@ def run_rows(planned: Sequence[Tuple[str, str, int, str]],
 
 def k_stream_rows(results: Sequence[RunResult], game: str, k_label: str,
                   reps: int, confidence: float, seed: int) -> List[Dict]:
-  """Return K = 1 vs K = 8 rows: per iteration means, then final and mean."""
+  """Return K = 1 vs K = 8 rows: the final and mean-over-iterations returns."""
   groups = group_complete(results)
   one, eight = (groups.get((label, game), []) for label in (K_ONE_LABEL,
                                                             k_label))
@@ -410,9 +404,8 @@ def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
 
   Over the complete RunResults; labels and games in order.
   """
-  final = {}  # {(label, game): {seed: final return}}
-  for r in (r for r in results if r.complete):
-    final.setdefault((r.label, r.game), {})[r.seed] = r.final
+  final = {key: {r.seed: r.final for r in runs}  # Of the complete runs.
+           for key, runs in group_complete(results).items() if runs}
   a, b = COMPARED
   lines = [f'## {a} - {b} per game', '',
            'Final evaluation return, mean over seeds [95% percentile '

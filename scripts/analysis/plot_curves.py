@@ -88,9 +88,8 @@ def seed_curves(runs: Sequence[run_data.Run], human_random, normalized: bool,
       values = run_data.human_normalized(run.game, values, human_random)
     scores[i, run.iteration] = values
     frames[i, run.iteration] = run.frame
-  with warnings.catch_warnings():
+  with warnings.catch_warnings(action='ignore', category=RuntimeWarning):
     # Iterations a seed has not reached yet are NaN.
-    warnings.simplefilter('ignore', category=RuntimeWarning)
     return np.nanmean(frames, axis=0), smooth(scores, window)
 
 
@@ -98,8 +97,7 @@ def game_curve(runs: Sequence[run_data.Run], human_random, normalized: bool,
                window: int) -> Curve:
   """Return frames, mean and std over seeds, and the number of seeds."""
   frames, scores = seed_curves(runs, human_random, normalized, window)
-  with warnings.catch_warnings():
-    warnings.simplefilter('ignore', category=RuntimeWarning)
+  with warnings.catch_warnings(action='ignore', category=RuntimeWarning):
     mean = np.nanmean(scores, axis=0)
     std = np.nanstd(scores, axis=0)
   keep = np.isfinite(mean) & np.isfinite(frames)
@@ -116,8 +114,7 @@ def median_curve(runs_by_game: Dict[str, List[run_data.Run]], human_random,
   per_game = [seed_curves(runs, human_random, True, window)
               for runs in runs_by_game.values()]
   length = min(len(frames) for frames, _ in per_game)
-  with warnings.catch_warnings():
-    warnings.simplefilter('ignore', category=RuntimeWarning)
+  with warnings.catch_warnings(action='ignore', category=RuntimeWarning):
     means = np.stack([np.nanmean(s[:, :length], axis=0) for _, s in per_game])
     frames = np.nanmean(np.stack([f[:length] for f, _ in per_game]), axis=0)
   keep = np.all(np.isfinite(means), axis=0) & np.isfinite(frames)
