@@ -382,6 +382,7 @@ def check_arguments(runs: Sequence[str], plot_path: Optional[str]) -> None:
     raise ValueError('Pass --runs=PATH (a directory of run CSVs or a CSV '
                      'file, e.g. a results session\'s '
                      'evidence/sessions/ID/runs), repeatable.')
+  run_data.check_runs_args(runs)
   if plot_path:
     if os.path.splitext(plot_path)[1] not in ('.png', '.pdf'):
       raise ValueError(f'--plot: {plot_path!r} must end in .png or .pdf.')

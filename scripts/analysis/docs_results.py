@@ -99,7 +99,7 @@ def run_command(argv: Sequence[str]) -> str:
 
 def rewrite(text: str, path: str, runner: Runner = run_command
             ) -> Tuple[str, List[Block]]:
-  """Return `text` with its result blocks brought up to date, and the stale."""
+  """Return `text` with its result blocks up to date, and the stale blocks."""
   lines, stale = text.splitlines(keepends=True), []
   for block in reversed(find_blocks(path, text)):
     output = runner(_argv(block.command, f'{path}:{block.line}'))
@@ -118,8 +118,8 @@ def markdown_files(root: str = REPO) -> List[str]:
 
 def update(root: str = REPO, runner: Runner = run_command,
            write: bool = False) -> List[Block]:
-  """Return the blocks whose shown output is not their command's output;
-  with `write`, rewrite the files that hold them.
+  """Return the blocks that do not show their command's output; with `write`,
+  rewrite the files that hold them.
   """
   stale = []
   for name in markdown_files(root):

@@ -308,18 +308,23 @@ def parse_runs_arg(arg: str) -> Tuple[str, str]:
   return 'ours', arg
 
 
+def check_runs_args(args: Sequence[str]) -> List[Tuple[str, str]]:
+  """Return the (label, path) of --runs values; raise if a path is none."""
+  parsed = [parse_runs_arg(arg) for arg in args]
+  for _, path in parsed:
+    if not os.path.isfile(path):
+      find_run_files(path)
+  return parsed
+
+
 def load_runs_args(args: Sequence[str],
                    suite: Optional[str] = None) -> List[Run]:
   """Load the runs of --runs values, LABEL=PATH or PATH (a directory tree of
   run CSVs or one run CSV); check every PATH first. Each run's source is its
   LABEL ('ours' without one), its suite its run.json's, else `suite`.
   """
-  parsed = [parse_runs_arg(arg) for arg in args]
-  for _, path in parsed:
-    if not os.path.isfile(path):
-      find_run_files(path)  # Raises unless a directory.
   runs = []
-  for label, path in parsed:
+  for label, path in check_runs_args(args):
     found = (load_run_dir(path, label, suite) if os.path.isdir(path)
              else read_runs_csv(path, label, suite))
     if not found:
