@@ -106,7 +106,7 @@ def _independent_best_agent_summaries(path, columns_ok=True):
 
 @pytest.fixture(scope='module')
 def reference_summaries():
-  runs = run_data.load_all_references()
+  runs = run_data.load_with_references([])
   return {(s.source, s.agent): s for s in aggregate.summarise(runs, reps=200)}
 
 

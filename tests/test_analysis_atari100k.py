@@ -241,7 +241,8 @@ def test_bad_games_pairs_and_duplicate_runs_are_refused(tmp_path):
     atari100k.report([str(tmp_path)], [], ['krull', 'pong'])
   copy = tmp_path / 'copy'
   _write_preset_run(copy, 'CR-DQN', 'krull', 2.0)
-  with pytest.raises(ValueError, match='Two runs of CR-DQN on krull have seed'):
+  with pytest.raises(ValueError,
+                     match='Two runs claim agent=CR-DQN game=krull seed=1'):
     atari100k.report([str(tmp_path / 'CR-DQN'), str(copy / 'CR-DQN')], [],
                      ['krull'])
 

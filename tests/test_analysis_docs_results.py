@@ -31,24 +31,25 @@ def test_blocks_are_found_with_their_commands_and_shown_output():
 
 
 def test_rewrite_puts_each_commands_output_in_its_block_only():
-  new = docs_results.rewrite(PAGE, 'page.md', fake_runner)
+  new, stale = docs_results.rewrite(PAGE, 'page.md', fake_runner)
   assert new == PAGE.replace('| old | table |\n',
                              '| output of | --x=1 |\n').replace(
       '--x=2 -->\n', '--x=2 -->\n| output of | --x=2 |\n')
-  assert docs_results.rewrite(new, 'page.md', fake_runner) == new
+  assert [b.line for b in stale] == [3, 9]
+  assert docs_results.rewrite(new, 'page.md', fake_runner) == (new, [])
 
 
 def test_stale_blocks_are_named_and_written(tmp_path):
   os.makedirs(tmp_path / 'docs' / 'sub')
   (tmp_path / 'README.md').write_text('no blocks\n')
   (tmp_path / 'docs' / 'sub' / 'p.md').write_text(PAGE)
-  stale = docs_results.stale_blocks(str(tmp_path), fake_runner)
-  assert [(b.path, b.line) for b in stale] == [
-      (os.path.join('docs', 'sub', 'p.md'), 3),
-      (os.path.join('docs', 'sub', 'p.md'), 9)]
-  assert docs_results.write_all(str(tmp_path), fake_runner) == [
-      os.path.join('docs', 'sub', 'p.md')]
-  assert not docs_results.stale_blocks(str(tmp_path), fake_runner)
+  page = os.path.join('docs', 'sub', 'p.md')
+  for write in (False, True):
+    stale = docs_results.update(str(tmp_path), fake_runner, write)
+    assert [(b.path, b.line) for b in stale] == [(page, 3), (page, 9)]
+  assert (tmp_path / page).read_text() == docs_results.rewrite(
+      PAGE, page, fake_runner)[0]
+  assert not docs_results.update(str(tmp_path), fake_runner)
 
 
 @pytest.mark.parametrize('text, message', [
@@ -78,7 +79,7 @@ def test_every_result_block_of_the_docs_is_what_committed_results_give():
                 name, open(os.path.join(docs_results.REPO, name),
                            encoding='utf-8').read())]
   assert blocks, 'the README and pages hold result blocks'
-  stale = docs_results.stale_blocks()
+  stale = docs_results.update()
   assert not stale, (
       'Stale result blocks: '
       + ', '.join(f'{b.path}:{b.line}' for b in stale)

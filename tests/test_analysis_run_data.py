@@ -171,7 +171,7 @@ def test_load_paper_reference():
   with pytest.raises(ValueError, match='Unknown reference'):
     run_data.load_reference('atari100k')
   with pytest.raises(ValueError, match='Unknown reference agent'):
-    run_data.load_all_references(['CR-DQN', 'nope'])
+    run_data.load_with_references([], ['CR-DQN', 'nope'])
 
 
 def test_a_runs_suite_is_its_run_jsons_else_the_callers(tmp_path):

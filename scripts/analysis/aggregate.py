@@ -3,15 +3,12 @@ r"""Summarise Atari-57 results: best-agent median, and median/IQM/mean with 95% 
   python -m scripts.analysis.aggregate --reference
   python -m scripts.analysis.aggregate --runs=runs/ --output_dir=results/
 
-For every agent (ours, and the shipped references), over the best
-human-normalised evaluation return of each run (iterations 0..num_iterations):
-the best-agent summary (per seed the median over games, then the mean over
-seeds: the number papers report), and the median, IQM and mean over the
-[seeds, games] matrix with stratified-bootstrap percentile CIs (rliable's).
-Only agents complete on a full grid get CIs; 'subset': fewer games than the
-full set; 'partial' (runs incomplete or missing): apart, best so far, no CIs.
-MinAtar runs (their run.json's suite, or --suite) have no human scores: the
-tools that summarise them are named in the error that refuses them.
+Per agent (ours and the shipped references), over each run's best
+human-normalised evaluation return: the best-agent summary and rliable's
+median, IQM and mean with stratified-bootstrap CIs; agents with runs
+incomplete or missing come apart, without CIs (docs/experiments/atari57.md).
+MinAtar runs have no human scores: the error that refuses them names the
+tools that summarise them.
 """
 
 import dataclasses
@@ -19,7 +16,7 @@ import math
 import os
 import sys
 import warnings
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 from absl import app
 from absl import flags
@@ -86,18 +83,12 @@ def best_scores(runs: Sequence[run_data.Run], human_random, num_iterations: int
   games = sorted({r.game for r in runs})
   matrix = np.full((len(seeds), len(games)), np.nan)
   for run in runs:
-    best = _best(run, num_iterations)
-    if best is not None:
+    values = run.eval_return[run.iteration <= num_iterations]
+    values = values[np.isfinite(values)]
+    if values.size:
       matrix[seeds.index(run.seed), games.index(run.game)] = (
-          run_data.human_normalized(run.game, best, human_random))
+          run_data.human_normalized(run.game, values.max(), human_random))
   return matrix, seeds, games
-
-
-def _best(run: run_data.Run, num_iterations: int) -> Optional[float]:
-  """Return a run's best evaluation return up to num_iterations (None: none)."""
-  values = run.eval_return[run.iteration <= num_iterations]
-  values = values[np.isfinite(values)]
-  return float(np.max(values)) if values.size else None
 
 
 def _nan_aggregates(matrix: np.ndarray) -> Dict[str, float]:
@@ -105,9 +96,8 @@ def _nan_aggregates(matrix: np.ndarray) -> Dict[str, float]:
   present = matrix[np.isfinite(matrix)]
   if present.size == 0:
     return {m: math.nan for m in METRICS}
-  with warnings.catch_warnings():
+  with warnings.catch_warnings(action='ignore', category=RuntimeWarning):
     # A missing seed row or game column is expected in a partial grid.
-    warnings.simplefilter('ignore', category=RuntimeWarning)
     return {
         'best_agent_summary': float(np.nanmean(np.nanmedian(matrix, axis=1))),
         'median': float(np.nanmedian(np.nanmean(matrix, axis=0))),
@@ -128,9 +118,7 @@ def summarise_agent(runs: Sequence[run_data.Run], human_random,
     raise ValueError(f'summarise_agent got several agents: {sorted(sources)}.')
   source, agent = sources.pop()
   matrix, seeds, games = best_scores(runs, human_random, num_iterations)
-  complete = [r.is_complete(num_iterations) for r in runs]
-  runs_complete = int(sum(complete))
-  runs_missing = matrix.size - len(runs)
+  runs_complete = sum(r.is_complete(num_iterations) for r in runs)
   full_grid = runs_complete == matrix.size and np.all(np.isfinite(matrix))
   status = (STATUS_PARTIAL if not full_grid else
             STATUS_SUBSET if len(games) < num_games else STATUS_COMPLETE)
@@ -140,11 +128,9 @@ def summarise_agent(runs: Sequence[run_data.Run], human_random,
   point = ({n: i.point for n, i in intervals.items()} if full_grid
            else _nan_aggregates(matrix))
   ci = {n: (i.lower, i.upper) for n, i in intervals.items()}
-  return AgentSummary(source=source, agent=agent, status=status,
-                      num_games=len(games), num_seeds=len(seeds),
-                      runs_complete=runs_complete,
-                      runs_incomplete=len(runs) - runs_complete,
-                      runs_missing=runs_missing, point=point, ci=ci)
+  return AgentSummary(source, agent, status, len(games), len(seeds),
+                      runs_complete, len(runs) - runs_complete,
+                      matrix.size - len(runs), point, ci)
 
 
 # The tools that summarise MinAtar runs, which have no human scores.
@@ -175,12 +161,6 @@ def summarise(runs: Sequence[run_data.Run], human_random=None, **kwargs
           for group in run_data.group_by_agent(runs).values()]
 
 
-CSV_COLUMNS = ('source', 'agent', 'game', 'num_seeds',
-                       'last_iteration_min', 'last_iteration_max',
-                       'best_return', 'best_return_ci_low',
-                       'best_return_ci_high', 'last_return')
-
-
 CSV_COLUMNS = (
     ['source', 'agent', 'status', 'num_games', 'num_seeds', 'runs_complete',
      'runs_incomplete', 'runs_missing'] +
@@ -197,11 +177,8 @@ def to_csv_rows(summaries: Sequence[AgentSummary]) -> List[Dict[str, str]]:
           for s in summaries]
 
 
-def _pct(value: float, ci: Optional[Tuple[float, float]]) -> str:
-  text = f'{100 * value:.1f}'
-  if ci:
-    text += f' [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]'
-  return text
+def _pct(point: float, *ci: float) -> str:
+  return bootstrap.interval_text(*(100 * x for x in (point, *ci)), digits=1)
 
 
 def to_markdown(summaries: Sequence[AgentSummary], confidence: float = 0.95,
@@ -221,7 +198,7 @@ def to_markdown(summaries: Sequence[AgentSummary], confidence: float = 0.95,
          f'best-agent median % [{pct}% CI]', 'median % [CI]', 'IQM % [CI]',
          'mean % [CI]'],
         [[s.source, s.agent, s.status, s.num_games, s.num_seeds] +
-         [_pct(s.point[m], s.ci.get(m)) for m in METRICS] for s in full],
+         [_pct(s.point[m], *s.ci.get(m, ())) for m in METRICS] for s in full],
         'lllrrrrrr')) + '\n'
   if partial:
     text += ('\n**Partial agents** (some runs incomplete or missing; '
@@ -233,7 +210,7 @@ def to_markdown(summaries: Sequence[AgentSummary], confidence: float = 0.95,
                   'mean %'],
                  [[s.source, s.agent, s.num_games, s.num_seeds,
                    s.runs_complete, s.runs_incomplete, s.runs_missing] +
-                  [_pct(s.point[m], None) for m in METRICS]
+                  [_pct(s.point[m]) for m in METRICS]
                   for s in partial], 'llrrrrrrrrr')) + '\n'
   return text
 

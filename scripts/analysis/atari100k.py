@@ -3,29 +3,16 @@ r"""Atari 100k: the published agents' scores and ours, aggregated as rliable doe
   python -m scripts.analysis.atari100k
   python -m scripts.analysis.atari100k --runs=runs/a100k --profile_png=p.png
 
-The published per-run final scores (zoo/reference/atari100k/, with their
-sources) and our runs of the Atari 100k protocol are human-normalised over the
-26 games; per agent, prints the mean, median (over games of the per-game mean
-over runs), IQM (25%-trimmed mean over all runs and games) and optimality gap
-(mean of max(0, 1 - score)), each with a stratified-bootstrap percentile CI
-(scripts.analysis.bootstrap), then the mean raw score per game of every agent.
-The score of one of our runs is its final iteration's evaluation return. Our
-runs are those whose run.json records the Atari suite and the atari100k
-protocol, each named by the preset its settings match (else its package); an
-agent uses the same number of runs on every game (the fewest it has on any
-game, lowest run identifiers first).
-
---games=krull,pong,... aggregates every agent, published ones included, over
-those games only: the tables say so. --pair=A,B adds the paired comparison of
-two of the agents: per game, A's human-normalised score minus B's (means over
-runs), and over the games the mean difference with a bootstrap CI (games
-resampled) and the games on which A scores higher.
+Human-normalises the published per-run scores (zoo/reference/atari100k/) and
+our runs of --protocol=atari100k (a run's score: its final evaluation return);
+prints per agent the mean, median, IQM and optimality gap with
+stratified-bootstrap CIs, then each agent's mean raw score per game. --games
+restricts every agent to those games; --pair=A,B adds A - B per game and over
+the games. docs/atari100k.md says which runs count and how.
 """
 
 import collections
-import csv
 import dataclasses
-import gzip
 import sys
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
@@ -85,29 +72,18 @@ def load_published(path: Optional[str] = None,
   """Return the published scores {agent: {game: [runs]}} of `agents` (all)."""
   path = path or run_data.reference_path(SCORES_FILE)
   rows = collections.defaultdict(list)
-  with gzip.open(path, 'rt', newline='') as f:
-    for row in csv.DictReader(f):
-      rows[(row['agent'], row['game'])].append(
-          (int(row['run']), float(row['score'])))
+  for row in run_data.read_rows(path, ('agent', 'game', 'run', 'score')):
+    rows[(row['agent'], row['game'])].append(
+        (int(row['run']), float(row['score'])))
   known = sorted({agent for agent, _ in rows})
   wanted = known if agents is None else list(agents)
   unknown = [a for a in wanted if a not in known]
   if unknown:
     raise ValueError(f'Unknown published agent(s) {unknown}; the Atari 100k '
                      f'file has {known}.')
-  scores: Scores = {}
-  for agent in wanted:
-    scores[agent] = {game: np.array([s for _, s in sorted(runs)])
-                     for (a, game), runs in rows.items() if a == agent}
-  return scores
-
-
-def atari100k_settings(run: run_data.Run) -> Optional[Dict]:
-  """Return the settings of `run` if its run.json records this protocol."""
-  if (run.settings is None or run.suite != SUITE or
-      run.settings.get(PROTOCOL_SETTING) != PROTOCOL):
-    return None
-  return run.settings
+  return {agent: {game: np.array([s for _, s in sorted(runs)])
+                  for (a, game), runs in rows.items() if a == agent}
+          for agent in wanted}
 
 
 def our_scores(runs: Sequence[run_data.Run], log=None) -> Scores:
@@ -121,8 +97,8 @@ def our_scores(runs: Sequence[run_data.Run], log=None) -> Scores:
   grouped = collections.defaultdict(lambda: collections.defaultdict(list))
   others = unfinished = 0
   for run in runs:
-    settings = atari100k_settings(run)
-    if settings is None:
+    settings = run.settings or {}
+    if run.suite != SUITE or settings.get(PROTOCOL_SETTING) != PROTOCOL:
       others += 1
       continue
     # The final iteration is the protocol's last: run.json's num_iterations.
@@ -131,10 +107,6 @@ def our_scores(runs: Sequence[run_data.Run], log=None) -> Scores:
       unfinished += 1
       continue
     name = run.agent if run.source == 'ours' else f'{run.source}/{run.agent}'
-    if any(seed == run.seed for seed, _ in grouped[name][run.game]):
-      raise ValueError(f'Two runs of {name} on {run.game} have seed '
-                       f'{run.seed} (one is {run.path}): keep one, or pass '
-                       'them as separately labelled --runs=LABEL=DIR.')
     grouped[name][run.game].append((run.seed, score))
   if others:
     print(f'note: {others} run(s) left out: their run.json does not record '
@@ -214,8 +186,8 @@ def aggregate_markdown(summaries: Sequence[Summary],
   lines += tables.markdown(
       ['agent', 'runs/game'] + list(METRICS),
       [[s.agent, s.runs_per_game] +
-       [f'{i.point:.3f} [{i.lower:.3f}, {i.upper:.3f}]'
-        if s.runs_per_game > 1 else f'{i.point:.3f}'
+       [bootstrap.interval_text(*(i if s.runs_per_game > 1 else i[:1]),
+                                digits=3)
         for i in (s.intervals[m] for m in METRICS)] for s in summaries], 'lr')
   if any(s.runs_per_game < 2 for s in summaries):
     lines += ['', 'One run a game has no CI: the stratified bootstrap '
@@ -276,15 +248,15 @@ def plot_profiles(path: str, matrices: Mapping[str, np.ndarray],
   ax.grid(alpha=0.3)
   ax.legend()
   fig.tight_layout()
-  return plot_curves.save(fig, path)
+  return plot_curves.save(fig, path)[0]
 
 
 def gather(runs_args: Sequence[str], agents: Sequence[str]) -> Scores:
   """Return the published `agents`' scores, then ours from --runs."""
   scores = load_published(agents=agents) if agents else {}
-  runs = run_data.load_runs_args(runs_args)
+  runs = run_data.check_unique(run_data.load_runs_args(runs_args))
   if runs:
-    ours = our_scores(runs)  # Checks one run per name, game and seed.
+    ours = our_scores(runs)
     clash = sorted(set(ours) & set(scores))
     if clash:
       raise ValueError(f'Our agent(s) {clash} have a published agent\'s name; '
@@ -311,11 +283,10 @@ def report(runs_args: Sequence[str], agents: Sequence[str],
   human_random = run_data.load_human_random()
   matrices = {agent: normalised_matrix(agent, per_game, human_random, games)
               for agent, per_game in scores.items()}
-  if pair:
-    for agent in pair:
-      if agent not in matrices:
-        raise ValueError(f'--pair: no agent {agent!r}; the agents are '
-                         f'{", ".join(matrices)}.')
+  for agent in pair:
+    if agent not in matrices:
+      raise ValueError(f'--pair: no agent {agent!r}; the agents are '
+                       f'{", ".join(matrices)}.')
   summaries = [summarise(agent, matrix, reps, confidence, seed)
                for agent, matrix in matrices.items()]
   parts = [aggregate_markdown(summaries, confidence, games),

@@ -187,10 +187,14 @@ def difference_ci(a: Sequence[float], b: Sequence[float], reps: int = 50_000,
   return Cell(point, float(lower), float(upper), min(a.size, b.size))
 
 
+def interval_text(point: float, lower: float = math.nan,
+                  upper: float = math.nan, digits: int = 2) -> str:
+  """Return 'point [lower, upper]' to `digits` decimals ('point' if no CI)."""
+  if math.isnan(lower):
+    return f'{point:.{digits}f}'
+  return f'{point:.{digits}f} [{lower:.{digits}f}, {upper:.{digits}f}]'
+
+
 def cell_text(cell: Cell) -> str:
   """Return 'mean [lower, upper]' ('mean' without a CI; '–' without seeds)."""
-  if cell.num_seeds == 0:
-    return '–'
-  if math.isnan(cell.lower):
-    return f'{cell.mean:.2f}'
-  return f'{cell.mean:.2f} [{cell.lower:.2f}, {cell.upper:.2f}]'
+  return interval_text(*cell[:3]) if cell.num_seeds else '–'

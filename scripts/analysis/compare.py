@@ -4,19 +4,12 @@ r"""Compare configuration A's runs with B's per game: means and difference.
       [--a=... --b=...] [--games=asterix,breakout] [--num_iterations=N]
       [--column=eval_episode_return] [--per_iteration] [--bootstrap_reps=50000]
 
-Each PATH is a directory of runs (their results.csv files, in any layout: a
-campaign's ROOT/<agent>/<game>/seed_<s>/, or its ROOT/<configuration>/...),
-or a study report's runs.csv (python -m scripts.campaign --report: the final
-evaluation return of each complete seed), of which LABEL picks the
-configuration. A run's game is the one its run.json records, with its suite
-(a MinAtar run's CSV calls it minatar-<game>); a run without run.json keeps
-its CSV's environment_name.
-
-Prints, per game and per pair of an A and a B, the return at iteration N of
-each side's seeds that reached it: the mean with its 95% bootstrap CI, and
-A - B with its CI (each side's seeds resampled). N is --num_iterations, else
-the last iteration both sides reached. --per_iteration adds, per game and
-pair, each iteration's mean over seeds with their range.
+Each PATH is a directory of runs (in any layout; a run's game is its
+run.json's) or a study report's runs.csv, of which LABEL picks the
+configuration. Prints, per game and (A, B) pair, each side's mean return over
+seeds at iteration N (--num_iterations, else the last both reached) with its
+95% bootstrap CI, and A - B with its CI; --per_iteration adds each
+iteration's mean over seeds with their range.
 """
 
 import csv
@@ -32,7 +25,6 @@ from scripts.analysis import bootstrap
 from scripts.analysis import run_data
 from scripts.analysis import tables
 from zoo.configuration import cli
-from zoo.storage import run_json
 
 FLAGS = flags.FLAGS
 COLUMNS = {'eval_episode_return': 'eval_return',
@@ -81,14 +73,6 @@ def report_finals(path: str) -> Dict[Tuple[str, str], List[float]]:
   return out
 
 
-def run_game(run: run_data.Run) -> str:
-  """Return the game that the run's run.json records (its CSV's if none)."""
-  data = run_json.read(run_json.path_next_to(run.path))
-  if data is None or 'suite' not in data:
-    return run.game
-  return data['settings'].get('environment_name', run.game)
-
-
 def load_side(spec: str) -> Side:
   """Return the side that a --a or --b value, LABEL=PATH or PATH, names."""
   label, path = run_data.parse_runs_arg(spec)
@@ -106,7 +90,9 @@ def load_side(spec: str) -> Side:
                             if c == label})
   runs: Dict[str, List[run_data.Run]] = {}
   for run in run_data.load_run_dir(path, label):
-    runs.setdefault(run_game(run), []).append(run)
+    # The game its run.json records (a MinAtar CSV's is minatar-<game>).
+    game = (run.settings or {}).get('environment_name', run.game)
+    runs.setdefault(game, []).append(run)
   return Side(label, runs)
 
 

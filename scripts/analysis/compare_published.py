@@ -2,18 +2,16 @@ r"""Check runs against the published curves, iteration by iteration.
 
   python -m scripts.analysis.compare_published --runs=runs/cr_dqn/pong
   python -m scripts.analysis.compare_published --runs=QR-DQN-0=runs_k0 --plot=/tmp/check.png
-  python -m scripts.analysis.compare_published --runs=evidence/sessions/ID/runs
 
 For each of our runs and each of its iterations, prints our evaluation return
 next to the published seeds of the same agent and game at the same frame (min,
 mean and max over seeds) and marks iterations outside the published range.
-Published: CR-DQN, NC-CR-DQN, NC-QR-DQN-1, NC-QR-DQN-0 and QR-DQN-0 from the
-paper's runs; QR-DQN-1 from DQN Zoo's `qrdqn` (zoo/reference). A run's CSV
-names its package (qr_dqn, nc_qr_dqn, ...); the published variant comes from a
-LABEL in --runs=LABEL=DIR naming one, else from the run.json beside the CSV,
-else the package default (QR-DQN-1, NC-QR-DQN-1), which the output says.
+The published variant comes from a --runs LABEL naming one, else the run.json
+beside the CSV, else the package default, which the output says
+(docs/experiments/atari57.md).
 """
 
+import collections
 import dataclasses
 import math
 import os
@@ -180,20 +178,17 @@ def protocol_differences(run: run_data.Run, resolution: Resolution
   # pylint: disable=g-import-not-at-top
   from zoo.suites import atari_suite
   from zoo.configuration import settings as settings_lib
+  # optimizer_epsilon: None derives it from the variant.
   defaults = dict(settings_lib.default_settings(atari_suite.ATARI),
                   **resolution.variant.settings, results_csv_path='',
-                  checkpoint_dir='')
-  defaults['optimizer_epsilon'] = None  # Derived from the variant.
+                  checkpoint_dir='', optimizer_epsilon=None)
   published = settings_lib.resolve_settings(
       atari_suite.ATARI, _PRESETS[resolution.variant.name], defaults).as_dict()
-  out = []
-  for name in sorted(published):
-    if name in _NOT_PROTOCOL or name not in resolution.settings:
-      continue
-    ours = resolution.settings[name]
-    if not _setting_matches(ours, published[name]):
-      out.append(f'{name}={ours} ({published[name]})')
-  return out
+  ours = resolution.settings
+  return [f'{name}={ours[name]} ({published[name]})'
+          for name in sorted(published)
+          if name not in _NOT_PROTOCOL and name in ours
+          and not _setting_matches(ours[name], published[name])]
 
 
 @dataclasses.dataclass
@@ -303,18 +298,16 @@ def format_comparison(c: Comparison) -> str:
   source = '' if run.source == 'ours' else f' [{run.source}]'
   lines = [f'{run.agent} on {run.game}, seed {run.seed}{source}: {run.path}']
   variant = c.resolution.variant
-  if variant is None:
-    lines.append(f'  not compared: {c.note}.')
-    return '\n'.join(lines)
-  seeds = sorted({r.seed for r in c.published})
-  where = 'paper runs' if variant.source == 'paper' else (
-      f"DQN Zoo's {variant.reference_agent}")
-  lines.append(f'  published: {variant.name} ({where}, {len(seeds)} seeds); '
-               f'variant: {c.resolution.how}.')
+  if variant is not None:
+    seeds = len({r.seed for r in c.published})
+    where = 'paper runs' if variant.source == 'paper' else (
+        f"DQN Zoo's {variant.reference_agent}")
+    lines.append(f'  published: {variant.name} ({where}, {seeds} seeds); '
+                 f'variant: {c.resolution.how}.')
   if c.differences:
     lines.append('  settings off the published protocol, ours (published): ' +
                  ', '.join(c.differences) + '.')
-  if not c.rows:
+  if not c.rows:  # No variant, or no published runs of its game.
     lines.append(f'  not compared: {c.note}.')
     return '\n'.join(lines)
   lines.append(f'  {"iteration":>9} {"frame":>12} {"ours":>9} {"episodes":>8}'
@@ -326,8 +319,7 @@ def format_comparison(c: Comparison) -> str:
         f'{_number(row.mean, 9)} {_number(row.high, 9)} '
         f'{row.num_seeds or "–":>5}  {row.mark}')
   compared = [r for r in c.rows if r.mark in (IN_RANGE, BELOW, ABOVE)]
-  count = {m: sum(r.mark == m for r in compared) for m in (IN_RANGE, BELOW,
-                                                           ABOVE)}
+  count = collections.Counter(r.mark for r in compared)
   summary = (f'  {len(c.rows)} iterations, {len(compared)} compared: '
              f'{count[IN_RANGE]} in range, {count[BELOW]} below, '
              f'{count[ABOVE]} above.')
@@ -381,7 +373,7 @@ def plot(comparisons: Sequence[Comparison], path: str) -> str:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6)
   fig.tight_layout()
-  return plot_curves.save(fig, path)
+  return plot_curves.save(fig, path)[0]
 
 
 def check_arguments(runs: Sequence[str], plot_path: Optional[str]) -> None:

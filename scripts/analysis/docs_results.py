@@ -6,12 +6,9 @@ r"""The docs' result blocks: each is what its command prints from committed data
 A result block in README.md or a page under docs/ is
 
   <!-- results: python -m scripts.analysis.MODULE FLAGS -->
-  ...the command's standard output...
+  ...the command's standard output, run from the repository's root...
   <!-- end results -->
 
-The command runs from the repository's root on the results committed there
-(evidence/, zoo/reference/), so a table on a page is the table those results
-give: when code or data change, the check names the stale blocks and the fix.
 Only scripts.analysis commands may fill a block: they read results and write
 nothing else.
 """
@@ -23,7 +20,7 @@ import re
 import shlex
 import subprocess
 import sys
-from typing import Callable, List, Sequence
+from typing import Callable, List, Sequence, Tuple
 
 from absl import flags
 
@@ -100,26 +97,17 @@ def run_command(argv: Sequence[str]) -> str:
   return result.stdout
 
 
-def expected(block: Block, runner: Runner = run_command) -> str:
-  """Return what the block should show: its command's output, trimmed."""
-  output = runner(_argv(block.command, f'{block.path}:{block.line}'))
-  return output.strip('\n') + '\n'
-
-
-def rewrite(text: str, path: str, runner: Runner = run_command) -> str:
-  """Return `text` with every result block's output brought up to date."""
-  out, lines = [], text.splitlines(keepends=True)
-  blocks = {b.line: b for b in find_blocks(path, text)}
-  skip_to = None
-  for number, line in enumerate(lines, 1):
-    if skip_to is not None and number < skip_to:
-      continue
-    skip_to = None
-    out.append(line)
-    if number in blocks:
-      out.append(expected(blocks[number], runner))
-      skip_to = number + len(blocks[number].shown.splitlines()) + 1
-  return ''.join(out)
+def rewrite(text: str, path: str, runner: Runner = run_command
+            ) -> Tuple[str, List[Block]]:
+  """Return `text` with its result blocks up to date, and the stale blocks."""
+  lines, stale = text.splitlines(keepends=True), []
+  for block in reversed(find_blocks(path, text)):
+    output = runner(_argv(block.command, f'{path}:{block.line}'))
+    output = output.strip('\n') + '\n'
+    if output != block.shown:
+      stale.insert(0, block)
+      lines[block.line:block.line + len(block.shown.splitlines())] = [output]
+  return ''.join(lines), stale
 
 
 def markdown_files(root: str = REPO) -> List[str]:
@@ -128,32 +116,22 @@ def markdown_files(root: str = REPO) -> List[str]:
   return ['README.md'] + sorted(os.path.relpath(p, root) for p in pages)
 
 
-def stale_blocks(root: str = REPO, runner: Runner = run_command
-                 ) -> List[Block]:
-  """Return the blocks whose shown output is not their command's."""
+def update(root: str = REPO, runner: Runner = run_command,
+           write: bool = False) -> List[Block]:
+  """Return the blocks that do not show their command's output; with `write`,
+  rewrite the files that hold them.
+  """
   stale = []
-  for name in markdown_files(root):
-    with open(os.path.join(root, name), encoding='utf-8') as f:
-      text = f.read()
-    stale += [b for b in find_blocks(name, text)
-              if b.shown != expected(b, runner)]
-  return stale
-
-
-def write_all(root: str = REPO, runner: Runner = run_command) -> List[str]:
-  """Rewrite every file with a stale block; return the files written."""
-  written = []
   for name in markdown_files(root):
     path = os.path.join(root, name)
     with open(path, encoding='utf-8') as f:
-      text = f.read()
-    new = rewrite(text, name, runner)
-    if new != text:
+      text, found = rewrite(f.read(), name, runner)
+    stale += found
+    if write and found:
       with open(path + '.tmp', 'w', encoding='utf-8') as f:
-        f.write(new)
+        f.write(text)
       os.replace(path + '.tmp', path)  # Never a half-written page.
-      written.append(name)
-  return written
+  return stale
 
 
 def define_flags() -> None:
@@ -163,20 +141,18 @@ def define_flags() -> None:
 
 def main(unused_argv):
   try:
-    if FLAGS.write:
-      written = write_all()
-      print(f'rewrote {", ".join(written)}' if written
-            else 'every result block is current')
-      return
-    stale = stale_blocks()
+    stale = update(write=FLAGS.write)
   except ValueError as e:
     sys.exit(f'Error: {e}')
-  if stale:
+  if stale and FLAGS.write:
+    print(f'rewrote {", ".join(dict.fromkeys(b.path for b in stale))}')
+  elif stale:
     sys.exit('Stale result blocks (their command prints something else):\n'
              + ''.join(f'  {b.path}:{b.line}: {b.command}\n' for b in stale)
              + 'Fix: python -m scripts.analysis.docs_results --write, then '
              'review and commit the pages.')
-  print('every result block is current')
+  else:
+    print('every result block is current')
 
 
 if __name__ == '__main__':

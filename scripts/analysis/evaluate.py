@@ -4,14 +4,10 @@
       [--iteration=N] [--num_episodes=10] [--video_path=pong.gif|pong.mp4]
       [--seed=1]
 
-Loads the newest intact checkpoint (a damaged newest one is skipped with a
-warning naming it), or that of `--iteration` among the two a run keeps, and
-the network its saved settings describe; plays whole episodes under the DQN
-Zoo evaluation protocol (the online parameters, the run's ε, one environment
-in the reference mode, its episode frame cap) and prints each episode's return,
-human-normalised score and frames, then their mean. `--video_path` records the
-first episode's RGB screens, 15 per second of game time: a GIF (Pillow), or an
-MP4 with the ffmpeg program.
+Plays whole episodes with the newest intact checkpoint (or --iteration's)
+under the DQN Zoo evaluation protocol and prints each episode's return,
+human-normalised score and frames, then their mean; --video_path records the
+first episode as a GIF or an MP4 (docs/running.md).
 """
 
 import dataclasses
@@ -38,6 +34,7 @@ from zoo.configuration import settings as settings_lib
 from zoo.configuration import suites
 from zoo.configuration import cli
 
+FLAGS = flags.FLAGS
 VIDEO_FORMATS = ('.gif', '.mp4')
 FRAMES_PER_SECOND = 15  # 60 Hz emulator, one screen per 4-frame step.
 
@@ -200,8 +197,7 @@ def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
     return np.asarray(actions)
 
   game = s.environment_name
-  log(f'{settings["agent"]} on {suite.name} {game}, checkpoint '
-      f'{path}, ε = '
+  log(f'{settings["agent"]} on {suite.name} {game}, checkpoint {path}, ε = '
       f'{s.eval_exploration_epsilon}, {num_episodes} episodes')
   try:
     episodes, screens = play(
@@ -211,7 +207,8 @@ def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
   finally:
     env.close()
   # MinAtar has no human reference scores: its normalised scores are NaN.
-  normalized = not np.isnan([e.normalized_return for e in episodes]).any()
+  scores = [e.normalized_return for e in episodes]
+  normalized = not np.isnan(scores).any()
   for i, episode in enumerate(episodes):
     log(f'episode {i + 1}: return {episode.episode_return:g}, ' + (
         f'human-normalised {episode.normalized_return:.3f}, '
@@ -219,9 +216,7 @@ def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
   returns = np.array([e.episode_return for e in episodes])
   log(f'mean return {returns.mean():g} ± {returns.std():g} (std over '
       f'{len(episodes)} episodes)' + (
-          ', human-normalised '
-          f'{np.mean([e.normalized_return for e in episodes]):.3f}'
-          if normalized else ''))
+          f', human-normalised {np.mean(scores):.3f}' if normalized else ''))
   if video_path:
     write_video(video_path, screens)
     log(f'video: {video_path} ({len(screens)} screens of the first episode, '
@@ -230,15 +225,13 @@ def evaluate(checkpoint_dir: str, num_episodes: int, seed: int = 1,
 
 
 def main(unused_argv):
-  checkpoint_dir = flags.FLAGS.checkpoint_dir
-  if not flags.FLAGS['checkpoint_dir'].present or not checkpoint_dir:
+  if not FLAGS.checkpoint_dir:
     raise app.UsageError("--checkpoint_dir is required (a run's "
                          '--checkpoint_dir, e.g. '
                          'runs/cr_dqn/pong/seed_1/checkpoints).')
   try:
-    evaluate(checkpoint_dir, flags.FLAGS.num_episodes,
-             flags.FLAGS.seed, flags.FLAGS.video_path,
-             flags.FLAGS.video_max_steps, iteration=flags.FLAGS.iteration)
+    evaluate(FLAGS.checkpoint_dir, FLAGS.num_episodes, FLAGS.seed,
+             FLAGS.video_path, FLAGS.video_max_steps, iteration=FLAGS.iteration)
   except (ValueError, minatar_env.NotInstalledError) as e:  # ConfigError too.
     sys.exit(f'Error: {e}')
 

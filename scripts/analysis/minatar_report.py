@@ -1,17 +1,13 @@
 """The MinAtar study's report: curves, final scores with CIs, K = 8 vs K = 1.
 
-`write_report` takes the planned runs of a MinAtar campaign
-(scripts.campaign.report), as `load_run` read them, and writes final_scores.csv and report.md (per game
-and configuration, over the complete seeds: the mean of each run's last
-evaluation return ("final") and of its mean over iterations 1..T, with 95%
-bootstrap CIs over seeds, beside the random policy's return), runs.csv (every
-planned run: complete, incomplete or missing), curves.png and k_streams.png
-(mean over seeds and min..max band against training steps), and the wall time
-(the phases' hours from the CSVs' frame rates; the span from the first run.log
-start to the last CSV write); with CR-DQN and QR-DQN-1 among the labels,
-CR-DQN - QR-DQN-1 per game (scripts.analysis.compare's table) and their
-normalised IQM over games. Incomplete and missing runs are listed, never
-averaged in.
+`write_report` takes a MinAtar campaign's planned runs (scripts.campaign.report),
+as `load_run` read them, and writes report.md, final_scores.csv, runs.csv,
+curves.png and k_streams.png (docs/experiments/minatar.md): per game and
+configuration, over the complete seeds, the final and mean-over-iterations
+evaluation returns with 95% bootstrap CIs beside the random policy's; the
+wall time; with CR-DQN and QR-DQN-1 among the labels, CR-DQN - QR-DQN-1 per
+game and their normalised IQM over games. Incomplete and missing runs are
+listed, never averaged in.
 """
 
 import datetime
@@ -146,15 +142,10 @@ def study_span(csv_paths: Sequence[str]
     ends.append(datetime.datetime.fromtimestamp(os.path.getmtime(path)))
     try:
       with open(os.path.join(os.path.dirname(path), 'run.log')) as f:
-        first = f.readline()
-    except OSError:
-      continue
-    if first.startswith('=== '):
-      try:
-        starts.append(datetime.datetime.strptime(first[4:23],
-                                                 '%Y-%m-%d %H:%M:%S'))
-      except ValueError:
-        pass
+        starts.append(datetime.datetime.strptime(f.readline()[:23],
+                                                 '=== %Y-%m-%d %H:%M:%S'))
+    except (OSError, ValueError):
+      pass
   if not starts or not ends:
     return None
   return min(starts), max(ends)
@@ -182,13 +173,12 @@ def final_rows(results: Sequence[RunResult], random_returns: Dict[str, float],
                                    seed)
     mean = bootstrap.mean_with_ci([r.mean_over_iterations for r in runs],
                                   reps, confidence, seed)
-    train = [r.final_train for r in runs]
     random_return = random_returns.get(game, math.nan)
     rows.append({
         'configuration': label, 'game': game, 'seeds': len(runs),
         'seeds_list': ' '.join(str(r.seed) for r in runs),
         'final': final, 'mean_over_iterations': mean,
-        'final_train': float(np.mean(train)) if train else math.nan,
+        'final_train': float(np.mean([r.final_train for r in runs])),
         'random': random_return,
         # Above random: the CI's lower end (the value with one seed) clears it.
         'above_random': bool((final.mean if math.isnan(final.lower)
@@ -238,7 +228,7 @@ def run_rows(planned: Sequence[Tuple[str, str, int, str]],
 
 def k_stream_rows(results: Sequence[RunResult], game: str, k_label: str,
                   reps: int, confidence: float, seed: int) -> List[Dict]:
-  """Return K = 1 vs K = 8 rows: per iteration means, then final and mean."""
+  """Return K = 1 vs K = 8 rows: the final and mean-over-iterations returns."""
   groups = group_complete(results)
   one, eight = (groups.get((label, game), []) for label in (K_ONE_LABEL,
                                                             k_label))
@@ -285,7 +275,7 @@ def plot_curves_figure(results: Sequence[RunResult], labels: Sequence[str],
              loc='lower center', ncol=min(len(legend), 4),
              bbox_to_anchor=(0.5, 1.0), fontsize=8)
   fig.tight_layout()
-  return plot_curves.save(fig, path)
+  return plot_curves.save(fig, path)[0]
 
 
 def markdown(final: Sequence[Dict], k_rows: Sequence[Dict],
@@ -414,9 +404,8 @@ def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
 
   Over the complete RunResults; labels and games in order.
   """
-  final = {}  # {(label, game): {seed: final return}}
-  for r in (r for r in results if r.complete):
-    final.setdefault((r.label, r.game), {})[r.seed] = r.final
+  final = {key: {r.seed: r.final for r in runs}  # Of the complete runs.
+           for key, runs in group_complete(results).items() if runs}
   a, b = COMPARED
   lines = [f'## {a} - {b} per game', '',
            'Final evaluation return, mean over seeds [95% percentile '
@@ -454,8 +443,8 @@ def comparison_markdown(results, labels: Sequence[str], games: Sequence[str],
                        for s in seeds])
     interval = bootstrap.confidence_interval(
         scores, bootstrap.interquartile_mean, reps=reps, seed=seed)
-    rows.append([label, len(seeds), f'{interval.point:.3f} '
-                 f'[{interval.lower:.3f}, {interval.upper:.3f}]'])
+    rows.append([label, len(seeds),
+                 bootstrap.interval_text(*interval, digits=3)])
   lines += tables.markdown(['configuration', 'seeds',
                             'normalised IQM [95% CI]'], rows, 'lrl')
   return '\n'.join(lines) + '\n'

@@ -4,14 +4,11 @@ r"""Plot Atari learning curves: per game, a grid of all games, and the median ov
   python -m scripts.analysis.plot_curves --reference_agents=CR-DQN,qrdqn --games=pong,breakout \
       --output_dir=/tmp/plots --format=png,pdf
 
-Each curve is the mean +- std over seeds of the evaluation return (human-normalised
-with --normalized, the default, else raw) against frames, each seed first smoothed
-by a trailing moving average over --smoothing_window iterations. Our runs are solid
-lines, reference agents dashed; colours are the Okabe-Ito colour-blind-safe palette.
-Writes games/<game>.<fmt>, all_games.<fmt> and aggregate_median.<fmt>.
-MinAtar runs (their run.json's suite, or --suite) have no human scores: their
-panels show raw returns against training steps (one frame per step), say so
-on the axis, and stay out of the median over games.
+Each curve is the mean +- std over seeds of the smoothed evaluation return
+(human-normalised, or raw with --normalized=false) against frames; ours solid,
+references dashed. Writes games/<game>.<fmt>, all_games.<fmt> and
+aggregate_median.<fmt> (docs/experiments/atari57.md). MinAtar runs show raw
+returns against training steps and stay out of the median over games.
 """
 
 import os
@@ -91,9 +88,8 @@ def seed_curves(runs: Sequence[run_data.Run], human_random, normalized: bool,
       values = run_data.human_normalized(run.game, values, human_random)
     scores[i, run.iteration] = values
     frames[i, run.iteration] = run.frame
-  with warnings.catch_warnings():
+  with warnings.catch_warnings(action='ignore', category=RuntimeWarning):
     # Iterations a seed has not reached yet are NaN.
-    warnings.simplefilter('ignore', category=RuntimeWarning)
     return np.nanmean(frames, axis=0), smooth(scores, window)
 
 
@@ -101,8 +97,7 @@ def game_curve(runs: Sequence[run_data.Run], human_random, normalized: bool,
                window: int) -> Curve:
   """Return frames, mean and std over seeds, and the number of seeds."""
   frames, scores = seed_curves(runs, human_random, normalized, window)
-  with warnings.catch_warnings():
-    warnings.simplefilter('ignore', category=RuntimeWarning)
+  with warnings.catch_warnings(action='ignore', category=RuntimeWarning):
     mean = np.nanmean(scores, axis=0)
     std = np.nanstd(scores, axis=0)
   keep = np.isfinite(mean) & np.isfinite(frames)
@@ -119,8 +114,7 @@ def median_curve(runs_by_game: Dict[str, List[run_data.Run]], human_random,
   per_game = [seed_curves(runs, human_random, True, window)
               for runs in runs_by_game.values()]
   length = min(len(frames) for frames, _ in per_game)
-  with warnings.catch_warnings():
-    warnings.simplefilter('ignore', category=RuntimeWarning)
+  with warnings.catch_warnings(action='ignore', category=RuntimeWarning):
     means = np.stack([np.nanmean(s[:, :length], axis=0) for _, s in per_game])
     frames = np.nanmean(np.stack([f[:length] for f, _ in per_game]), axis=0)
   keep = np.all(np.isfinite(means), axis=0) & np.isfinite(frames)
@@ -162,20 +156,16 @@ def panels(count: int, columns: int, width: float, height: float):
   return fig, axes.flat[:count]
 
 
-def save(fig, path: str, close: bool = True) -> str:
-  """Write a figure to `path` atomically, in the format its extension names."""
-  with files.atomic_path(path) as tmp:
-    fig.savefig(tmp, format=os.path.splitext(path)[1][1:], dpi=100,
-                bbox_inches='tight')
-  if close:
-    plt.close(fig)
-  return path
-
-
-def _save(fig, path_stem: str, formats: Sequence[str]) -> List[str]:
-  paths = [save(fig, f'{path_stem}.{fmt}', close=False) for fmt in formats]
+def save(fig, *paths: str) -> List[str]:
+  """Write a figure to each path atomically, in the format its extension
+  names; close it and return the paths.
+  """
+  for path in paths:
+    with files.atomic_path(path) as tmp:
+      fig.savefig(tmp, format=os.path.splitext(path)[1][1:], dpi=100,
+                  bbox_inches='tight')
   plt.close(fig)
-  return paths
+  return list(paths)
 
 
 def _plot_game(ax, game_runs, styles, human_random, normalized, window,
@@ -223,6 +213,9 @@ def plot_all(runs: Sequence[run_data.Run], output_dir: str,
     raise ValueError('None of the selected games has runs to plot.')
   written = []
 
+  def out(*name: str) -> List[str]:
+    return [os.path.join(output_dir, *name) + f'.{fmt}' for fmt in formats]
+
   if per_game:
     for game in games:
       fig, ax = plt.subplots(figsize=(6, 4))
@@ -231,7 +224,7 @@ def plot_all(runs: Sequence[run_data.Run], output_dir: str,
       ax.set(title=game, xlabel=x_label, ylabel=y_label)
       ax.grid(alpha=0.3)
       ax.legend(fontsize=8)
-      written += _save(fig, os.path.join(output_dir, 'games', game), formats)
+      written += save(fig, *out('games', game))
 
   fig, axes = panels(len(games), int(np.ceil(np.sqrt(len(games)))), 3, 2.4)
   for ax, game in zip(axes, games):
@@ -252,7 +245,7 @@ def plot_all(runs: Sequence[run_data.Run], output_dir: str,
   fig.supxlabel(x_label)
   fig.supylabel(y_label)
   fig.tight_layout()
-  written += _save(fig, os.path.join(output_dir, 'all_games'), formats)
+  written += save(fig, *out('all_games'))
 
   if not atari_games:
     return written  # No human scores, so no median over games.
@@ -268,7 +261,7 @@ def plot_all(runs: Sequence[run_data.Run], output_dir: str,
          title='Median over games (mean over seeds)')
   ax.grid(alpha=0.3)
   ax.legend(fontsize=8)
-  written += _save(fig, os.path.join(output_dir, 'aggregate_median'), formats)
+  written += save(fig, *out('aggregate_median'))
   return written
 
 

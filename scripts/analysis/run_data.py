@@ -34,8 +34,8 @@ HUMAN_RANDOM_FILE = 'atari_human_random.csv'
 SUITES = ('atari', 'minatar')
 SUITE_FIX = ('pass --suite=atari or --suite=minatar, the suite of the runs '
              'written without a run.json')
-_KEY_COLUMNS = ('agent', 'environment_name', 'seed')
-_REQUIRED_COLUMNS = _KEY_COLUMNS + ('iteration', 'eval_episode_return')
+_REQUIRED_COLUMNS = ('agent', 'environment_name', 'seed', 'iteration',
+                     'eval_episode_return')
 # What the tools say a run CSV is, when they find none.
 RUN_CSV_HELP = (
     'A run CSV is the results.csv a run writes (python -m <agent>.run_atari '
@@ -341,18 +341,6 @@ def load_reference(name: str) -> List[Run]:
   return read_runs_csv(reference_path(REFERENCE_FILES[name]), name, 'atari')
 
 
-def load_all_references(agents: Optional[Sequence[str]] = None) -> List[Run]:
-  """Load both reference sets, keeping only `agents` if given."""
-  runs = [run for name in REFERENCE_FILES for run in load_reference(name)]
-  if agents is not None:
-    known = sorted({r.agent for r in runs})
-    unknown = [a for a in agents if a not in known]
-    if unknown:
-      raise ValueError(f'Unknown reference agent(s) {unknown}; known: {known}.')
-    runs = [r for r in runs if r.agent in agents]
-  return runs
-
-
 def load_with_references(runs_args: Sequence[str],
                          reference_agents: Optional[Sequence[str]] = None,
                          suite: Optional[str] = None) -> List[Run]:
@@ -363,7 +351,13 @@ def load_with_references(runs_args: Sequence[str],
   agents = (None if reference_agents is None
             else [a for a in reference_agents if a])
   if agents is None or agents:
-    runs += load_all_references(agents)
+    references = [run for name in REFERENCE_FILES
+                  for run in load_reference(name)]
+    known = sorted({r.agent for r in references})
+    unknown = [a for a in agents or () if a not in known]
+    if unknown:
+      raise ValueError(f'Unknown reference agent(s) {unknown}; known: {known}.')
+    runs += [r for r in references if agents is None or r.agent in agents]
   return check_suites(check_unique(runs))
 
 
