@@ -6,6 +6,8 @@ runs each tiny seeded run of `RUNS` in `compile_flags.reference_environment()`
 and writes DIR/<name>.csv. With --emulated_cpu, each run's Python runs under
 QEMU's user-mode emulator as that CPU model (e.g. EPYC-Rome: AVX2 and FMA, no
 AVX-512), to check on one machine that the CSVs hold on another kind of CPU.
+Each run is pinned to one CPU (on_one_cpu()), so that it computes the same
+bits on a machine of any size.
 """
 
 import os
@@ -61,6 +63,16 @@ def environment(emulated_cpu: Optional[str] = None) -> Dict[str, str]:
       PYTHONPATH=os.pathsep.join(paths))
 
 
+def on_one_cpu() -> None:
+  """Pin this process to one of its CPUs (before the run starts JAX).
+
+  XLA's CPU thread pool takes as many threads as the process has CPUs, and a
+  run's last bits depend on it: pinned, a run gives the same CSV on two cores
+  or sixty-four.
+  """
+  os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
 def record(name: str, csv_path: str, emulated_cpu: Optional[str] = None,
            timeout: Optional[float] = None) -> None:
   """Run `name` in a fresh directory and copy its CSV to `csv_path`."""
@@ -68,7 +80,7 @@ def record(name: str, csv_path: str, emulated_cpu: Optional[str] = None,
     results = os.path.join(directory, 'results.csv')
     run = subprocess.run(command(name, results, emulated_cpu), cwd=REPO,
                          capture_output=True, text=True, timeout=timeout,
-                         env=environment(emulated_cpu))
+                         env=environment(emulated_cpu), preexec_fn=on_one_cpu)
     if run.returncode:
       raise RuntimeError(f'{name} exited {run.returncode}:\n'
                          f'{run.stderr[-3000:]}')

@@ -2,10 +2,9 @@
 
 The code's structure may change; what a run computes must not. Each run is
 compiled for one instruction set with XLA's own kernels
-(compile_flags.reference_environment()), so that it computes the same bits on
-every x86-64 CPU with AVX2: checked on a 2-core AMD EPYC with AVX-512 and on
-one without (AVX2 and FMA only, emulated; the README says how), where the
-CSVs were equal but for the Atari run's train_state_value in its ninth digit.
+(compile_flags.reference_environment()) and pinned to one CPU, so that it
+computes the same bits on every x86-64 CPU with AVX2, with any number of
+cores (the README there says how this was checked and what still differs).
 Compared: every column of the reference but the frame rates, which are
 timings, to 1e-5 relative (a change of what a run computes moves a learning
 run's values by far more); a run may write columns added after the reference.
