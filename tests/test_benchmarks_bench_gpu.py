@@ -80,15 +80,8 @@ def test_memory_figures_of_both_settings():
                                   {'preallocated': 1000.0}) == []
 
 
-def test_two_runs_get_the_campaigns_setting_for_one_gpu():
-  envs = bench_gpu.shared_environments('1', environ={})
-  assert envs == [{'CUDA_VISIBLE_DEVICES': '1',
-                   'XLA_PYTHON_CLIENT_MEM_FRACTION': '0.45'}] * 2
-  assert envs == launch.local_slots(2, ['1'], {})
-
-
 def test_sharing_figures_compare_the_pair_with_the_run_alone():
-  envs = bench_gpu.shared_environments('0', environ={})
+  envs = launch.local_slots(bench_gpu.RUNS_PER_GPU, ['0'], {})
   rows = bench_gpu.sharing_figures(
       _outcome(peak=2e9), [_outcome(5000.0, peak=2e9),
                            _outcome(4600.0, peak=2e9)], envs)
