@@ -37,19 +37,6 @@ DEFAULT_EPISODES: Dict[str, int] = {
     'space_invaders': 1000}
 
 
-def define_flags() -> None:
-  """Define the flags of this entry point (only when run)."""
-  flags.DEFINE_list('games', list(minatar_env.GAMES),
-                    f'MinAtar games, from {", ".join(minatar_env.GAMES)}.')
-  flags.DEFINE_list('episodes', [],
-                    'Episodes per side as game:N (default per game: '
-                    + ', '.join(f'{g}:{n}' for g, n in DEFAULT_EPISODES.items())
-                    + ').')
-  flags.DEFINE_integer('seed', 1, 'Seed of both sides.')
-  flags.DEFINE_float('alpha', DEFAULT_ALPHA,
-                     'Two-sided level of each z-test.')
-
-
 class Sample(NamedTuple):
   returns: np.ndarray  # [n] episode returns.
   lengths: np.ndarray  # [n] episode lengths (frames).
@@ -179,5 +166,13 @@ def main(unused_argv):
 
 
 if __name__ == '__main__':
-  define_flags()
+  flags.DEFINE_list('games', list(minatar_env.GAMES),
+                    f'MinAtar games, from {", ".join(minatar_env.GAMES)}.')
+  flags.DEFINE_list('episodes', [],
+                    'Episodes per side as game:N (default per game: '
+                    + ', '.join(f'{g}:{n}' for g, n in DEFAULT_EPISODES.items())
+                    + ').')
+  flags.DEFINE_integer('seed', 1, 'Seed of both sides.')
+  flags.DEFINE_float('alpha', DEFAULT_ALPHA,
+                     'Two-sided level of each z-test.')
   cli.run(main)
