@@ -175,13 +175,6 @@ def finish(process: subprocess.Popen, log_path: str,
                  train_rate(results_csv))
 
 
-def visible_gpu(environ=None) -> str:
-  """The GPU the runs get: the first of CUDA_VISIBLE_DEVICES, else '0'."""
-  environ = os.environ if environ is None else environ
-  visible = environ.get('CUDA_VISIBLE_DEVICES', '').split(',')[0].strip()
-  return visible or '0'
-
-
 def require_gpu() -> None:
   """Raise ValueError unless JAX's first device is a GPU. A child process
   asks: JAX started here would hold GPU memory that the runs measure."""
@@ -326,7 +319,9 @@ def main(argv):
     require_gpu()
   except ValueError as e:
     sys.exit(f'Error: {e}')
-  gpu, work = visible_gpu(), tempfile.mkdtemp(prefix='bench_gpu-')
+  # The runs' GPU: the first of the campaign's (CUDA_VISIBLE_DEVICES first).
+  gpu = (launch.visible_gpus() or ['0'])[0]
+  work = tempfile.mkdtemp(prefix='bench_gpu-')
   sizes = (FLAGS.num_train_frames, FLAGS.num_eval_frames,
            FLAGS.replay_capacity)
   measures = {'memory': measure_memory, 'sharing': measure_sharing}
