@@ -27,10 +27,14 @@ from typing import Dict, List, NamedTuple, Sequence
 
 from absl import app
 from absl import flags
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from scripts.analysis import tables
 from zoo.configuration import cli
+from zoo.environments import environment
+from zoo.loops import phase_accounting
 from zoo.storage import files
 
 FLAGS = flags.FLAGS
@@ -142,11 +146,6 @@ def rules(overruns: Sequence[float]) -> List[Rule]:
 
 def _replay_program(num_streams: int, num_frames: int, rule: Rule):
   """Return a jitted fn(table, lengths, sequences [R, K, J]) -> tallies."""
-  import jax  # pylint: disable=g-import-not-at-top
-  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
-  from zoo.environments import environment  # pylint: disable=g-import-not-at-top
-  from zoo.loops import phase_accounting  # pylint: disable=g-import-not-at-top
-
   def one(table, lengths, sequence):
     last_slot = sequence.shape[1] - 1
     streams = jnp.arange(num_streams)
@@ -178,8 +177,6 @@ def _replay_program(num_streams: int, num_frames: int, rule: Rule):
 def replay(episodes: Episodes, num_streams: int, num_frames: int, rule: Rule,
            num_replications: int, seed: int) -> List:
   """Return the PhaseStats of `num_replications` replayed phases."""
-  import jax  # pylint: disable=g-import-not-at-top
-  from zoo.loops import phase_accounting  # pylint: disable=g-import-not-at-top
   lengths = episodes.lengths
   table = np.zeros((len(lengths), lengths.max() + 1), np.float32)
   table[episodes.event_episode, episodes.event_step] = episodes.event_reward

@@ -15,6 +15,7 @@ family-wise 5% over the ten comparisons of five games (Bonferroni).
 """
 
 import math
+import statistics
 import sys
 import time
 from typing import Dict, List, NamedTuple, Sequence, Tuple
@@ -103,8 +104,7 @@ def z_statistic(a: np.ndarray, b: np.ndarray) -> float:
 
 def critical_z(alpha: float) -> float:
   """Return the two-sided critical value of a standard normal at `alpha`."""
-  from statistics import NormalDist  # pylint: disable=g-import-not-at-top
-  return NormalDist().inv_cdf(1 - alpha / 2)
+  return statistics.NormalDist().inv_cdf(1 - alpha / 2)
 
 
 def compare(game: str, num_episodes: int, seed: int = 1,
