@@ -57,14 +57,6 @@ def test_the_warm_up_passes_the_learning_start():
     assert n * frames // 4 > 1_600 >= (n - 1) * frames // 4
 
 
-def test_estimate_adds_training_and_evaluation_minutes():
-  out = bench_atari100k.estimate(400_000, 500.0, 200, 3_000.0, 1_000.0)
-  assert out['train min'] == pytest.approx(400_000 / 500 / 60)
-  assert out['eval min'] == pytest.approx(200 * 3_000 / 1_000 / 60)
-  assert out['total min'] == pytest.approx(out['train min'] +
-                                           out['eval min'])
-
-
 ROUNDS = {
     'QR-DQN-1': {'train frames/s': [400.0, 500.0, 450.0],
                  'updates/s': [100.0, 125.0, 112.5],

@@ -37,8 +37,6 @@ def test_the_readings_of_a_run():
           'memory_stats: {"peak_bytes_in_use": 2}\n')
   assert bench_gpu.parse_stats(text) == {'peak_bytes_in_use': 2}
   assert bench_gpu.parse_stats('nothing') is None
-  assert bench_gpu.visible_gpu({'CUDA_VISIBLE_DEVICES': '3,1'}) == '3'
-  assert bench_gpu.visible_gpu({}) == '0'
   argv = bench_gpu.run_argv('/r/results.csv', 100_000, 4096, 20_000)
   assert '--num_envs=64' in argv and '--environment_name=pong' in argv
 
@@ -80,15 +78,8 @@ def test_memory_figures_of_both_settings():
                                   {'preallocated': 1000.0}) == []
 
 
-def test_two_runs_get_the_campaigns_setting_for_one_gpu():
-  envs = bench_gpu.shared_environments('1', environ={})
-  assert envs == [{'CUDA_VISIBLE_DEVICES': '1',
-                   'XLA_PYTHON_CLIENT_MEM_FRACTION': '0.45'}] * 2
-  assert envs == launch.local_slots(2, ['1'], {})
-
-
 def test_sharing_figures_compare_the_pair_with_the_run_alone():
-  envs = bench_gpu.shared_environments('0', environ={})
+  envs = launch.local_slots(bench_gpu.RUNS_PER_GPU, ['0'], {})
   rows = bench_gpu.sharing_figures(
       _outcome(peak=2e9), [_outcome(5000.0, peak=2e9),
                            _outcome(4600.0, peak=2e9)], envs)

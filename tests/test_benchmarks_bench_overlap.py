@@ -46,11 +46,6 @@ def test_row_compares_with_max_and_the_jitted_loop_with_the_faster_order():
   assert row['jitted vs Python loop'] == '4.4x'
 
 
-def test_default_stream_counts_by_platform():
-  assert bench_overlap.default_num_envs('gpu') == '16,64,128,256'
-  assert bench_overlap.default_num_envs('cpu') == '16,64'
-
-
 class FakeAgent:
   def __init__(self, learning):
     self.num_updates = 1 if learning else 0

@@ -141,7 +141,7 @@ def test_figures_refuse_numbers_repeated_keys_and_a_missing_line():
     harness.figure('', 'what', '1.5', 'ms')
   one = harness.figure('a.b', 'what', '1.5', 'ms')
   with pytest.raises(ValueError, match=r"keys \['a.b'\] repeat"):
-    harness.figures_line([one, one])
+    harness.print_figures([one, one])
   with pytest.raises(ValueError, match='does not end with a `figures: `'):
     harness.read_figures('| a | b |\nfigures: []\ndone\n')
 

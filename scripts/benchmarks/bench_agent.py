@@ -11,18 +11,18 @@ updates per dispatch, the replay on the JAX device. Every mode learns (one
 update every 16 frames, as a real run); each round trains `--num_frames`
 frames per mode, then times its parts (medians of `--timing_repeats` calls).
 
-Columns (medians of the rounds): training frames/s and updates/s of the whole
-loop; the time of one update (with the device replay, sampling included); its
-share of the loop time (updates/s x update time); acting and env time per
-frame; the host replay's sample(32) time; the memory each mode added after its
-warm-up (the replay is allocated lazily; the device replay holds it twice).
-Then `speed-up: X`, the best mode's frames/s over the reference mode's, and
-the last line, `figures:`, the figures as JSON.
+Columns (medians of the rounds): training frames/s and updates/s; one
+update's time (with the device replay, sampling included) and its share of the
+loop (updates/s x update time); acting and env time per frame; the host
+replay's sample(32) time; the memory each mode added after its warm-up. Then
+`speed-up: X`, the best mode's frames/s over the reference mode's, and the
+last line, `figures:`, the figures as JSON.
 
 The other benchmarks build on its benches: AgentBench (an agent of the Python
 loop, learning) and JittedPhases (a jitted loop's training phases).
 """
 
+import re
 import resource
 import sys
 from typing import NamedTuple
@@ -69,18 +69,14 @@ def parse_modes(text: str):
   """Return [Mode] from 'reference:1,vector:16,vector:16:u4:device'."""
   modes = []
   for item in text.split(','):
-    parts = item.strip().split(':')
-    options = parts[2:]
-    fused = [o for o in options if o.startswith('u') and o[1:].isdigit()]
-    if (parts[0] not in ('reference', 'vector') or len(parts) < 2 or
-        not parts[1].isdigit() or int(parts[1]) < 1 or len(fused) > 1 or
-        any(o != 'device' and o not in fused for o in options) or
-        options.count('device') > 1 or (fused and int(fused[0][1:]) < 1)):
+    match = re.fullmatch(r'(reference|vector):([1-9]\d*)(?::u([1-9]\d*))?'
+                         r'(:device)?', item.strip())
+    if not match:
       raise ValueError(f'Bad mode {item!r}: write ENV:K[:uU][:device] with ENV '
                        'reference or vector, K >= 1 streams, U >= 1 fused '
                        'updates, e.g. vector:16 or vector:16:u4:device.')
-    modes.append(Mode(parts[0], int(parts[1]),
-                      int(fused[0][1:]) if fused else 1, 'device' in options))
+    environment_mode, k, u, device = match.groups()
+    modes.append(Mode(environment_mode, int(k), int(u or 1), bool(device)))
   if modes[0] != Mode('reference', 1):
     raise ValueError('The first mode must be reference:1 (the baseline of '
                      'the speed-up).')

@@ -5,20 +5,13 @@
       [--eval_episode_frames=0] [--goal_minutes=20]
 
 Builds, per preset (any package's), the real Python loop of
-`--protocol=atari100k` (K = 1, DER's network, n-step 10, one update per agent
-step, a replay of the whole run) and trains it past the learning start. Each
-round and preset: a training slice of `--slice_frames` frames; the update,
-acting and emulator times (medians of `--timing_repeats` calls; the update's
-share is updates/s x its time); one whole evaluation episode at ε = 0.001.
-Medians of the rounds [min, max].
-
-One whole run is estimated as the protocol's 400,000 training frames at the
-training rate plus its 200 evaluation episodes x an episode length (the median
-measured here, or `--eval_episode_frames`; the output says which) at the
-evaluation rate, with bounds at the slowest and fastest rounds and beside
-`--goal_minutes`. An evaluation episode ends at game over or 108,000 frames
-(an agent that never ends its game makes a round last that long). The last
-line, `figures:`, holds the figures as JSON.
+`--protocol=atari100k`, trains it past the learning start, then measures the
+presets in turns: per round a training slice of `--slice_frames` frames, the
+update, acting and emulator times, and one whole evaluation episode. It prints
+their medians [min, max] and the estimate of one whole run (training and
+evaluation at the measured rates) beside `--goal_minutes`; the last line,
+`figures:`, holds the figures as JSON. docs/performance.md describes the
+measurements and the estimate.
 """
 
 import dataclasses
@@ -95,28 +88,24 @@ def warmup_slices(s: settings_lib.Settings) -> int:
   return s.min_replay_size() // steps_per_slice + 1
 
 
-def estimate(train_frames: int, train_rate: float, eval_episodes: int,
-             episode_frames: float, eval_rate: float) -> Dict[str, float]:
-  """Return the minutes of training, evaluation and the whole run."""
-  train = train_frames / train_rate / 60
-  evaluation = eval_episodes * episode_frames / eval_rate / 60
-  return {'train min': train, 'eval min': evaluation,
-          'total min': train + evaluation}
-
-
 def estimates(stats: Dict[str, harness.Stats], train_frames: int,
               eval_episodes: int, episode_frames: float
               ) -> Dict[str, Dict[str, float]]:
-  """Return the estimate at the median rates and at the slowest and fastest.
+  """Return the minutes of training, evaluation and the whole run at the
+  median rates and at the slowest and fastest.
 
   stats: harness.summary()'s of one preset. Returns
-  {'median'|'slowest'|'fastest': estimate()}.
+  {'median'|'slowest'|'fastest': {'train min'|'eval min'|'total min': x}}.
   """
-  at = {'median': 'median', 'slowest': 'low', 'fastest': 'high'}
-  return {name: estimate(
-      train_frames, getattr(stats['train frames/s'], key), eval_episodes,
-      episode_frames, getattr(stats['eval frames/s'], key))
-          for name, key in at.items()}
+  out = {}
+  for name, key in (('median', 'median'), ('slowest', 'low'),
+                    ('fastest', 'high')):
+    train = train_frames / getattr(stats['train frames/s'], key) / 60
+    evaluation = (eval_episodes * episode_frames /
+                  getattr(stats['eval frames/s'], key) / 60)
+    out[name] = {'train min': train, 'eval min': evaluation,
+                 'total min': train + evaluation}
+  return out
 
 
 def fmt(value: float) -> str:

@@ -169,9 +169,8 @@ def main(argv):
           f'{r["seconds"]:.1f}', f'{r["written"] / 1e9:.2f}',
           f'{r["after"] / 1e9:.2f}', f'{r["peak"] / 1e9:.2f}')))
                 for name, r in results.items()})
-  ratio = (results['whole replay']['seconds'] /
-           results['chunks']['seconds'])
-  ratio = f'{ratio:.1f}'
+  seconds = {name: r['seconds'] for name, r in results.items()}
+  ratio = f"{seconds['whole replay'] / seconds['chunks']:.1f}"
   print(f'chunks are {ratio}x faster per iteration')
   harness.print_figures(figures + [harness.figure(
       'checkpoint.bench_checkpoint.chunks_speedup', 'a checkpoint per '

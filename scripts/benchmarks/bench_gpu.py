@@ -31,7 +31,6 @@ import sys
 import tempfile
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from absl import app
 from absl import flags
 
 from scripts.analysis import run_data
@@ -76,17 +75,6 @@ runpy.run_module({module!r}, run_name='__main__', alter_sys=True)
 """
 
 
-def define_flags() -> None:
-  """Define the flags of this entry point (only when run)."""
-  harness.define_choices('measure', MEASURES, MEASURES, 'What to measure')
-  flags.DEFINE_integer('num_train_frames', 100_000, 'Training frames of '
-                       'each run\'s one iteration.')
-  flags.DEFINE_integer('num_eval_frames', 4096, 'Evaluation frames (whole '
-                       'episodes are played past them).')
-  flags.DEFINE_integer('replay_capacity', 20_000, 'Transitions: full within '
-                       'the run.')
-
-
 def run_argv(results_csv: str, train_frames: int, eval_frames: int,
              replay_capacity: int) -> List[str]:
   """Return the flags of the measured run (one iteration after iteration 0)."""
@@ -96,13 +84,6 @@ def run_argv(results_csv: str, train_frames: int, eval_frames: int,
           f'--replay_capacity={replay_capacity}',
           f'--results_csv_path={results_csv}', '--checkpoint_dir=',
           '--tensorboard_dir=']
-
-
-def child_command(module: str, args: Sequence[str],
-                  python: str = sys.executable) -> List[str]:
-  """Return the command that runs `python -m module args` and reports."""
-  return [python, '-c', CHILD.format(prefix=STATS_PREFIX, stats=STATS,
-                                     module=module, args=list(args))]
 
 
 def parse_stats(text: str) -> Optional[Dict[str, int]]:
@@ -177,7 +158,9 @@ def start(work: str, name: str, env: Dict[str, str], sizes: Sequence[int],
         f'python -m {module} {" ".join(args)}', flush=True)
   with open(log_path, 'w') as log:  # The child keeps its own handle.
     process = subprocess.Popen(
-        child_command(module, args), stdout=log, stderr=subprocess.STDOUT,
+        [sys.executable, '-c', CHILD.format(prefix=STATS_PREFIX, stats=STATS,
+                                            module=module, args=args)],
+        stdout=log, stderr=subprocess.STDOUT,
         env=dict(os.environ, **env), stdin=subprocess.DEVNULL)
   return process, log_path, csv_path
 
@@ -190,13 +173,6 @@ def finish(process: subprocess.Popen, log_path: str,
     output = f.read()
   return Outcome(returncode, output, parse_stats(output),
                  train_rate(results_csv))
-
-
-def visible_gpu(environ=None) -> str:
-  """The GPU the runs get: the first of CUDA_VISIBLE_DEVICES, else '0'."""
-  environ = os.environ if environ is None else environ
-  visible = environ.get('CUDA_VISIBLE_DEVICES', '').split(',')[0].strip()
-  return visible or '0'
 
 
 def require_gpu() -> None:
@@ -278,12 +254,6 @@ def measure_memory(gpu: str, work: str, sizes: Sequence[int]
           not any(o.returncode for o in results.values()))
 
 
-def shared_environments(gpu: str, environ=None) -> List[Dict[str, str]]:
-  """The variables of each of two runs sharing `gpu`, as the campaign sets
-  them with --parallel=2 on one GPU."""
-  return launch.local_slots(RUNS_PER_GPU, [gpu], environ)
-
-
 def sharing_figures(alone: Outcome, together: Sequence[Outcome],
                     envs: Sequence[Dict[str, str]]) -> List[Dict[str, str]]:
   """Return sharing's figures (none of what a failed run did not measure)."""
@@ -325,7 +295,8 @@ def measure_sharing(gpu: str, work: str, sizes: Sequence[int]
   """Run one run alone, then two together; print the table; return the
   figures and whether the run alone finished."""
   alone = finish(*start(work, 'alone', {'CUDA_VISIBLE_DEVICES': gpu}, sizes))
-  envs = shared_environments(gpu)
+  # The variables of each run, as the campaign sets them with --parallel=2.
+  envs = launch.local_slots(RUNS_PER_GPU, [gpu])
   started = [start(work, f'shared_{i + 1}', env, sizes)
              for i, env in enumerate(envs)]
   together = [finish(*s) for s in started]
@@ -343,13 +314,14 @@ def measure_sharing(gpu: str, work: str, sizes: Sequence[int]
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  del argv
   try:
     require_gpu()
   except ValueError as e:
     sys.exit(f'Error: {e}')
-  gpu, work = visible_gpu(), tempfile.mkdtemp(prefix='bench_gpu-')
+  # The runs' GPU: the first of the campaign's (CUDA_VISIBLE_DEVICES first).
+  gpu = (launch.visible_gpus() or ['0'])[0]
+  work = tempfile.mkdtemp(prefix='bench_gpu-')
   sizes = (FLAGS.num_train_frames, FLAGS.num_eval_frames,
            FLAGS.replay_capacity)
   measures = {'memory': measure_memory, 'sharing': measure_sharing}
@@ -365,5 +337,11 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  define_flags()
+  harness.define_choices('measure', MEASURES, MEASURES, 'What to measure')
+  flags.DEFINE_integer('num_train_frames', 100_000, 'Training frames of '
+                       'each run\'s one iteration.')
+  flags.DEFINE_integer('num_eval_frames', 4096, 'Evaluation frames (whole '
+                       'episodes are played past them).')
+  flags.DEFINE_integer('replay_capacity', 20_000, 'Transitions: full within '
+                       'the run.')
   cli.run(main)

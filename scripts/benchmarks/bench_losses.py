@@ -12,27 +12,18 @@ variants' figures as JSON.
   python -m scripts.benchmarks.bench_losses
   python -m scripts.benchmarks.bench_losses --sizes=32,201 --repeats=50 --batch=32
 
-Variants (the alternatives measured to choose cramer_loss's formulation):
-  cramer_loss               library, form='auto': the faster of the next two
-                            for this backend and N (losses.cramer.auto_form)
-  cramer_sorted_form        form='sorted': integer-key sorts of source and
-                            target apart, counts by search, gradient by
-                            custom_vjp
-  cramer_pairwise_form      form='pairwise': the O(N·M) energy identity, its
-                            gradient from the same counts (custom_vjp)
-  cramer_binary_count       the same with the binary-search count at all sizes
-  cramer_float_sort_vjp     one multi-operand float sort of the 2N atoms with
-                            jumps and indices, gradient by custom_vjp
-                            (running sums scattered back through the sort)
-  cramer_sort_autodiff      one multi-operand float sort, autodiff through it
-                            (the first cut)
-  cramer_loss_pairwise      O(N·M) energy identity, autodiff (test oracle)
-  multiquadric_h0.1         losses.multiquadric_cramer_loss, width 0.1: the
-                            smoothed kernel √(u²+h²) − h, pairwise, autodiff
-  noisy_target_h0.1         losses.noisy_target_cramer_loss, width 0.1: normal
-                            noise drawn on the target, then cramer_loss
-  qr_loss                   losses.quantile_regression_loss, κ = 0
-  rlax_qr_loss              rlax.quantile_regression_loss, vmapped
+Variants (the formulations measured to choose cramer_loss's):
+  cramer_loss            library, form='auto' (losses.cramer.auto_form picks)
+  cramer_sorted_form     form='sorted': integer-key sorts, counts by search
+  cramer_pairwise_form   form='pairwise': the O(N·M) energy identity
+  cramer_binary_count    form='sorted' with binary-search counts at all sizes
+  cramer_float_sort_vjp  one float sort of the 2N atoms, gradient by custom_vjp
+  cramer_sort_autodiff   one float sort, autodiff through it (the first cut)
+  cramer_loss_pairwise   O(N·M) energy identity, autodiff (test oracle)
+  multiquadric_h0.1      losses.multiquadric_cramer_loss, width 0.1
+  noisy_target_h0.1      losses.noisy_target_cramer_loss, width 0.1
+  qr_loss                losses.quantile_regression_loss, κ = 0
+  rlax_qr_loss           rlax.quantile_regression_loss, vmapped
 """
 
 import functools
@@ -64,11 +55,16 @@ _MAX_PAIRWISE_GB = flags.DEFINE_float(
 _SORTS = flags.DEFINE_bool('sorts', True, 'Also time the sort primitives.')
 
 
-def _cramer_sort_autodiff(source, target):
+def _merged(source, target):
+  """Return the 2N atoms and their CDF jumps (source -M, target N)."""
   n, m = source.shape[-1], target.shape[-1]
-  atoms = jnp.concatenate([source, target], axis=-1)
-  jumps = jnp.concatenate([jnp.full(source.shape, -m, jnp.int32),
-                           jnp.full(target.shape, n, jnp.int32)], axis=-1)
+  return n, m, jnp.concatenate([source, target], axis=-1), jnp.concatenate(
+      [jnp.full(source.shape, -m, jnp.int32),
+       jnp.full(target.shape, n, jnp.int32)], axis=-1)
+
+
+def _cramer_sort_autodiff(source, target):
+  n, m, atoms, jumps = _merged(source, target)
   atoms, jumps = jax.lax.sort((atoms, jumps), dimension=atoms.ndim - 1,
                               num_keys=1)
   running = jnp.cumsum(jumps, axis=-1)[..., :-1].astype(atoms.dtype)
@@ -82,10 +78,7 @@ def _cramer_float_sort_vjp(source, target):
 
 
 def _float_sort_fwd(source, target):
-  n, m = source.shape[-1], target.shape[-1]
-  atoms = jnp.concatenate([source, target], axis=-1)
-  jumps = jnp.concatenate([jnp.full(source.shape, -m, jnp.int32),
-                           jnp.full(target.shape, n, jnp.int32)], axis=-1)
+  n, m, atoms, jumps = _merged(source, target)
   index = jnp.broadcast_to(jnp.arange(n + m, dtype=jnp.int32), atoms.shape)
   atoms, jumps, index = jax.lax.sort((atoms, jumps, index),
                                      dimension=atoms.ndim - 1, num_keys=1)

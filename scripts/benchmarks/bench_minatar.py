@@ -82,25 +82,6 @@ KNOWN_CONFIGS = {c.label: c for c in
                  CONFIGS + (K_STREAM_CONFIG,) + OPTIONAL_CONFIGS}
 
 
-def define_flags() -> None:
-  """Define the flags of this entry point (only when run)."""
-  # The run settings are the run flags, with MinAtar's defaults.
-  harness.define_choices(
-      'configs', [c.label for c in CONFIGS + (K_STREAM_CONFIG,)],
-      list(KNOWN_CONFIGS), 'Configurations to measure')
-  flags.DEFINE_integer('num_steps', 3000,
-                       'Training steps per configuration per round (eval: '
-                       'the same number; the jitted loop: training, per '
-                       'seed, whole blocks).')
-  harness.define_choices('loops', ['python'], ('python', 'jitted'),
-                         'Loops to measure')
-  flags.DEFINE_list('num_seeds', ['1', '4', '16'],
-                    'Vmapped seeds of the jitted loop to measure.')
-  harness.define_flags(repeats=3, timing_repeats=20)
-  flags.DEFINE_bool('single_threaded', True,
-                    'Run XLA on one thread, as a study run does.')
-
-
 def settings_of(config: Config, base, **changes) -> settings_lib.Settings:
   """Return a configuration's settings over the run flags' `base`; a
   UsageError naming the configuration and the bad setting."""
@@ -113,16 +94,6 @@ def settings_of(config: Config, base, **changes) -> settings_lib.Settings:
   except settings_lib.ConfigError as e:
     raise app.UsageError(f'{config.label}: {e}')
   return s
-
-
-def start_xla(single_threaded: bool) -> str:
-  """Start XLA (single-threaded if asked, as a study run); return the
-  machine and JAX's device, to print."""
-  if single_threaded:  # Read when the XLA backend starts, which is below.
-    os.environ['XLA_FLAGS'] = (os.environ.get('XLA_FLAGS', '') + ' ' +
-                               SINGLE_THREADED_XLA).strip()
-  return (f'machine: {harness.machine()}; XLA '
-          f'{"single-threaded" if single_threaded else "multi-threaded"}')
 
 
 class ConfigBench(bench_agent.AgentBench):
@@ -220,8 +191,7 @@ def loop_cells(rates: Dict[str, float], memory: Dict[str, str]
 
 
 def main(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  del argv
   configs = [KNOWN_CONFIGS[label] for label in FLAGS.configs]
   python, jitted = 'python' in FLAGS.loops, 'jitted' in FLAGS.loops
   try:
@@ -238,7 +208,12 @@ def main(argv):
   resolved = [settings_of(config, base) for config in configs]  # Up front.
   jitted_resolved = [jitted_settings(c, base, FLAGS.num_steps)
                      for c in configs if jitted]
-  print(start_xla(FLAGS.single_threaded), flush=True)
+  if FLAGS.single_threaded:  # Read when the XLA backend starts, just below.
+    os.environ['XLA_FLAGS'] = (os.environ.get('XLA_FLAGS', '') + ' ' +
+                               SINGLE_THREADED_XLA).strip()
+  print(f'machine: {harness.machine()}; XLA '
+        f'{"single" if FLAGS.single_threaded else "multi"}-threaded',
+        flush=True)
   print(f'game {FLAGS.environment_name}; loops {", ".join(FLAGS.loops)}; '
         f'{FLAGS.num_steps} training and evaluation steps per configuration '
         f'(and seed) per round, {FLAGS.repeats} rounds.', flush=True)
@@ -312,5 +287,19 @@ def study_estimate(benches: List[ConfigBench], medians, game: str
 
 if __name__ == '__main__':
   settings_flags.set_flag_defaults(minatar_suite.MINATAR)
-  define_flags()
+  # The run settings are the run flags, with MinAtar's defaults.
+  harness.define_choices(
+      'configs', [c.label for c in CONFIGS + (K_STREAM_CONFIG,)],
+      list(KNOWN_CONFIGS), 'Configurations to measure')
+  flags.DEFINE_integer('num_steps', 3000,
+                       'Training steps per configuration per round (eval: '
+                       'the same number; the jitted loop: training, per '
+                       'seed, whole blocks).')
+  harness.define_choices('loops', ['python'], ('python', 'jitted'),
+                         'Loops to measure')
+  flags.DEFINE_list('num_seeds', ['1', '4', '16'],
+                    'Vmapped seeds of the jitted loop to measure.')
+  harness.define_flags(repeats=3, timing_repeats=20)
+  flags.DEFINE_bool('single_threaded', True,
+                    'Run XLA on one thread, as a study run does.')
   cli.run(main)

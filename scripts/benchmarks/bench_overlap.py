@@ -7,18 +7,12 @@
 Times one block (one agent step of K streams, and the K x 4 / learn_period
 updates due in it, in calls of U = `--num_fused_updates`, unset: one call)
 five ways, `--num_blocks` blocks a round: stepping alone (learning off);
-learning alone (the block's updates, waited for); serial (the Python loop's
-order); overlapped (`--overlap_learning`: acting on the second JAX device
-while the updates run); jitted (`--loop=jitted`, one compiled training phase,
-past the learning start). The table holds the overlap goal (overlapped <=
-1.15 x max(stepping, learning)), every loop's training frames/s and the
-jitted loop's over the faster Python order; the last line, `figures:`, the
-frames/s as JSON.
-
-Replays hold `--bench_replay_capacity` transitions (the timings need only the
-minimum to learn from). The network settings are the run flags (unset: the
-suite's defaults). `--num_envs_list` unset: 16,64,128,256 on a GPU, 16,64 on
-a CPU, where this script asks XLA for two host devices
+learning alone; serial (the Python loop's order); overlapped
+(`--overlap_learning`); jitted (`--loop=jitted`, one compiled training phase).
+The table holds the overlap goal (overlapped <= 1.15 x max(stepping,
+learning)) and every loop's training frames/s; the last line, `figures:`, the
+frames/s as JSON. docs/performance.md describes the variants and the flags;
+on a CPU this script asks XLA for two host devices
 (`--xla_force_host_platform_device_count=2`) unless XLA_FLAGS names a count.
 """
 
@@ -62,14 +56,8 @@ COLUMNS = dict({f'{name} ms': ('', '') for name in VARIANTS}, **{
     'overlapped frames/s': ('overlapped', 'frames/s'),
     'jitted frames/s': ('jitted', 'frames/s'),
     'jitted vs Python loop': ('jitted_vs_python', 'x')})
-# Stream counts by JAX platform when --num_envs_list is unset.
-DEFAULT_NUM_ENVS = {'gpu': '16,64,128,256'}
-CPU_NUM_ENVS = '16,64'
-
-
-def default_num_envs(platform: str) -> str:
-  """Return the K list measured when --num_envs_list is unset."""
-  return DEFAULT_NUM_ENVS.get(platform, CPU_NUM_ENVS)
+# Stream counts by JAX platform when --num_envs_list is unset (else: cpu's).
+DEFAULT_NUM_ENVS = {'gpu': '16,64,128,256', 'cpu': '16,64'}
 
 
 def parse_num_envs(text: str) -> List[int]:
@@ -242,8 +230,8 @@ def main(argv):
   suite = atari_suite.ATARI
   platform = jax.default_backend()
   try:
-    num_envs_list = parse_num_envs(f.num_envs_list or
-                                   default_num_envs(platform))
+    num_envs_list = parse_num_envs(f.num_envs_list or DEFAULT_NUM_ENVS.get(
+        platform, DEFAULT_NUM_ENVS['cpu']))
   except ValueError as e:
     sys.exit(f'Error: {e}')
   game = (f.environment_name if f['environment_name'].present else 'breakout')
@@ -295,8 +283,8 @@ if __name__ == '__main__':
                     'Agent package (its default preset).')
   flags.DEFINE_string('num_envs_list', '',
                       'Stream counts K to measure, comma separated; empty: '
-                      f'{DEFAULT_NUM_ENVS["gpu"]} on a GPU, {CPU_NUM_ENVS} '
-                      'on a CPU.')
+                      f'{DEFAULT_NUM_ENVS["gpu"]} on a GPU, '
+                      f'{DEFAULT_NUM_ENVS["cpu"]} on a CPU.')
   flags.DEFINE_integer('num_blocks', 16,
                        'Blocks per variant per round (one timing; the '
                        'jitted loop: one training phase).')

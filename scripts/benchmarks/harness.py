@@ -17,7 +17,6 @@ from scripts.analysis import minatar_report
 from scripts.analysis import tables
 
 FIGURES_PREFIX = 'figures: '
-FIGURE_FIELDS = ('key', 'what', 'value', 'unit')
 VALUE = 'value'  # The quantity of a variant whose round returns one number.
 Round = Union[float, Mapping[str, float]]
 Results = Dict[str, Dict[str, List[float]]]
@@ -204,7 +203,8 @@ def report(prefix: str, context: str, names: Sequence[str],
 def figure(key: str, what: str, value: str, unit: str) -> Dict[str, str]:
   """Return one figure: its key, what it measures, its value as the table
   prints it, and its unit ('' for none)."""
-  for name, field in zip(FIGURE_FIELDS, (key, what, value, unit)):
+  for name, field in zip(('key', 'what', 'value', 'unit'),
+                         (key, what, value, unit)):
     if not isinstance(field, str):
       raise TypeError(f'figure {key!r}: {name} must be a string (the '
                       f'value as printed), got {field!r}.')
@@ -213,20 +213,16 @@ def figure(key: str, what: str, value: str, unit: str) -> Dict[str, str]:
   return {'key': key, 'what': what, 'value': value, 'unit': unit}
 
 
-def figures_line(figures: Iterable[Dict[str, str]]) -> str:
-  """Return the line `figures: <JSON list>`; keys must be unique."""
+def print_figures(figures: Iterable[Dict[str, str]]) -> None:
+  """Print a benchmark's last line, `figures: <JSON list>`; keys must be
+  unique."""
   figures = list(figures)
   keys = [f['key'] for f in figures]
   repeated = sorted({k for k in keys if keys.count(k) > 1})
   if repeated:
     raise ValueError(f'figure keys {repeated} repeat: give each figure its '
                      'own key.')
-  return FIGURES_PREFIX + json.dumps(figures)
-
-
-def print_figures(figures: Iterable[Dict[str, str]]) -> None:
-  """Print a benchmark's last line, `figures: <JSON list>`."""
-  print(figures_line(figures), flush=True)
+  print(FIGURES_PREFIX + json.dumps(figures), flush=True)
 
 
 def read_figures(output: str) -> List[Dict[str, str]]:

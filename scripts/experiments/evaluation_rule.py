@@ -5,21 +5,16 @@ r"""Record Atari evaluation episodes once; replay them through the phase rules.
   python -m scripts.experiments.evaluation_rule --mode=replay
       [--recording=...] [--num_replications=200] [--output_csv=PATH]
 
-Record: plays each scenario's episodes (a game and a fixed policy, which does
-not look at the screen) in the evaluation emulator's settings
-(zoo.environments.atari_env.make_ale) and keeps each episode's length in agent
-steps and its non-zero rewards with their steps. `breakout_stuck` is an
-untrained agent's evaluation (NOOP, else ε = 0.001 uniform actions: episodes
-run for tens of thousands of frames); `breakout_lazy` the same at ε = 0.01;
-the others a uniformly random policy.
+Record: plays each scenario's episodes (a game and a policy that does not look
+at the screen) in the evaluation emulator's settings
+(zoo.environments.atari_env.make_ale); keeps each episode's length in agent
+steps and its non-zero rewards with their steps.
 
 Replay: K streams each play episodes drawn with replacement from a recording,
-through zoo.loops.phase_accounting's `count`/`is_over`/`phase_stats` (jitted,
-vmapped over replications), for each rule: DQN Zoo's budget rule at K = 1, the
-budget rule, whole episodes and the bounded rule (its cut episodes with their
-partial return or dropped) at K. Each rule's bias and RMSE against the mean
-recorded return, its share of phases without an estimate, and its cost in
-budgets: docs/evaluation-rule.md.
+through zoo.loops.phase_accounting (jitted, vmapped over replications), under
+each rule; its bias and RMSE against the mean recorded return, its share of
+phases without an estimate, and its cost in budgets. docs/evaluation-rule.md
+describes the scenarios, the rules and the results.
 """
 
 import functools
@@ -32,10 +27,14 @@ from typing import Dict, List, NamedTuple, Sequence
 
 from absl import app
 from absl import flags
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from scripts.analysis import tables
 from zoo.configuration import cli
+from zoo.environments import environment
+from zoo.loops import phase_accounting
 from zoo.storage import files
 
 FLAGS = flags.FLAGS
@@ -147,11 +146,6 @@ def rules(overruns: Sequence[float]) -> List[Rule]:
 
 def _replay_program(num_streams: int, num_frames: int, rule: Rule):
   """Return a jitted fn(table, lengths, sequences [R, K, J]) -> tallies."""
-  import jax  # pylint: disable=g-import-not-at-top
-  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
-  from zoo.environments import environment  # pylint: disable=g-import-not-at-top
-  from zoo.loops import phase_accounting  # pylint: disable=g-import-not-at-top
-
   def one(table, lengths, sequence):
     last_slot = sequence.shape[1] - 1
     streams = jnp.arange(num_streams)
@@ -183,8 +177,6 @@ def _replay_program(num_streams: int, num_frames: int, rule: Rule):
 def replay(episodes: Episodes, num_streams: int, num_frames: int, rule: Rule,
            num_replications: int, seed: int) -> List:
   """Return the PhaseStats of `num_replications` replayed phases."""
-  import jax  # pylint: disable=g-import-not-at-top
-  from zoo.loops import phase_accounting  # pylint: disable=g-import-not-at-top
   lengths = episodes.lengths
   table = np.zeros((len(lengths), lengths.max() + 1), np.float32)
   table[episodes.event_episode, episodes.event_step] = episodes.event_reward
@@ -246,20 +238,6 @@ def measure(recorded: Dict[str, Episodes], overruns: Sequence[float],
   return rows
 
 
-def define_flags() -> None:
-  """Define the flags of this entry point (only when run)."""
-  flags.DEFINE_enum('mode', 'replay', ['record', 'replay'],
-                    'record: play the scenarios, write --recording; replay: '
-                    'read it, compare the rules.')
-  flags.DEFINE_string('recording', DEFAULT_RECORDING, 'The recording (NPZ).')
-  flags.DEFINE_list('scenarios', list(SCENARIOS),
-                    f'Scenarios to record, from {", ".join(SCENARIOS)}.')
-  flags.DEFINE_list('overruns', ['1', '2'],
-                    'Bounds compared: frames past the budget, in budgets.')
-  flags.DEFINE_integer('num_replications', 100, 'Phases replayed per rule.')
-  flags.DEFINE_string('output_csv', None, 'Also write the table here.')
-
-
 def main(unused_argv):
   unknown = [s for s in FLAGS.scenarios if s not in SCENARIOS]
   if unknown:
@@ -293,5 +271,14 @@ def main(unused_argv):
 
 
 if __name__ == '__main__':
-  define_flags()
+  flags.DEFINE_enum('mode', 'replay', ['record', 'replay'],
+                    'record: play the scenarios, write --recording; replay: '
+                    'read it, compare the rules.')
+  flags.DEFINE_string('recording', DEFAULT_RECORDING, 'The recording (NPZ).')
+  flags.DEFINE_list('scenarios', list(SCENARIOS),
+                    f'Scenarios to record, from {", ".join(SCENARIOS)}.')
+  flags.DEFINE_list('overruns', ['1', '2'],
+                    'Bounds compared: frames past the budget, in budgets.')
+  flags.DEFINE_integer('num_replications', 100, 'Phases replayed per rule.')
+  flags.DEFINE_string('output_csv', None, 'Also write the table here.')
   cli.run(main)

@@ -15,6 +15,7 @@ family-wise 5% over the ten comparisons of five games (Bonferroni).
 """
 
 import math
+import statistics
 import sys
 import time
 from typing import Dict, List, NamedTuple, Sequence, Tuple
@@ -35,19 +36,6 @@ DEFAULT_ALPHA = 0.005
 DEFAULT_EPISODES: Dict[str, int] = {
     'asterix': 2000, 'breakout': 10000, 'freeway': 200, 'seaquest': 5000,
     'space_invaders': 1000}
-
-
-def define_flags() -> None:
-  """Define the flags of this entry point (only when run)."""
-  flags.DEFINE_list('games', list(minatar_env.GAMES),
-                    f'MinAtar games, from {", ".join(minatar_env.GAMES)}.')
-  flags.DEFINE_list('episodes', [],
-                    'Episodes per side as game:N (default per game: '
-                    + ', '.join(f'{g}:{n}' for g, n in DEFAULT_EPISODES.items())
-                    + ').')
-  flags.DEFINE_integer('seed', 1, 'Seed of both sides.')
-  flags.DEFINE_float('alpha', DEFAULT_ALPHA,
-                     'Two-sided level of each z-test.')
 
 
 class Sample(NamedTuple):
@@ -116,8 +104,7 @@ def z_statistic(a: np.ndarray, b: np.ndarray) -> float:
 
 def critical_z(alpha: float) -> float:
   """Return the two-sided critical value of a standard normal at `alpha`."""
-  from statistics import NormalDist  # pylint: disable=g-import-not-at-top
-  return NormalDist().inv_cdf(1 - alpha / 2)
+  return statistics.NormalDist().inv_cdf(1 - alpha / 2)
 
 
 def compare(game: str, num_episodes: int, seed: int = 1,
@@ -179,5 +166,13 @@ def main(unused_argv):
 
 
 if __name__ == '__main__':
-  define_flags()
+  flags.DEFINE_list('games', list(minatar_env.GAMES),
+                    f'MinAtar games, from {", ".join(minatar_env.GAMES)}.')
+  flags.DEFINE_list('episodes', [],
+                    'Episodes per side as game:N (default per game: '
+                    + ', '.join(f'{g}:{n}' for g, n in DEFAULT_EPISODES.items())
+                    + ').')
+  flags.DEFINE_integer('seed', 1, 'Seed of both sides.')
+  flags.DEFINE_float('alpha', DEFAULT_ALPHA,
+                     'Two-sided level of each z-test.')
   cli.run(main)

@@ -35,19 +35,6 @@ FLAGS = flags.FLAGS
 DEFAULT_NUM_STEPS = 25_000  # One MinAtar evaluation phase (zoo.suites.minatar_suite).
 
 
-def define_flags() -> None:
-  """Define the flags of this entry point (only when run)."""
-  flags.DEFINE_list('games', list(minatar_env.GAMES),
-                    f'MinAtar games, from {", ".join(minatar_env.GAMES)}.')
-  flags.DEFINE_list('seeds', ['1', '2', '3'], 'Seeds (integers).')
-  flags.DEFINE_integer('num_steps', DEFAULT_NUM_STEPS,
-                       'Steps per seed (one evaluation phase).')
-  flags.DEFINE_string('output_csv', None, 'Also write the table here.')
-  flags.DEFINE_enum('loop', 'python', ['python', 'jitted'],
-                    'python: zoo.environments.minatar_env (minatar); jitted: '
-                    'zoo.environments.minatar_jax_env (pgx-minatar).')
-
-
 def random_policy_return(game: str, seed: int,
                          num_steps: int = DEFAULT_NUM_STEPS
                          ) -> phase_accounting.PhaseStats:
@@ -140,5 +127,13 @@ def main(unused_argv):
 
 
 if __name__ == '__main__':
-  define_flags()
+  flags.DEFINE_list('games', list(minatar_env.GAMES),
+                    f'MinAtar games, from {", ".join(minatar_env.GAMES)}.')
+  flags.DEFINE_list('seeds', ['1', '2', '3'], 'Seeds (integers).')
+  flags.DEFINE_integer('num_steps', DEFAULT_NUM_STEPS,
+                       'Steps per seed (one evaluation phase).')
+  flags.DEFINE_string('output_csv', None, 'Also write the table here.')
+  flags.DEFINE_enum('loop', 'python', ['python', 'jitted'],
+                    'python: zoo.environments.minatar_env (minatar); jitted: '
+                    'zoo.environments.minatar_jax_env (pgx-minatar).')
   cli.run(main)

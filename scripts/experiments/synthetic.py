@@ -1,17 +1,10 @@
 r"""The one-state synthetic experiment: which loss learns a mixture of two Diracs.
 
-One state, one action; the return is a Dirac at -1 with probability 2/3 and at
-+1 with probability 1/3, each batch element's N-atom target one drawn Dirac. A
-network with no torso is trained by Adam; each row reports the 1-Wasserstein
-distance d1 of its N atoms to the exact staircase projection of the mixture,
-collapses, the mean of atoms and their oscillation over the last steps. The
-Cramér losses (plain and smoothed: multiquadric kernel or noisy target, of
-width h, absolute or relative; --widths sweeps h) are multiplied by N/2, as in
-the published code, for the gradient scale of QR. The sampled-level rows (head
-'iqn', opt-in by name) train an IQN network at N uniform levels per element
-and step and are measured at 100 N midpoint levels. Trials of a configuration
-run as one jitted program (`lax.scan` over steps, `vmap` over trials).
-docs/experiments/synthetic.md describes the experiment and its results.
+One state, one action, a return of -1 (p = 2/3) or +1 (p = 1/3): each row
+gives the 1-Wasserstein distance d1 of the learned atoms to the mixture's exact
+staircase, collapses, the mean of atoms and their oscillation; the trials of a
+configuration run as one jitted program. docs/experiments/synthetic.md
+describes the configurations, the flags and the results.
 
   python -m scripts.experiments.synthetic                 # writes runs/synthetic/
   python -m scripts.experiments.synthetic --output_dir=docs/synthetic   # the docs' copy
@@ -216,25 +209,16 @@ class Mixture(NamedTuple):
   probabilities: np.ndarray  # [K]
 
 
-class TrialOutputs(NamedTuple):
-  """What the trials of one configuration learned, one row per trial."""
-  atoms: np.ndarray        # [T, N] learned atoms, sorted
-  d1: np.ndarray           # [T]
-  collapsed: np.ndarray    # [T] bool
-  final_loss: np.ndarray   # [T] loss at the last step
-  oscillation: np.ndarray  # [T] mean over atoms of their std over the last K
-
-
 class TrialResults(NamedTuple):
   """Results of one configuration, one row per trial."""
   configuration: Configuration
   num_params: int
   seconds: float
-  atoms: np.ndarray
-  d1: np.ndarray
-  collapsed: np.ndarray
-  final_loss: np.ndarray
-  oscillation: np.ndarray
+  atoms: np.ndarray        # [T, N] learned atoms, sorted
+  d1: np.ndarray           # [T]
+  collapsed: np.ndarray    # [T] bool
+  final_loss: np.ndarray   # [T] loss at the last step
+  oscillation: np.ndarray  # [T] mean over atoms of their std over the last K
 
 
 def make_mixture(locations: Sequence[float],
@@ -328,10 +312,7 @@ def make_loss(configuration: Configuration, num_quantiles: int
       return c.width * jax.lax.stop_gradient(losses.atom_spread(source))
     return c.width
 
-  def cramer(k, s, t, levels):
-    del k, levels
-    return half_n * losses.cramer_loss(s, t)
-
+  cramer = lambda k, s, t, levels: half_n * losses.cramer_loss(s, t)
   by_name = {
       'qr': lambda k, s, t, levels: losses.quantile_regression_loss(
           s, t, c.huber_param),
@@ -369,7 +350,7 @@ def make_train_trials(configuration: Configuration, mixture: Mixture,
                       num_quantiles: int, num_iterations: int,
                       learning_rate: float, batch_size: int,
                       collapse_tolerance: float, oscillation_steps: int = 100):
-  """Return train_trials(keys [T]) -> TrialOutputs, a pure function.
+  """Return train_trials(keys [T]) -> {TrialResults field: [T, ...]}, pure.
 
   Each trial initialises the network from its key, then takes
   `num_iterations` Adam steps on batches of sampled Diracs. A sampled-level
@@ -433,12 +414,11 @@ def make_train_trials(configuration: Configuration, mixture: Mixture,
     atoms = jnp.sort(atoms_of(params, grid))  # [N], or [100 N] sampled.
     # d1 of two sorted staircases, written out: through losses.wasserstein1
     # XLA would constant-fold the sort of the 1200-atom target.
-    return TrialOutputs(atoms=atoms,
-                        d1=jnp.mean(jnp.abs(atoms - target_staircase), -1),
-                        collapsed=collapsed(atoms, collapse_tolerance),
-                        final_loss=loss[-1],
-                        oscillation=oscillation(
-                            atoms_over_steps[-oscillation_steps:]))
+    return dict(atoms=atoms,
+                d1=jnp.mean(jnp.abs(atoms - target_staircase), -1),
+                collapsed=collapsed(atoms, collapse_tolerance),
+                final_loss=loss[-1],
+                oscillation=oscillation(atoms_over_steps[-oscillation_steps:]))
 
   return jax.vmap(train_trial)
 
@@ -466,23 +446,21 @@ def count_params(configuration: Configuration, num_quantiles: int) -> int:
   return sum(int(np.prod(v.shape)) for v in jax.tree_util.tree_leaves(shapes))
 
 
-def run_configuration(configuration: Configuration, mixture: Mixture, *,
-                      num_trials: int, num_iterations: int, num_quantiles: int,
-                      learning_rate: float, batch_size: int, seed: int,
-                      collapse_tolerance: float,
-                      oscillation_steps: int = 100) -> TrialResults:
-  """Train all trials of one configuration and measure them."""
+def run_configuration(configuration: Configuration, mixture: Mixture,
+                      s: Settings) -> TrialResults:
+  """Train all trials of one configuration under `s` and measure them."""
   start = time.perf_counter()
   train_trials = _jitted_train_trials(
       configuration, tuple(mixture.locations), tuple(mixture.probabilities),
-      num_quantiles, num_iterations, learning_rate, batch_size,
-      collapse_tolerance, oscillation_steps)
+      s.num_quantiles, s.num_iterations, s.learning_rate, s.batch_size,
+      s.collapse_tolerance, s.oscillation_steps)
   # Trial i's key does not depend on num_trials.
-  keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.PRNGKey(seed), i))(
-      jnp.arange(num_trials))
+  keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.PRNGKey(s.seed), i))(
+      jnp.arange(s.num_trials))
   outputs = jax.device_get(train_trials(keys))
-  return TrialResults(configuration, count_params(configuration, num_quantiles),
-                      time.perf_counter() - start, *outputs)
+  return TrialResults(configuration,
+                      count_params(configuration, s.num_quantiles),
+                      time.perf_counter() - start, **outputs)
 
 
 TABLE_COLUMNS = ('configuration', 'label', 'parameters', 'd1_mean', 'd1_std',
@@ -519,9 +497,8 @@ def format_csv(rows) -> str:
   return buffer.getvalue()
 
 
-def format_markdown(rows, mixture: Mixture, num_quantiles: int,
-                    collapse_tolerance: float,
-                    oscillation_steps: int = 100) -> str:
+def format_markdown(rows, mixture: Mixture, s: Settings) -> str:
+  num_quantiles = s.num_quantiles
   target = exact_staircase(mixture, num_quantiles)
   lines = tables.markdown(
       ['configuration', 'parameters', 'd1 mean', 'd1 std', 'collapsed',
@@ -538,11 +515,10 @@ def format_markdown(rows, mixture: Mixture, num_quantiles: int,
       f'd1: 1-Wasserstein distance between the {num_quantiles} learned atoms '
       f'and the exact staircase {np.round(target, 6).tolist()} (mean and '
       f'population std over trials). Collapsed: all atoms within '
-      f'{collapse_tolerance:g} of one point. Mean of atoms: averaged over '
+      f'{s.collapse_tolerance:g} of one point. Mean of atoms: averaged over '
       f'trials (mixture mean {mean:+.4f}). Oscillation: the std of each sorted '
-      f'atom over the last {oscillation_steps} steps (all if fewer), averaged '
-      f'over atoms and '
-      f'trials. The Cramér losses (plain and smoothed) are multiplied by '
+      f'atom over the last {s.oscillation_steps} steps (all if fewer), '
+      f'averaged over atoms and trials. The Cramér losses (plain and smoothed) are multiplied by '
       f'N/2, as in the published code.',
   ]
   if any(row['sampled'] for row in rows):
@@ -555,15 +531,6 @@ def format_markdown(rows, mixture: Mixture, num_quantiles: int,
         f'itself when the {num_quantiles}-atom staircase is), the oscillation '
         f'on its outputs at the {num_quantiles} midpoints.')
   return '\n'.join(lines) + '\n'
-
-
-def check_output_dir(output_dir: str) -> None:
-  """Create the output directory and check it is writable, or raise."""
-  try:
-    files.make_writable_directory(output_dir)
-  except OSError as e:
-    raise ValueError(f'Cannot write to --output_dir={output_dir!r} ({e}); '
-                     f'choose a writable directory.') from e
 
 
 def parse_configurations(names: Sequence[str]) -> list[Configuration]:
@@ -599,7 +566,11 @@ def check_settings(settings: Settings
   for size in sorted({evaluated_atoms(c, settings.num_quantiles)
                       for c in configurations}):
     exact_staircase(mixture, size)
-  check_output_dir(settings.output_dir)
+  try:
+    files.make_writable_directory(settings.output_dir)
+  except OSError as e:
+    raise ValueError(f'Cannot write to --output_dir={settings.output_dir!r} '
+                     f'({e}); choose a writable directory.') from e
   return configurations, mixture
 
 
@@ -619,12 +590,7 @@ def run_experiment(settings: Settings) -> list[dict]:
   start = time.perf_counter()
   results = []
   for i, configuration in enumerate(configurations):
-    result = run_configuration(
-        configuration, mixture, num_trials=settings.num_trials,
-        num_iterations=settings.num_iterations, num_quantiles=num_quantiles,
-        learning_rate=settings.learning_rate, batch_size=settings.batch_size,
-        seed=settings.seed, collapse_tolerance=settings.collapse_tolerance,
-        oscillation_steps=settings.oscillation_steps)
+    result = run_configuration(configuration, mixture, settings)
     results.append(result)
     eta = (time.perf_counter() - start) / (i + 1) * (
         len(configurations) - i - 1)
@@ -637,9 +603,7 @@ def run_experiment(settings: Settings) -> list[dict]:
           f'compile included), ETA {eta:.0f} s', flush=True)
 
   rows = table_rows(results)
-  markdown = format_markdown(rows, mixture, num_quantiles,
-                             settings.collapse_tolerance,
-                             settings.oscillation_steps)
+  markdown = format_markdown(rows, mixture, settings)
   for name, content in (
       ('synthetic.csv', format_csv(rows)), ('synthetic.md', markdown),
       ('synthetic.png', synthetic_plot.figure_png(results, mixture))):
