@@ -88,7 +88,7 @@ def _value_and_slopes(source, target, tau, kappa):
   kappa = kappa[..., None, None]
   abs_delta = jnp.abs(delta)
   # κ <= 0 selects the plain loss (jnp.where: one program serves every κ;
-  # XLA folds the select of a constant κ).
+  # computing both penalties for a Python κ measured no slower on a CPU).
   penalty = jnp.where(kappa > 0, _huber(abs_delta, kappa), abs_delta)
   # d|u|/du is 1 at u = 0, as JAX's (and so rlax's) derivative of abs.
   slope = jnp.where(kappa > 0, jnp.clip(delta, -kappa, kappa),
