@@ -15,8 +15,9 @@ file). Runs live in --root_dir/[group/]{agent}/{game}/seed_{seed}/; a run is
 done when its results.csv holds every iteration. Relaunching the same
 command skips done and running runs and resumes the others from their
 checkpoints; each run is checked again as it starts, so that two invocations
-on one --root_dir share the work. With --budget_minutes, every run is stopped at a safe point at
-the deadline, its checkpoint kept, and the next invocation resumes it.
+on one --root_dir share the work. With --budget_minutes, every run is stopped
+at a safe point at the deadline, its checkpoint kept, and the next invocation
+resumes it.
 """
 
 import os
