@@ -220,9 +220,11 @@ def test_random_policy_helpers():
       env, jax.random.PRNGKey(0), 500)
   assert step_type.shape == reward.shape == (500,) and key.shape == (2,)
   assert int(step_type[0]) == FIRST and (np.asarray(step_type) == LAST).any()
+  # The agreement test's number of episodes: its program, compiled once.
+  num_episodes = AGREEMENT_EPISODES['breakout']
   _, returns, lengths = minatar_jax_env.random_policy_episodes(
-      env, jax.random.PRNGKey(0), 64)
-  assert returns.shape == lengths.shape == (64,)
+      env, jax.random.PRNGKey(0), num_episodes)
+  assert returns.shape == lengths.shape == (num_episodes,)
   assert (np.asarray(lengths) >= 1).all() and (np.asarray(returns) >= 0).all()
 
 
