@@ -205,9 +205,13 @@ def test_deterministic_given_keys():
 def test_vmapped_streams():
   env = minatar_jax_env.make('asterix')
   keys = jax.random.split(jax.random.PRNGKey(3), 4)
-  states, first = jax.jit(jax.vmap(env.reset))(keys)
-  states, timesteps = jax.jit(jax.vmap(env.step))(
-      states, jnp.arange(4), keys)
+
+  @jax.jit  # One program: reset, then step.
+  def reset_and_step(keys):
+    states, first = jax.vmap(env.reset)(keys)
+    return first, *jax.vmap(env.step)(states, jnp.arange(4), keys)
+
+  first, states, timesteps = reset_and_step(keys)
   assert first.observation.shape == timesteps.observation.shape == (
       4, 10, 10, 4)
   assert timesteps.step_type.shape == (4,)
