@@ -10,7 +10,8 @@ from networks import layers
 
 
 def _init(fn, x, seed=0):
-  return hk.transform(fn).init(jax.random.PRNGKey(seed), x)
+  # Jitted: op by op, each operation compiles apart.
+  return jax.jit(hk.transform(fn).init)(jax.random.PRNGKey(seed), x)
 
 
 @pytest.mark.parametrize('fan_in', [1, 7, 400])
@@ -29,7 +30,7 @@ def test_conv_is_valid_padded_with_fan_in_from_kernel_and_channels():
   x = jnp.ones((2, 20, 20, 3))
   fn = lambda x: layers.conv(5, kernel_shape=(4, 4), stride=(2, 2))(x)
   params = _init(fn, x)
-  out = hk.transform(fn).apply(params, None, x)
+  out = jax.jit(hk.transform(fn).apply)(params, None, x)
   assert out.shape == (2, 9, 9, 5)  # (20 - 4) // 2 + 1 = 9: no padding.
   bound = 1.0 / np.sqrt(3 * 4 * 4)
   for leaf in jax.tree_util.tree_leaves(params):
@@ -40,7 +41,8 @@ def test_relu_mlp_output_is_non_negative_and_sized():
   fn = lambda x: layers.relu_mlp([6, 3])(x)
   x = jax.random.normal(jax.random.PRNGKey(1), (10, 4))
   transformed = hk.transform(fn)
-  out = transformed.apply(transformed.init(jax.random.PRNGKey(0), x), None, x)
+  out = jax.jit(transformed.apply)(
+      jax.jit(transformed.init)(jax.random.PRNGKey(0), x), None, x)
   assert out.shape == (10, 3)
   assert np.all(out >= 0)
 
@@ -74,18 +76,21 @@ def test_conv_has_hk_conv2ds_parameters_and_values(shape, kernel, stride):
                      w_init=init, b_init=init)(x)
 
   reference = hk.transform(reference)
-  params = ours.init(jax.random.PRNGKey(0), x)
+  # Jitted: op by op, each operation compiles apart.
+  params = jax.jit(ours.init)(jax.random.PRNGKey(0), x)
   jax.tree.map(np.testing.assert_array_equal, params,
-               reference.init(jax.random.PRNGKey(0), x))
-  np.testing.assert_allclose(ours.apply(params, None, x),
-                             reference.apply(params, None, x), atol=2e-6)
-  grads = [jax.grad(lambda p, x: jnp.sum(f.apply(p, None, x) ** 2),
-                    argnums=(0, 1))(params, x) for f in (ours, reference)]
+               jax.jit(reference.init)(jax.random.PRNGKey(0), x))
+  reference_out = jax.jit(reference.apply)(params, None, x)
+  np.testing.assert_allclose(jax.jit(ours.apply)(params, None, x),
+                             reference_out, atol=2e-6)
+  squared = lambda f: lambda p, x: jnp.sum(f.apply(p, None, x) ** 2)
+  grads = [jax.jit(jax.grad(squared(f), argnums=(0, 1)))(params, x)
+           for f in (ours, reference)]
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4,
                                                        atol=1e-5), *grads)
   # Outside the block: hk.Conv2D's computation itself.
-  np.testing.assert_array_equal(plain.apply(params, None, x),
-                                reference.apply(params, None, x))
+  np.testing.assert_array_equal(jax.jit(plain.apply)(params, None, x),
+                                reference_out)
 
 
 def test_patches_conv_is_lax_conv():
@@ -94,5 +99,6 @@ def test_patches_conv_is_lax_conv():
   want = jax.lax.conv_general_dilated(x, w, (2, 3), 'VALID',
                                       dimension_numbers=('NHWC', 'HWIO',
                                                          'NHWC'))
-  np.testing.assert_allclose(layers.patches_conv(x, w, (2, 3)), want,
-                             rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(
+      jax.jit(layers.patches_conv, static_argnums=2)(x, w, (2, 3)), want,
+      rtol=1e-5, atol=1e-5)

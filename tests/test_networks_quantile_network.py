@@ -14,8 +14,9 @@ def test_atari_network_output_shapes(head):
   network = hk.transform(networks.atari_quantile_network(18, 201, head=head))
   frames = jax.random.randint(jax.random.PRNGKey(1), (2, 84, 84, 4), 0, 256
                               ).astype(jnp.uint8)
-  params = network.init(jax.random.PRNGKey(0), frames)
-  outputs = network.apply(params, None, frames)
+  # Jitted: op by op, each operation of the network compiles apart.
+  params = jax.jit(network.init)(jax.random.PRNGKey(0), frames)
+  outputs = jax.jit(network.apply)(params, None, frames)
   assert isinstance(outputs, networks.QuantileNetworkOutputs)
   assert outputs.q_atoms.shape == (2, 18, 201)
   assert outputs.q_values.shape == (2, 18)
@@ -27,7 +28,8 @@ def test_atari_network_output_shapes(head):
 
 def test_atari_network_parameter_count_matches_qr_dqn():
   network = hk.transform(networks.atari_quantile_network(18, 201))
-  params = network.init(jax.random.PRNGKey(0), jnp.zeros((1, 84, 84, 4), jnp.uint8))
+  params = jax.eval_shape(network.init, jax.random.PRNGKey(0),
+                          jnp.zeros((1, 84, 84, 4), jnp.uint8))
   torso = (8 * 8 * 4 * 32 + 32) + (4 * 4 * 32 * 64 + 64) + (3 * 3 * 64 * 64 + 64)
   head = (3136 * 512 + 512) + (512 * 18 * 201 + 18 * 201)
   assert sum(v.size for v in jax.tree_util.tree_leaves(params)) == torso + head
@@ -42,13 +44,15 @@ def test_q_values_are_mean_over_atoms_without_gradient():
   network = hk.without_apply_rng(hk.transform(networks.quantile_network(
       networks.mlp_torso([5]), networks.fc_quantile_head(3, 4, 1, 6))))
   x = jax.random.normal(jax.random.PRNGKey(1), (7, 2))
-  params = network.init(jax.random.PRNGKey(0), x)
-  outputs = network.apply(params, x)
+  params = jax.jit(network.init)(jax.random.PRNGKey(0), x)
+  outputs = jax.jit(network.apply)(params, x)
   assert outputs.q_atoms.shape == (7, 3, 4)
   np.testing.assert_allclose(outputs.q_values, outputs.q_atoms.mean(-1), rtol=1e-6)
-  grads = jax.grad(lambda p: network.apply(p, x).q_values.sum())(params)
+  grads = jax.jit(jax.grad(lambda p: network.apply(p, x).q_values.sum()))(
+      params)
   assert all(np.all(g == 0) for g in jax.tree_util.tree_leaves(grads))
-  grads = jax.grad(lambda p: network.apply(p, x).q_atoms.sum())(params)
+  grads = jax.jit(jax.grad(lambda p: network.apply(p, x).q_atoms.sum()))(
+      params)
   assert any(np.any(g != 0) for g in jax.tree_util.tree_leaves(grads))
 
 
@@ -58,9 +62,9 @@ def test_synthetic_networks_on_constant_input():
                       (networks.nc_quantile_head(1, 12, 2, 32), 2702)):
     network = hk.without_apply_rng(hk.transform(
         networks.quantile_network(networks.mlp_torso(()), head)))
-    params = network.init(jax.random.PRNGKey(0), x)
+    params = jax.jit(network.init)(jax.random.PRNGKey(0), x)
     assert sum(v.size for v in jax.tree_util.tree_leaves(params)) == count
-    outputs = network.apply(params, x)
+    outputs = jax.jit(network.apply)(params, x)
     assert outputs.q_atoms.shape == (32, 1, 12)
     # One state: every batch element sees the same atoms, to the last bits
     # that a matrix product's tiles may round apart (a row of the last tile).

@@ -10,9 +10,18 @@ import pytest
 from networks import torsos
 
 
+class _Jitted:
+  """A transformed function whose apply is jitted (op by op, each operation
+  of the network would compile apart)."""
+
+  def __init__(self, transformed):
+    self.apply = jax.jit(transformed.apply)
+
+
 def _transform(fn, x):
   transformed = hk.transform(fn)
-  return transformed, transformed.init(jax.random.PRNGKey(0), x)
+  return _Jitted(transformed), jax.jit(transformed.init)(
+      jax.random.PRNGKey(0), x)
 
 
 def test_dqn_torso_shapes_and_parameter_count():

@@ -574,16 +574,18 @@ def test_vectorized_streams_map_onto_the_dqn_zoo_protocol(
 
 def test_state_round_trip_keeps_pending_updates_and_the_device_replay():
   """Saving mid-run (pending fused updates) and restoring continues exactly."""
-  s = _settings('cr_dqn', num_action_repeats=4, num_envs=2, learn_period=16,
-                replay_capacity=400, min_replay_capacity_fraction=0.1,
+  # The protocol test's settings at K = 4, U = 3 (its compiled programs).
+  s = _settings('cr_dqn', num_action_repeats=4, num_envs=4, learn_period=16,
+                replay_capacity=800, min_replay_capacity_fraction=0.1,
                 target_network_update_period=160, num_fused_updates=3,
                 replay_on_device=True)
-  env = _TaggedStreamsEnv(2)
+  env = _TaggedStreamsEnv(4)
   agent, replay = _catch_agent(s)
   timestep = env.reset()
-  for _ in range(25):  # Frames 0 -> 200: 3 updates due from frame 160.
+  for _ in range(25):  # Frames 0 -> 400: 6 updates due from frame 320.
     timestep = env.step(agent.step(timestep))
-  assert agent.num_pending_updates == 2  # One ran before the target copy.
+  # One ran before the target copy at 320, three fused at 368.
+  assert agent.num_pending_updates == 2
   restored, restored_replay = _catch_agent(dataclasses.replace(s, seed=5))
   restored.set_state(agent.get_state())
   restored_replay.set_state(replay.get_state())

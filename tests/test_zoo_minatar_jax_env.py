@@ -205,9 +205,13 @@ def test_deterministic_given_keys():
 def test_vmapped_streams():
   env = minatar_jax_env.make('asterix')
   keys = jax.random.split(jax.random.PRNGKey(3), 4)
-  states, first = jax.jit(jax.vmap(env.reset))(keys)
-  states, timesteps = jax.jit(jax.vmap(env.step))(
-      states, jnp.arange(4), keys)
+
+  @jax.jit  # One program: reset, then step.
+  def reset_and_step(keys):
+    states, first = jax.vmap(env.reset)(keys)
+    return first, *jax.vmap(env.step)(states, jnp.arange(4), keys)
+
+  first, states, timesteps = reset_and_step(keys)
   assert first.observation.shape == timesteps.observation.shape == (
       4, 10, 10, 4)
   assert timesteps.step_type.shape == (4,)
@@ -220,9 +224,11 @@ def test_random_policy_helpers():
       env, jax.random.PRNGKey(0), 500)
   assert step_type.shape == reward.shape == (500,) and key.shape == (2,)
   assert int(step_type[0]) == FIRST and (np.asarray(step_type) == LAST).any()
+  # The agreement test's number of episodes: its program, compiled once.
+  num_episodes = AGREEMENT_EPISODES['breakout']
   _, returns, lengths = minatar_jax_env.random_policy_episodes(
-      env, jax.random.PRNGKey(0), 64)
-  assert returns.shape == lengths.shape == (64,)
+      env, jax.random.PRNGKey(0), num_episodes)
+  assert returns.shape == lengths.shape == (num_episodes,)
   assert (np.asarray(lengths) >= 1).all() and (np.asarray(returns) >= 0).all()
 
 
