@@ -61,3 +61,15 @@ def reference_environment(environ: Optional[Mapping[str, str]] = None,
   """Return `environ` (default: this process's) updated by `more`, for a run
   compared with a recorded one: portable, compiled as a user's run is."""
   return _environment(environ, PORTABLE, more)
+
+
+# One XLA thread: multi-threaded CPU kernels may split sums differently from
+# run to run (a 1-ulp difference seen once under load), so two processes
+# compared bit for bit (a killed run resumed against an uninterrupted one)
+# each run on one thread.
+ONE_THREAD = '--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1'
+
+
+def one_thread_environment(**more: str) -> Dict[str, str]:
+  """Return the suite's environment updated by `more`, with one XLA thread."""
+  return suite_environment(XLA_FLAGS=ONE_THREAD, **more)

@@ -65,3 +65,11 @@ def test_suite_environment_keeps_other_flags_and_sets_each_of_ours_once():
   assert env['XLA_FLAGS'].split() == ['--xla_foo=1', *compile_flags.PORTABLE,
                                       *compile_flags.CHEAP]
   assert env['ONEDNN_MAX_CPU_ISA'] == 'AVX2'
+
+
+def test_one_thread_environment_adds_one_thread_to_the_suites_flags():
+  env = compile_flags.one_thread_environment(MORE='x')
+  assert env['XLA_FLAGS'].split() == [*compile_flags.ONE_THREAD.split(),
+                                      *compile_flags.PORTABLE,
+                                      *compile_flags.CHEAP]
+  assert env['MORE'] == 'x'

@@ -268,12 +268,8 @@ def _final_params(directory):
 
 @pytest.mark.end_to_end
 def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
-  # One XLA thread: multi-threaded CPU kernels may split sums differently
-  # from run to run (a 1-ulp difference seen once under load), which would
-  # make even two uninterrupted runs differ.
-  env = compile_flags.suite_environment(
-      PYTHONPATH=ROOT, XLA_FLAGS='--xla_cpu_multi_thread_eigen=false '
-      'intra_op_parallelism_threads=1')
+  # One XLA thread: else even two uninterrupted runs may differ.
+  env = compile_flags.one_thread_environment(PYTHONPATH=ROOT)
   subprocess.run(_command(tmp_path, 'full'), check=True, cwd=ROOT, env=env,
                  capture_output=True, timeout=300)
   process = subprocess.Popen(_command(tmp_path, 'killed'), cwd=ROOT, env=env,

@@ -35,10 +35,8 @@ from zoo.suites import minatar_suite
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # One XLA thread: runs in different processes then compute bit-identical
-# updates (as tests/test_zoo_atari_suite.py's SIGKILL test explains).
-ENV = compile_flags.suite_environment(
-    PYTHONPATH=ROOT, XLA_FLAGS='--xla_cpu_multi_thread_eigen=false '
-    'intra_op_parallelism_threads=1')
+# updates (compile_flags.ONE_THREAD).
+ENV = compile_flags.one_thread_environment(PYTHONPATH=ROOT)
 TINY = dict(environment_name='breakout', num_iterations=2,
             num_train_frames=200, num_eval_frames=100, replay_capacity=1000,
             num_quantiles=5, hidden_size=8, target_network_update_period=100,
