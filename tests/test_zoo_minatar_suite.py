@@ -152,18 +152,15 @@ LEARNING = ['--replay_capacity=10000', '--min_replay_capacity_fraction=0.05',
             '--learning_rate=1e-3', '--checkpoint_dir=']
 
 
-@pytest.fixture(scope='module')
-def random_breakout_return():
+def _random_breakout_return():
   """A uniformly random policy's return: one 2000-step phase, seeds 1-3."""
   return np.mean([minatar_random.random_policy_return('breakout', seed, 2000)
                   .episode_return for seed in (1, 2, 3)])
 
 
 @pytest.mark.end_to_end
-@pytest.mark.parametrize('seed', [1, 2, 3])
-def test_cr_dqn_learns_breakout_well_above_a_random_policy(
-    seed, random_breakout_return, tmp_path):
-  """20k steps of CR-DQN on MinAtar Breakout, the command a user runs.
+def test_cr_dqn_learns_breakout_well_above_a_random_policy(tmp_path):
+  """20k steps of CR-DQN on MinAtar Breakout, seed 1: the command a user runs.
 
   A random policy scores 0.36; with these settings the final evaluation
   returns of seeds 1, 2, 3 are 3.33, 3.93, 3.80, and the mean max-Q of the
@@ -171,18 +168,20 @@ def test_cr_dqn_learns_breakout_well_above_a_random_policy(
   the same runs (docs/experiments/minatar.md) fail on every seed: rewards
   dropped from the TD target (returns 2.57 to 2.83, as surviving still scores
   in Breakout; max-Q 0.023 at most), s_t replaced by s_tm1 (0.00 to 0.42).
-  Ignored terminal discounts pass here (returns 2.63 to 3.40, max-Q about
-  2.0): tests/test_zoo_agent.py's TD-loss test catches them. The figures are
+  Ignored terminal discounts pass on seed 1 (returns 3.40, 2.63, 2.85, max-Q
+  about 2.0): tests/test_zoo_agent.py's TD-loss test catches them. So the
+  test runs seed 1 alone, the seed with the smallest margin. The figures are
   runs' in compile_flags.reference_environment() on a 2-core machine, the
   same on every CPU model; another number of cores gives XLA's thread pool
   another size, which rounds otherwise (tests/reference_runs.py) and so gives
   other figures.
   """
+  random_breakout_return = _random_breakout_return()
   assert random_breakout_return < 1.0
   path = tmp_path / 'results.csv'
   result = subprocess.run(
       [sys.executable, '-m', 'cr_dqn.run_minatar', '--environment_name=breakout',
-       f'--seed={seed}', f'--results_csv_path={path}', *LEARNING],
+       '--seed=1', f'--results_csv_path={path}', *LEARNING],
       cwd=ROOT, capture_output=True, text=True, timeout=900,
       env=compile_flags.reference_environment(PYTHONPATH=ROOT))
   assert result.returncode == 0, result.stderr[-2000:]
