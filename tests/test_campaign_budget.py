@@ -13,9 +13,10 @@ from scripts.campaign import launch
 from scripts.campaign import status
 from zoo.storage import results_csv
 
-# Tiny MinAtar runs: seconds each.
+# Tiny MinAtar runs: seconds each. An iteration lasts long enough (a second
+# of CPU) for the deadline to cut the run before its end.
 TINY = {'suite': 'minatar', 'flags': [
-    '--num_iterations=3', '--num_train_frames=2000', '--num_eval_frames=200',
+    '--num_iterations=3', '--num_train_frames=1000', '--num_eval_frames=200',
     '--replay_capacity=1000', '--min_replay_capacity_fraction=0.1',
     '--batch_size=4', '--target_network_update_period=200',
     '--num_quantiles=11', '--hidden_size=16', '--tensorboard_dir='],

@@ -216,6 +216,14 @@ def test_cli_budget_status_resume_and_slurm(tmp_path, fake):
   assert one.returncode == 0 and '1 runs: 1 done' in one.stdout
 
 
+def test_the_cli_loads_no_plotting_library_unless_it_writes_a_report():
+  loaded = subprocess.run(
+      [sys.executable, '-c', 'import sys; import scripts.campaign.__main__; '
+       "print(sorted({'matplotlib', 'seaborn'} & set(sys.modules)))"],
+      cwd=REPO, capture_output=True, text=True, timeout=120)
+  assert loaded.stdout == '[]\n', loaded.stderr
+
+
 @pytest.mark.parametrize('args, message', [
     ([], '--campaign is required'),
     (['--campaign=atari58'], 'Unknown campaign'),

@@ -33,7 +33,6 @@ from scripts.campaign import campaigns
 from scripts.campaign import check
 from scripts.campaign import estimate
 from scripts.campaign import launch
-from scripts.campaign import report
 from scripts.campaign import run_record as run_lib
 from scripts.campaign import status
 from zoo.configuration import cli
@@ -123,6 +122,9 @@ def main(unused_argv):
       sys.exit(f'Error: --ingest: {e}')
     return
   if FLAGS.report:
+    # Imported here: the report's plots load matplotlib, which no other
+    # command needs (half a second at every start).
+    from scripts.campaign import report  # pylint: disable=g-import-not-at-top
     try:
       minatar_env.check_installed()
       for path in report.write(runs, root, FLAGS.report):
