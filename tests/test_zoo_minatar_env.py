@@ -1,5 +1,7 @@
 """Tests for zoo.environments.minatar_env: dm_env semantics, seeding, minimal actions, cap."""
 
+import os
+import subprocess
 import sys
 
 import numpy as np
@@ -104,3 +106,22 @@ def test_without_minatar_the_error_names_the_install_command(monkeypatch):
     minatar_env.check_installed()
   with pytest.raises(minatar_env.NotInstalledError):
     minatar_env.MinAtarEnvironment('breakout', seed=0)
+
+
+def test_minatar_loads_without_its_display_libraries_and_says_nothing():
+  # A fresh process: this one may have imported matplotlib already.
+  code = '\n'.join([
+      'import sys',
+      'from zoo.environments import minatar_env',
+      'minatar_env.MinAtarEnvironment("breakout", seed=0).reset()',
+      'print(sorted(set(sys.modules) & {"matplotlib", "seaborn", "pandas"}))',
+      'import matplotlib',  # Hidden only while MinAtar was imported.
+      'print(sys.meta_path[0].__class__.__name__)'])
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  result = subprocess.run([sys.executable, '-c', code], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+  assert result.returncode == 0, result.stderr
+  loaded, first_finder = result.stdout.split('\n')[:2]
+  assert loaded == '[]'
+  assert first_finder != '_HideDisplayLibraries'
+  assert 'render' not in result.stderr  # MinAtar's warning is silenced.
