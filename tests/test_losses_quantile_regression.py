@@ -38,13 +38,13 @@ _KAPPAS = (0.0, 0.1, 1.0)
 def _ours_and_rlax(source, target):
   """Return, for each κ in _KAPPAS, (ours, rlax) values and source gradients.
 
-  One program per shape: compiling the losses apart for every κ and shape
-  was most of the test's cost.
+  One program per shape, not one per κ and shape.
   """
   results = []
   for huber_param in _KAPPAS:
-    ours = lambda s, k=huber_param: quantile_regression.quantile_regression_loss(
-        s, jax.lax.stop_gradient(target), k)
+    ours = lambda s, k=huber_param: (
+        quantile_regression.quantile_regression_loss(
+            s, jax.lax.stop_gradient(target), k))
     theirs = lambda s, k=huber_param: _rlax_qr(s, target, k)
     results.append(tuple(
         (f(source), jax.grad(lambda s, f=f: jnp.sum(f(s)))(source))
