@@ -76,21 +76,23 @@ def test_conv_has_hk_conv2ds_parameters_and_values(shape, kernel, stride):
                      w_init=init, b_init=init)(x)
 
   reference = hk.transform(reference)
-  # Jitted: op by op, each operation compiles apart.
-  params = jax.jit(ours.init)(jax.random.PRNGKey(0), x)
-  jax.tree.map(np.testing.assert_array_equal, params,
-               jax.jit(reference.init)(jax.random.PRNGKey(0), x))
-  reference_out = jax.jit(reference.apply)(params, None, x)
-  np.testing.assert_allclose(jax.jit(ours.apply)(params, None, x),
-                             reference_out, atol=2e-6)
   squared = lambda f: lambda p, x: jnp.sum(f.apply(p, None, x) ** 2)
-  grads = [jax.jit(jax.grad(squared(f), argnums=(0, 1)))(params, x)
-           for f in (ours, reference)]
+
+  @jax.jit  # One program per case: op by op, each operation compiles apart.
+  def run(x):
+    params = ours.init(jax.random.PRNGKey(0), x)
+    return (params, reference.init(jax.random.PRNGKey(0), x),
+            [f.apply(params, None, x) for f in (ours, reference, plain)],
+            [jax.grad(squared(f), argnums=(0, 1))(params, x)
+             for f in (ours, reference)])
+
+  params, reference_params, (out, reference_out, plain_out), grads = run(x)
+  jax.tree.map(np.testing.assert_array_equal, params, reference_params)
+  np.testing.assert_allclose(out, reference_out, atol=2e-6)
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4,
                                                        atol=1e-5), *grads)
   # Outside the block: hk.Conv2D's computation itself.
-  np.testing.assert_array_equal(jax.jit(plain.apply)(params, None, x),
-                                reference_out)
+  np.testing.assert_array_equal(plain_out, reference_out)
 
 
 def test_patches_conv_is_lax_conv():
