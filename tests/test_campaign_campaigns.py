@@ -92,17 +92,19 @@ def test_atari100k_pairs_are_the_big_campaigns_runs_on_ders_best_games():
   runs = campaigns.expand(campaigns.load('atari100k_pairs'))
   assert [(r.game, r.label) for r in runs[:2]] == [
       ('krull', 'CR-DQN'), ('krull', 'QR-DQN-1')]
-  assert len(runs) == 16 and {r.seeds for r in runs} == {(1,)}
+  games = campaigns.ATARI100K_PAIR_GAMES
+  assert len(games) >= 8 and len(runs) == 2 * len(games)
+  assert {r.seeds for r in runs} == {(1,)}
   everything = {r.name: r for r in campaigns.expand(
       campaigns.load('atari100k'))}
   assert all(everything[r.name] == r for r in runs)
-  # The games: DER's 8 highest mean human-normalised scores.
+  # The games: DER's highest mean human-normalised scores, highest first.
   der = atari100k.load_published(agents=['DER'])['DER']
   random_human = run_data.load_human_random()  # Dopamine's, on the 26.
   normalised = {g: (np.mean(der[g]) - random_human[g][0])
                 / (random_human[g][1] - random_human[g][0]) for g in der}
-  best = sorted(normalised, key=normalised.get, reverse=True)[:8]
-  assert list(campaigns.ATARI100K_PAIR_GAMES) == best
+  best = sorted(normalised, key=normalised.get, reverse=True)
+  assert list(games) == best[:len(games)]
 
 
 def test_a_users_file_is_a_campaign(tmp_path):

@@ -34,11 +34,12 @@ PAPER_VARIANTS = {'QR-DQN-0': 'qr_dqn', 'NC-CR-DQN': 'nc_cr_dqn',
                   'NC-QR-DQN-1': 'nc_qr_dqn', 'NC-QR-DQN-0': 'nc_qr_dqn'}
 ATARI100K_AGENTS = {'QR-DQN-1': 'qr_dqn', 'CR-DQN': 'cr_dqn', 'IQN': 'iqn',
                     'CR-IQN': 'iqn'}
-# QR-DQN-1 against CR-DQN at a CPU's cost: the 8 Atari 100k games where DER
+# QR-DQN-1 against CR-DQN at a CPU's cost: the Atari 100k games where DER
 # has the highest mean human-normalised score (zoo/reference/atari100k/),
 # where a data-efficient agent has the most room to show, highest first.
 ATARI100K_PAIR_GAMES = ('krull', 'road_runner', 'crazy_climber', 'jamesbond',
-                        'freeway', 'assault', 'pong', 'kung_fu_master')
+                        'freeway', 'assault', 'pong', 'kung_fu_master',
+                        'demon_attack')
 # Presets beyond the paper's, each with its MinAtar runs.
 LATER_PRESETS = {'CR-DQN-MQ': 'cr_dqn', 'CR-IQN': 'iqn', 'IQN': 'iqn',
                  'NC-QR-DQN-1': 'nc_qr_dqn'}
@@ -120,9 +121,10 @@ CAMPAIGNS = {
                  seeds=[1, 2, 3, 4, 5], group=f'atari100k/{preset}')
             for preset, agent in ATARI100K_AGENTS.items()]),
     'atari100k_pairs': dict(
-        description=('Atari 100k, CR-DQN against QR-DQN-1: seed 1 on the 8 '
-                     "games of DER's highest scores, game by game; its runs "
-                     'are the atari100k campaign\'s.'),
+        description=('Atari 100k, CR-DQN against QR-DQN-1: seed 1 on the '
+                     f'{len(ATARI100K_PAIR_GAMES)} games of DER\'s highest '
+                     'scores, game by game; its runs are the atari100k '
+                     'campaign\'s.'),
         suite='atari', flags=['--protocol=atari100k'], blocks=[
             dict(agent=ATARI100K_AGENTS[preset], preset=preset, games=[game],
                  seeds=[1], group=f'atari100k/{preset}')

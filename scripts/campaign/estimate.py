@@ -4,7 +4,10 @@ A run's time is its training frames over a training rate plus its
 evaluation frames over an evaluation rate. The rates are the campaign's own
 where its runs have written iterations (the median of their CSVs'
 train_frame_rate and eval_frame_rate, per kind of run), else the project's
-measurements below, else --train_fps / --eval_fps.
+measurements below, else --train_fps / --eval_fps. A run that evaluates
+whole episodes plays as many evaluation frames as the campaign's complete
+runs of its game did (their median; eval_num_frames), or, on a game none has
+finished yet, the median over the games that have.
 """
 
 import statistics
@@ -76,6 +79,24 @@ def measured(runs: Sequence[run_lib.Run], root: str) -> Dict[str, Rate]:
           for k, (t, e) in seen.items() if t and e}
 
 
+def evaluation_frames(runs: Sequence[run_lib.Run],
+                      root: str) -> Dict[str, float]:
+  """Return the median evaluation frames of a complete run, per game, over
+  the campaign's complete runs that evaluate whole episodes."""
+  seen: Dict[str, list] = {}
+  for run in runs:
+    if frames(run)[1] is not None or not run.done(root):
+      continue
+    for path in run.csv_paths(root):
+      try:
+        rows = run_data.read_rows(path, ('eval_num_frames',))
+        total = sum(float(row['eval_num_frames']) for row in rows)
+      except (OSError, ValueError):
+        continue
+      seen.setdefault(run.game, []).append(total)
+  return {game: statistics.median(v) for game, v in seen.items()}
+
+
 def frames(run: run_lib.Run) -> Tuple[int, Optional[int]]:
   """Return (training, evaluation) frames per seed; evaluation None when it
   plays whole episodes, whose length is not known before."""
@@ -102,11 +123,17 @@ def summary(runs: Sequence[run_lib.Run], todo: Sequence[run_lib.Run],
   if train_fps or eval_fps:
     rates = {k: Rate(train_fps or r.train, eval_fps or r.eval,
                      '--train_fps/--eval_fps') for k, r in rates.items()}
+  per_game = evaluation_frames(runs, root)
+  typical = statistics.median(per_game.values()) if per_game else None
   train = evaluation = 0.0
-  unknown = 0
+  unknown = elsewhere = 0
   for run in todo:
     t, e = seconds(run, rates[kind(run)])
     train += t
+    if e is None and typical is not None:
+      elsewhere += run.game not in per_game
+      e = per_game.get(run.game, typical) * len(run.seeds) / rates[
+          kind(run)].eval
     if e is None:
       unknown += 1
     else:
@@ -116,6 +143,12 @@ def summary(runs: Sequence[run_lib.Run], todo: Sequence[run_lib.Run],
            f'time: {(train + evaluation) / waves / 3600:,.1f} h '
            f'({train / 3600:,.1f} h of training and '
            f'{evaluation / 3600:,.1f} h of evaluation in all).']
+  if per_game:
+    lines.append(
+        f'Evaluation of whole episodes: the frames of the campaign\'s '
+        f'complete runs on {len(per_game)} game(s) (median per game); '
+        f'{elsewhere} run(s) on other games at their median, '
+        f'{typical:,.0f} frames a run.')
   if unknown:
     lines.append(f'{unknown} run(s) evaluate whole episodes: their '
                  'evaluation is not in the estimate until the campaign has '
