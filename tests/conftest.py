@@ -31,6 +31,16 @@ if _CACHE_ENV not in os.environ:
   })
 
 
+# Each xdist worker on a CPU of its own (Linux), before it starts JAX: XLA
+# sizes its thread pool by the process's CPUs, so unpinned workers each run a
+# pool as wide as the machine and contend for every core; pinned, no test's
+# last bits depend on how many cores the machine has. The processes a test
+# starts inherit their worker's CPU.
+if 'PYTEST_XDIST_WORKER' in os.environ and hasattr(os, 'sched_setaffinity'):
+  _cpus = sorted(os.sched_getaffinity(0))
+  _worker = int(os.environ['PYTEST_XDIST_WORKER'].lstrip('gw'))
+  os.sched_setaffinity(0, {_cpus[_worker % len(_cpus)]})
+
 # Every process of the suite compiles for one instruction set, cheaply
 # (tests/compile_flags.py); the runs compared with recorded numbers start in
 # compile_flags.reference_environment().
