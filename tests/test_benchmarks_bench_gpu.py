@@ -1,12 +1,14 @@
 """Tests for scripts.benchmarks.bench_gpu on the CPU: the child runs, their
-readings, both measurements' figures; a CPU refused."""
+readings, the measurements' figures; a CPU refused."""
 
 import os
 import subprocess
 import sys
 
 from scripts.benchmarks import bench_gpu
+from scripts.campaign import check
 from scripts.campaign import launch
+from scripts.campaign import run_record as run_lib
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -108,3 +110,43 @@ def test_a_cpu_is_refused_with_one_error_line():
   assert result.returncode == 1 and result.stderr.splitlines()[-1] == (
       'Error: this benchmark measures a GPU, and JAX\'s device here is cpu. '
       'Run it on a machine with a GPU (and a CUDA build of JAX).')
+
+
+def test_a_packed_run_is_an_atari100k_run_that_learns_early():
+  argv = bench_gpu.packing_argv('/r/results.csv', 20_000)
+  assert argv[0] == '--protocol=atari100k'
+  assert '--num_train_frames=20000' in argv
+  # The flags are the run's own: the campaign's check parses them as it does.
+  run = run_lib.Run('cr_dqn', 'atari', 'pong', (1,), tuple(
+      a for a in argv if not a.startswith(('--results_csv_path',
+                                           '--checkpoint_dir',
+                                           '--tensorboard_dir',
+                                           '--environment_name'))))
+  check.check([run], '/runs')
+  # Learning starts at transition 200 of the protocol's 100,000.
+  assert run.setting('min_replay_capacity_fraction') * int(
+      run.setting('replay_capacity')) == 200
+  assert int(run.setting('num_final_eval_episodes')) == 1
+
+
+def test_packing_figures_find_the_most_runs_per_gpu_that_pay_off():
+  envs = {n: launch.local_slots(n, ['0'], {}) for n in (1, 2, 4, 8)}
+  levels = {1: [_outcome(400.0)],
+            2: [_outcome(390.0), _outcome(380.0)],
+            4: [_outcome(300.0)] * 4,
+            8: [_outcome(100.0)] * 7 + [_outcome(None, returncode=1)]}
+  by_key = {r['key']: r for r in bench_gpu.packing_figures(levels, envs)}
+  assert by_key['gpu.packing.total:2']['value'] == '770'
+  assert by_key['gpu.packing.each:2']['value'] == '380 / 390'
+  assert by_key['gpu.packing.gain:4']['value'] == '3.00'
+  assert 'XLA_PYTHON_CLIENT_MEM_FRACTION=0.225 each' in by_key[
+      'gpu.packing.total:4']['what']
+  # Eight did not all finish: said, and not a candidate.
+  assert by_key['gpu.packing.finished:8']['value'] == 'no'
+  assert 'gpu.packing.total:8' not in by_key
+  assert by_key['gpu.packing.best']['value'] == '4'
+  # Without the run alone: totals, no gains.
+  del levels[1]
+  rows = bench_gpu.packing_figures(levels, envs)
+  assert not any(r['key'].startswith('gpu.packing.gain') for r in rows)
+  assert {r['key']: r for r in rows}['gpu.packing.best']['value'] == '4'

@@ -1,8 +1,10 @@
-r"""Measure short Atari runs on a GPU: their memory, and two sharing the GPU.
+r"""Measure short Atari runs on a GPU: their memory, and runs sharing the GPU.
 
   python -m scripts.benchmarks.bench_gpu [--measure=memory,sharing]
       [--num_train_frames=100000] [--num_eval_frames=4096]
       [--replay_capacity=20000]
+  python -m scripts.benchmarks.bench_gpu --measure=packing \
+      [--packing_runs=1,2,4,8,16] [--packing_train_frames=20000]
 
 Every run is `cr_dqn.run_atari` (Pong, --num_envs=64, a replay full within
 the run, in host RAM) in a child process that prints JAX's memory statistics
@@ -16,6 +18,14 @@ sharing: one run alone, then two at once with the variables the campaign
 gives two runs on one GPU (scripts.campaign.launch.local_slots): whether both
 finished, their training frames/s and JAX's peak bytes in use, and their
 total against the run alone.
+packing: Atari 100k runs (--protocol=atari100k, CR-DQN, Pong, one stream
+each) started N at a time on the GPU for each N of --packing_runs, with the
+variables the campaign gives N runs on one GPU: each one iteration of
+--packing_train_frames, learning from its 200th transition, so that the
+rate is the learning rate of a whole run. Per N: whether all finished, the
+rate of each and their total against one run alone; then the N of the
+highest total, the --parallel that gets the most out of one GPU. A larger
+N is not tried once one fails.
 
 The last line, `figures:`, holds the figures as JSON (none of what a failed
 run did not measure); the exit status is 1 if a run to compare with failed.
@@ -39,7 +49,7 @@ from scripts.campaign import launch
 from zoo.configuration import cli
 
 FLAGS = flags.FLAGS
-MEASURES = ('memory', 'sharing')
+MEASURES = ('memory', 'sharing', 'packing')
 MODULE = 'cr_dqn.run_atari'
 # The run: Pong's episodes end even untrained (a stuck game would make the
 # evaluation's whole episodes long); 64 streams, the mode a campaign uses.
@@ -47,6 +57,7 @@ GAME = 'pong'
 NUM_ENVS = 64
 RUN = 'Atari Pong, `--num_envs=64`, the replay full'
 RUNS_PER_GPU = 2
+PACKED_RUN = 'Atari 100k, CR-DQN, Pong'
 # memory's settings: (name, what, the run's own variables).
 MEMORY_SETTINGS = (
     ('preallocated', 'JAX\'s default (preallocation)', {}),
@@ -84,6 +95,16 @@ def run_argv(results_csv: str, train_frames: int, eval_frames: int,
           f'--replay_capacity={replay_capacity}',
           f'--results_csv_path={results_csv}', '--checkpoint_dir=',
           '--tensorboard_dir=']
+
+
+def packing_argv(results_csv: str, train_frames: int) -> List[str]:
+  """Return the flags of a packed run: one Atari 100k iteration, learning
+  from the 200th transition, one evaluation episode."""
+  return ['--protocol=atari100k', f'--environment_name={GAME}',
+          '--num_iterations=1', f'--num_train_frames={train_frames}',
+          '--min_replay_capacity_fraction=0.002', '--num_eval_episodes=1',
+          '--num_final_eval_episodes=1', f'--results_csv_path={results_csv}',
+          '--checkpoint_dir=', '--tensorboard_dir=']
 
 
 def parse_stats(text: str) -> Optional[Dict[str, int]]:
@@ -146,14 +167,16 @@ class Outcome:
 
 
 def start(work: str, name: str, env: Dict[str, str], sizes: Sequence[int],
-          module: str = MODULE) -> Tuple[subprocess.Popen, str, str]:
+          module: str = MODULE, argv: Callable[..., List[str]] = run_argv
+          ) -> Tuple[subprocess.Popen, str, str]:
   """Start the measured run as `name` under `work`, with the variables `env`
-  and sizes (training frames, evaluation frames, replay capacity); return it,
-  its log and its CSV (for finish)."""
+  and the flags argv(its CSV, *sizes) (run_argv's sizes: training frames,
+  evaluation frames, replay capacity); return it, its log and its CSV (for
+  finish)."""
   csv_path = os.path.join(work, name, 'results.csv')
   os.makedirs(os.path.dirname(csv_path))
   log_path = os.path.join(work, f'{name}.log')
-  args = run_argv(csv_path, *sizes)
+  args = argv(csv_path, *sizes)
   print(f'{name}: {" ".join(f"{k}={v}" for k, v in sorted(env.items()))} '
         f'python -m {module} {" ".join(args)}', flush=True)
   with open(log_path, 'w') as log:  # The child keeps its own handle.
@@ -313,6 +336,74 @@ def measure_sharing(gpu: str, work: str, sizes: Sequence[int]
   return sharing_figures(alone, together, envs), alone.returncode == 0
 
 
+def packing_figures(levels: Dict[int, Sequence[Outcome]],
+                    envs: Dict[int, Sequence[Dict[str, str]]]
+                    ) -> List[Dict[str, str]]:
+  """Return packing's figures: per N, whether all N runs finished, their
+  rates and total; then the N of the highest total of runs that all
+  finished (none of what a failed run did not measure)."""
+  out, totals = [], {}
+  alone = levels.get(1)
+  alone_rate = (alone[0].train_rate if alone and alone[0].returncode == 0
+                else None)
+  for n, outcomes in sorted(levels.items()):
+    memory = envs[n][0].get('XLA_PYTHON_CLIENT_MEM_FRACTION')
+    what = f'{n} run(s) at once on one GPU, {PACKED_RUN}' + (
+        f' (XLA_PYTHON_CLIENT_MEM_FRACTION={memory} each)' if memory else '')
+    finished = all(o.returncode == 0 for o in outcomes)
+    rates = [o.train_rate for o in outcomes]
+    out.append(harness.figure(f'gpu.packing.finished:{n}', f'{what}: all '
+                              'finished', 'yes' if finished else 'no', ''))
+    if not (finished and all(rates)):
+      continue
+    totals[n] = sum(rates)
+    out += [harness.figure(f'gpu.packing.each:{n}', f'{what}: training, '
+                           'the slowest and the fastest run',
+                           f'{min(rates):,.0f} / {max(rates):,.0f}',
+                           'frames/s'),
+            harness.figure(f'gpu.packing.total:{n}', f'{what}: training, '
+                           'all together', f'{totals[n]:,.0f}', 'frames/s')]
+    if alone_rate:
+      out.append(harness.figure(f'gpu.packing.gain:{n}', f'{what}: their '
+                                'total over one run alone',
+                                f'{totals[n] / alone_rate:.2f}', '×'))
+  if totals:
+    best = max(totals, key=totals.get)
+    out.append(harness.figure('gpu.packing.best', f'{PACKED_RUN}: the runs '
+                              'at once with the highest total training rate '
+                              '(campaign --parallel per GPU)', str(best), ''))
+  return out
+
+
+def measure_packing(gpu: str, work: str, runs_at_once: Sequence[int],
+                    train_frames: int) -> Tuple[List[Dict[str, str]], bool]:
+  """Start N runs at once for each N; print the table; return the figures
+  and whether every run finished."""
+  levels, envs = {}, {}
+  for n in sorted(runs_at_once):
+    envs[n] = launch.local_slots(n, [gpu])
+    started = [start(work, f'packed_{n}_{i + 1}', env, (train_frames,),
+                     module=MODULE, argv=packing_argv)
+               for i, env in enumerate(envs[n])]
+    levels[n] = [finish(*s) for s in started]
+    report_failures(levels[n])
+    if any(o.returncode for o in levels[n]):
+      print(f'{n} runs at once: not all finished; no more are tried.',
+            flush=True)
+      break
+  rows = []
+  for n, outcomes in levels.items():
+    rates = [o.train_rate or 0.0 for o in outcomes if o.returncode == 0]
+    failed = sum(1 for o in outcomes if o.returncode)
+    rows.append([str(n), f'{n - failed} of {n}',
+                 f'{min(rates):,.0f}-{max(rates):,.0f}' if rates else '-',
+                 f'{sum(rates):,.0f}' if not failed else '-'])
+  harness.print_table(['runs at once', 'finished', 'training frames/s each',
+                       'training frames/s, all'], rows, 'rrrr')
+  return (packing_figures(levels, envs),
+          not any(o.returncode for v in levels.values() for o in v))
+
+
 def main(argv):
   del argv
   try:
@@ -324,11 +415,16 @@ def main(argv):
   work = tempfile.mkdtemp(prefix='bench_gpu-')
   sizes = (FLAGS.num_train_frames, FLAGS.num_eval_frames,
            FLAGS.replay_capacity)
-  measures = {'memory': measure_memory, 'sharing': measure_sharing}
+  measures = {
+      'memory': lambda: measure_memory(gpu, work, sizes),
+      'sharing': lambda: measure_sharing(gpu, work, sizes),
+      'packing': lambda: measure_packing(
+          gpu, work, [int(n) for n in FLAGS.packing_runs],
+          FLAGS.packing_train_frames)}
   figures, finished = [], True
   for name in MEASURES:
     if name in FLAGS.measure:
-      got, ok = measures[name](gpu, work, sizes)
+      got, ok = measures[name]()
       figures, finished = figures + got, finished and ok
   print()
   harness.print_figures(figures)
@@ -337,11 +433,21 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  harness.define_choices('measure', MEASURES, MEASURES, 'What to measure')
+  harness.define_choices('measure', MEASURES[:2], MEASURES,
+                         'What to measure')
   flags.DEFINE_integer('num_train_frames', 100_000, 'Training frames of '
                        'each run\'s one iteration.')
   flags.DEFINE_integer('num_eval_frames', 4096, 'Evaluation frames (whole '
                        'episodes are played past them).')
   flags.DEFINE_integer('replay_capacity', 20_000, 'Transitions: full within '
                        'the run.')
+  flags.DEFINE_list('packing_runs', ['1', '2', '4', '8', '16'], 'packing: '
+                    'the numbers of runs to start at once on one GPU.')
+  flags.DEFINE_integer('packing_train_frames', 20_000, 'packing: training '
+                       'frames of each run\'s one iteration.', lower_bound=
+                       1_000)
+  flags.register_validator(
+      'packing_runs', lambda values: all(v.isdigit() and int(v) >= 1
+                                         for v in values),
+      'name whole numbers of runs >= 1, separated by commas, e.g. 1,2,4,8.')
   cli.run(main)
