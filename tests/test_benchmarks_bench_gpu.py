@@ -112,7 +112,7 @@ def test_a_cpu_is_refused_with_one_error_line():
       'Run it on a machine with a GPU (and a CUDA build of JAX).')
 
 
-def test_a_packed_run_is_an_atari100k_run_that_learns_early():
+def test_a_packed_run_is_an_atari100k_run_that_learns_early(tmp_path):
   argv = bench_gpu.packing_argv('/r/results.csv', 20_000)
   assert argv[0] == '--protocol=atari100k'
   assert '--num_train_frames=20000' in argv
@@ -127,6 +127,13 @@ def test_a_packed_run_is_an_atari100k_run_that_learns_early():
   assert run.setting('min_replay_capacity_fraction') * int(
       run.setting('replay_capacity')) == 200
   assert int(run.setting('num_final_eval_episodes')) == 1
+  # start() passes a packed run its CSV and training frames.
+  started = bench_gpu.start(str(tmp_path), 'packed_2_1', {}, (20_000,),
+                            module='scripts.benchmarks.harness',
+                            argv=bench_gpu.packing_argv)
+  assert bench_gpu.finish(*started).returncode == 0
+  assert (f"--results_csv_path={tmp_path / 'packed_2_1' / 'results.csv'}"
+          in started[0].args[-1])
 
 
 def test_packing_figures_find_the_most_runs_per_gpu_that_pay_off():
