@@ -383,7 +383,7 @@ def measure_packing(gpu: str, work: str, runs_at_once: Sequence[int],
   for n in sorted(runs_at_once):
     envs[n] = launch.local_slots(n, [gpu])
     started = [start(work, f'packed_{n}_{i + 1}', env, (train_frames,),
-                     module=MODULE, argv=packing_argv)
+                     argv=packing_argv)
                for i, env in enumerate(envs[n])]
     levels[n] = [finish(*s) for s in started]
     report_failures(levels[n])
